@@ -1,0 +1,26 @@
+import { fileURLToPath } from 'node:url';
+import { defineProject } from 'vitest/config';
+
+const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url));
+const workspacePackages = ['recordio', 'data', 'proto', 'master', 'worker', 'cli', 'model-zoo'];
+
+/**
+ * Vitest project settings shared by every package: workspace imports resolve to TypeScript sources,
+ * so unit tests never run against a stale dist/. Tests that spawn processes use the built dist/.
+ */
+export function packageProject(name: string, testTimeoutMs = 30_000) {
+  return defineProject({
+    resolve: {
+      alias: workspacePackages.map((pkg) => ({
+        find: new RegExp(`^@edl/${pkg}$`),
+        replacement: `${packagesDir}${pkg}/src/index.ts`,
+      })),
+    },
+    test: {
+      name,
+      include: ['test/**/*.test.ts'],
+      testTimeout: testTimeoutMs,
+      hookTimeout: testTimeoutMs,
+    },
+  });
+}
