@@ -1,1 +1,3 @@
-export {};
+export type { Command, CommandIO } from './command.js';
+export { UsageError } from './command.js';
+export { runCli } from './main.js';

@@ -1,1 +1,11 @@
-export {};
+export type {
+  DataReader,
+  DatasetIterator,
+  JsonObject,
+  JsonValue,
+  RandomAccessDataSource,
+  ReaderDescription,
+  ReaderMetadata,
+  RecordRange,
+  Shard,
+} from './protocols.js';

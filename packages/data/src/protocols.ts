@@ -1,0 +1,70 @@
+/**
+ * The protocols of @edl/data. Code depends on these, never on concrete classes: a user-written reader
+ * or source is a first-class citizen as long as it satisfies them.
+ */
+
+/** A plain JSON value: what states and descriptions are made of, so they can cross processes. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** A plain JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** A contiguous range of records of one data origin (a file, a table key range): ElasticDL's shard. */
+export interface Shard {
+  /** Identifies the shard to the reader that created it (a file path, a table range name). */
+  readonly name: string;
+  /** Index of the shard's first record. */
+  readonly start: number;
+  /** Number of records in the shard. */
+  readonly count: number;
+}
+
+/** What a reader is asked to read: the records `[start, end)` of shard `shardName`. */
+export interface RecordRange {
+  readonly shardName: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Column names and types of the records a reader yields, where the reader knows them. */
+export interface ReaderMetadata {
+  readonly columns?: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+  readonly [key: string]: JsonValue | undefined | ReadonlyArray<{ readonly name: string; readonly type: string }>;
+}
+
+/**
+ * ElasticDL's data reader (seeds 000/001): lists shards for the master and reads the records of a
+ * task's range for a worker. `describe()` lets another process re-create the same reader.
+ */
+export interface DataReader<TRecord = Uint8Array> {
+  createShards(): Promise<Shard[]>;
+  readRecords(range: RecordRange): AsyncIterable<TRecord>;
+  readonly metadata: ReaderMetadata;
+  describe(): ReaderDescription;
+  close?(): Promise<void>;
+}
+
+/** A plain description from which `createDataReader` re-creates a reader in another process. */
+export interface ReaderDescription {
+  /** Reader type ('recordio', 'text', 'table') or a user module spec `module#export`. */
+  readonly type: string;
+  readonly params: JsonObject;
+}
+
+/**
+ * Grain's random-access source (seed 003): `get` must be deterministic and safe to call
+ * concurrently; it may return a value or a promise of one.
+ */
+export interface RandomAccessDataSource<T> {
+  readonly length: number;
+  get(index: number): T | Promise<T>;
+  getMany?(indices: readonly number[]): T[] | Promise<T[]>;
+}
+
+/**
+ * An iterator whose position can be saved and restored exactly. The state is plain JSON of a fixed
+ * shape; wrapping iterators keep their parent's state under `parent`.
+ */
+export interface DatasetIterator<T> extends AsyncIterator<T> {
+  getState(): JsonObject;
+  setState(state: JsonObject): void;
+}
