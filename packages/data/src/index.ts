@@ -9,3 +9,5 @@ export type {
   RecordRange,
   Shard,
 } from './protocols.js';
+export * from './dataset/index.js';
+export * from './readers/index.js';
