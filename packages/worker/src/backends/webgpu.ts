@@ -1,0 +1,68 @@
+import * as tf from '@tensorflow/tfjs-core';
+
+/** What was found when the WebGPU backend was tried. */
+export interface WebGpuProbe {
+  readonly ok: boolean;
+  /** Adapter vendor / architecture / description, or why there is none. */
+  readonly detail: string;
+}
+
+interface AdapterInfoLike {
+  readonly vendor?: string;
+  readonly architecture?: string;
+  readonly device?: string;
+  readonly description?: string;
+}
+
+let installed: Promise<WebGpuProbe> | undefined;
+
+/**
+ * Makes WebGPU available to TensorFlow.js in Node through Dawn's bindings (the `webgpu` package) and
+ * switches to the `webgpu` backend. `navigator.gpu` and the WebGPU globals (`GPUBufferUsage`, ...)
+ * must exist before `@tensorflow/tfjs-backend-webgpu` is imported, so that import is dynamic.
+ * Resolves `{ ok: false }` instead of throwing when there is no adapter: `tf.setBackend` returns
+ * false in that case rather than failing.
+ */
+export function activateWebGpu(): Promise<WebGpuProbe> {
+  installed ??= install();
+  return installed.then(async (probe) => {
+    if (!probe.ok) return probe;
+    const switched = await tf.setBackend('webgpu');
+    return switched ? probe : { ok: false, detail: `tf.setBackend('webgpu') failed (${probe.detail})` };
+  });
+}
+
+async function install(): Promise<WebGpuProbe> {
+  let dawn: typeof import('webgpu');
+  try {
+    dawn = await import('webgpu');
+  } catch (error) {
+    return { ok: false, detail: `the webgpu package did not load: ${(error as Error).message}` };
+  }
+  const globals = dawn.globals as Record<string, unknown>;
+  for (const [key, value] of Object.entries(globals)) {
+    if (!(key in globalThis))
+      Object.defineProperty(globalThis, key, { value, configurable: true, writable: true });
+  }
+  // Dawn options: none. An empty list lets Dawn pick its default adapter (Vulkan on Linux).
+  const gpu = dawn.create([]) as GPU;
+  const existing = (globalThis as { navigator?: object }).navigator;
+  if (existing === undefined) {
+    Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
+  } else if (!('gpu' in existing) || (existing as { gpu?: unknown }).gpu === undefined) {
+    Object.defineProperty(existing, 'gpu', { value: gpu, configurable: true, writable: true });
+  }
+  let adapter: GPUAdapter | null;
+  try {
+    adapter = await gpu.requestAdapter();
+  } catch (error) {
+    return { ok: false, detail: `requestAdapter failed: ${(error as Error).message}` };
+  }
+  if (adapter === null) return { ok: false, detail: 'no WebGPU adapter found' };
+  const info = (adapter as unknown as { info?: AdapterInfoLike }).info ?? {};
+  const detail = [info.vendor, info.architecture, info.device, info.description]
+    .filter((part) => typeof part === 'string' && part.length > 0)
+    .join(' ');
+  await import('@tensorflow/tfjs-backend-webgpu');
+  return { ok: true, detail: detail.length > 0 ? detail : 'unnamed adapter' };
+}
