@@ -1,1 +1,25 @@
-export {};
+/**
+ * @edl/recordio: read and write RecordIO files (the format of the Go package wangkuiyi/recordio)
+ * through the native elasticdl-ts core.
+ *
+ * @packageDocumentation
+ */
+export type { ChunkInfo } from './chunk-info.js';
+export { COMPRESSORS, type CompressorName } from './compressor.js';
+export { RecordIOError, type RecordIOErrorCode, type RecordIOErrorLocation } from './errors.js';
+export {
+  getAddon,
+  type LoadAttempt,
+  loadNativeAddon,
+  NATIVE_PATH_ENV,
+  platformPackageName,
+} from './native/load-addon.js';
+export { type NativeInfo, nativeInfo } from './native/native-info.js';
+export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
+export { RecordBatch } from './record-batch.js';
+export {
+  type RecordBatchInput,
+  RecordIOWriter,
+  type RecordIOWriterOptions,
+  type RecordIOWriterStats,
+} from './writer.js';

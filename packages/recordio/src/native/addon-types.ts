@@ -1,0 +1,96 @@
+/**
+ * The TypeScript shape of the native addon `edl_native.node`. It mirrors docs/native-binding.md
+ * exactly: when the contract changes, this file changes with it. Nothing outside @edl/recordio sees
+ * these types; the public API wraps them.
+ *
+ * @packageDocumentation
+ */
+
+/** Numeric compressor ids as stored in a chunk header: 0 none, 1 snappy, 2 gzip. */
+export type NativeCompressorId = 0 | 1 | 2;
+
+/** The module object exported by `edl_native.node`. */
+export interface NativeAddon {
+  /** N-API version the addon targets (8); must not exceed `process.versions.napi`. */
+  readonly napiVersion: number;
+  /** Addon version, the same as the package version. */
+  readonly version: string;
+  /** Which CRC implementations the addon picked at load time, e.g. `pclmul` or `table`. */
+  readonly features: { readonly crc32: string; readonly crc32c: string };
+  /** Opens `path` and scans its chunk headers (one positioned read per chunk). Throws on error. */
+  openReader(path: string): NativeReader;
+  /** Creates (truncates) `path`. */
+  createWriter(
+    path: string,
+    compressor: NativeCompressorId,
+    maxChunkBytes: number,
+    gzipLevel: number,
+  ): NativeWriter;
+}
+
+/** A file opened for reading, with its chunk index already scanned. */
+export interface NativeReader {
+  readonly path: string;
+  readonly numRecords: number;
+  readonly numChunks: number;
+  readonly fileSize: number;
+  /** 5 numbers per chunk: offset, compressor, compressedSize, numRecords, firstRecord. */
+  chunkTable(): Float64Array;
+  /**
+   * Reads records `[start, start + count)` on the libuv thread pool. The range is checked by the
+   * caller. Never rejects for a bad chunk: faults come back in the result.
+   */
+  read(start: number, count: number, skipCorrupt: boolean): Promise<NativeReadResult>;
+  /** Same as {@link NativeReader.read}, on the calling thread. */
+  readSync(start: number, count: number, skipCorrupt: boolean): NativeReadResult;
+  /** Idempotent; a pending read finishes first. */
+  close(): void;
+}
+
+/** Records decoded by one read: one buffer plus `[begin, end)` pairs into it. */
+export interface NativeReadResult {
+  /** Owns the decoded bytes of the chunks touched (external memory). */
+  readonly data: Buffer;
+  /** 2 per delivered record: begin, end (byte offsets into `data`). */
+  readonly bounds: Uint32Array;
+  /** Index of the first delivered record. */
+  readonly firstRecord: number;
+  /** With `skipCorrupt`: each bad chunk passed over. */
+  readonly skipped: NativeFault[];
+  /** Without `skipCorrupt`: the fault that stopped the read. Records before it are delivered. */
+  readonly error: NativeFault | null;
+}
+
+/** A problem with one chunk, as the addon reports it. */
+export interface NativeFault {
+  readonly code: string;
+  readonly message: string;
+  readonly path: string;
+  /** Chunk index, -1 when none. */
+  readonly chunk: number;
+  /** Byte offset in the file, -1 when none. */
+  readonly offset: number;
+  /** Records of that chunk that were not delivered. */
+  readonly records: number;
+}
+
+/** A file opened for writing. */
+export interface NativeWriter {
+  /** Appends one record (copied). May compress and write a full chunk synchronously. */
+  write(record: Uint8Array): void;
+  /** Appends many records in one call: `bounds` holds `[begin, end)` pairs into `data`. */
+  writeBatch(data: Uint8Array, bounds: Uint32Array): void;
+  readonly recordsWritten: number;
+  readonly chunksWritten: number;
+  readonly bytesWritten: number;
+  /** Flushes the last chunk; idempotent; throws on I/O failure. */
+  close(): void;
+}
+
+/** Shape of an `Error` thrown by the addon itself (openReader, createWriter, write, close). */
+export interface NativeError extends Error {
+  readonly code: string;
+  readonly path?: string;
+  readonly chunk?: number;
+  readonly offset?: number;
+}
