@@ -1,0 +1,56 @@
+import { type DescMessage, fromBinary, type MessageShape, toBinary } from '@bufbuild/protobuf';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import { MasterService } from './generated/edl/v1/master_pb.js';
+
+/** Metadata key that carries the job token on every call. */
+export const JOB_TOKEN_METADATA_KEY = 'x-edl-job-token';
+
+/** Default message size limit (64 MiB): a whole model or gradient set travels in one message. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+type MasterMethods = typeof MasterService.method;
+type MethodName = keyof MasterMethods;
+type InputOf<K extends MethodName> = MessageShape<MasterMethods[K]['input']>;
+type OutputOf<K extends MethodName> = MessageShape<MasterMethods[K]['output']>;
+
+/** The gRPC method definition of each MasterService RPC, keyed by its lowerCamel name. */
+export type MasterServiceDefinition = { [K in MethodName]: MethodDefinition<InputOf<K>, OutputOf<K>> };
+
+function serializer<D extends DescMessage>(schema: D): (message: MessageShape<D>) => Buffer {
+  return (message) => {
+    const bytes = toBinary(schema, message);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function deserializer<D extends DescMessage>(schema: D): (bytes: Buffer) => MessageShape<D> {
+  return (bytes) => fromBinary(schema, bytes);
+}
+
+function buildDefinition<
+  S extends GenService<Record<string, { methodKind: 'unary'; input: DescMessage; output: DescMessage }>>,
+>(service: S): ServiceDefinition {
+  const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
+  for (const method of service.methods) {
+    if (method.methodKind !== 'unary') throw new Error(`${service.typeName}.${method.name} is not unary`);
+    definition[method.localName] = {
+      path: `/${service.typeName}/${method.name}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: serializer(method.input) as (value: unknown) => Buffer,
+      requestDeserialize: deserializer(method.input),
+      responseSerialize: serializer(method.output) as (value: unknown) => Buffer,
+      responseDeserialize: deserializer(method.output),
+      originalName: method.localName,
+    };
+  }
+  return definition;
+}
+
+/**
+ * The MasterService for @grpc/grpc-js (`server.addService`, `client.makeUnaryRequest`), with
+ * serializers from the generated protobuf-es schemas.
+ */
+export const masterServiceDefinition = buildDefinition(MasterService) as ServiceDefinition &
+  MasterServiceDefinition;

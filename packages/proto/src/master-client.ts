@@ -1,0 +1,337 @@
+import { create } from '@bufbuild/protobuf';
+import { ChannelCredentials, Client, connectivityState, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { MasterRpcError } from './errors.js';
+import {
+  GetJobStatusRequestSchema,
+  GetModelRequestSchema,
+  GetTaskRequestSchema,
+  type GradientStatus,
+  HeartbeatRequestSchema,
+  type MetricPartial,
+  PingRequestSchema,
+  ReportEvaluationMetricsRequestSchema,
+  ReportGradientRequestSchema,
+  ReportTaskResultRequestSchema,
+  ReportVariablesRequestSchema,
+  ScaleWorkersRequestSchema,
+} from './generated/edl/v1/master_pb.js';
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  JOB_TOKEN_METADATA_KEY,
+  masterServiceDefinition,
+} from './grpc-service.js';
+import { fromTaskMessage, type TaskAssignment } from './task-assignment.js';
+import { fromTensorMessage, type NamedTensor, toTensorMessage } from './tensor.js';
+import { toSafeNumber, toWireInt } from './wire-numbers.js';
+
+/** Options of {@link MasterClient}. */
+export interface MasterClientOptions {
+  /** Deadline of each call in milliseconds (default 30,000). */
+  readonly deadlineMs?: number;
+  /** Largest message sent or received, in bytes (default 64 MiB). */
+  readonly maxMessageBytes?: number;
+  /** How long `connect` waits for the channel to be ready, in milliseconds (default 10,000). */
+  readonly connectTimeoutMs?: number;
+}
+
+/** The model as a worker sees it. */
+export interface ModelSnapshot {
+  readonly version: number;
+  /** False until some worker reported the initial variables. */
+  readonly initialized: boolean;
+  readonly variables: NamedTensor[];
+}
+
+/** A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. */
+export interface GradientReport {
+  readonly workerId: string;
+  readonly taskId: number;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+  readonly modelVersion: number;
+  readonly gradients: readonly NamedTensor[];
+}
+
+/** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
+export interface EvaluationMetricsReport {
+  readonly workerId: string;
+  readonly taskId: number;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+  readonly modelVersion: number;
+  readonly metrics: Readonly<Record<string, MetricPartial>>;
+}
+
+/** The end of a task as a worker reports it. */
+export interface TaskResultReport {
+  readonly workerId: string;
+  readonly taskId: number;
+  /** Records of the task consumed (authoritative for prediction and train-end tasks). */
+  readonly recordsDone?: number;
+  /** Set when the task failed; its remaining range goes back to todo. */
+  readonly error?: string;
+}
+
+/** The answer to `getTask`. */
+export interface GetTaskResult {
+  /** Absent once the job is over (and then `jobFinished` is true). */
+  readonly task?: TaskAssignment;
+  readonly jobFinished: boolean;
+  /** Why the job failed, when it did; empty otherwise. */
+  readonly jobError: string;
+}
+
+/** The answer to `reportGradient` and `reportEvaluationMetrics`. */
+export interface ReportResult {
+  readonly status: GradientStatus;
+  /** The model version after the report (gradients only; 0 for metrics). */
+  readonly modelVersion: number;
+  /** The task's progress after the report: its first record not yet applied. */
+  readonly taskProgress: number;
+}
+
+/** The job's progress, from `getJobStatus`. */
+export interface JobStatusInfo {
+  readonly state: 'running' | 'succeeded' | 'failed';
+  readonly error: string;
+  readonly epoch: number;
+  readonly numEpochs: number;
+  readonly modelVersion: number;
+  readonly todoTasks: number;
+  readonly doingTasks: number;
+  readonly recordsDone: number;
+  readonly recordsTotal: number;
+  readonly numWorkers: number;
+}
+
+/**
+ * Typed client of the master. Every call carries the job token and a deadline; a failed call rejects
+ * with a {@link MasterRpcError} whose `code` is the gRPC status name.
+ *
+ * ```ts
+ * const master = await MasterClient.connect('127.0.0.1:50001', token);
+ * const { task } = await master.getTask('worker-0');
+ * ```
+ */
+export class MasterClient {
+  readonly #client: Client;
+  readonly #token: string;
+  readonly #deadlineMs: number;
+  #closed = false;
+
+  constructor(
+    readonly address: string,
+    token: string,
+    readonly options: MasterClientOptions = {},
+  ) {
+    if (typeof address !== 'string' || address.length === 0) {
+      throw new TypeError(`Expected a host:port string for address but received ${String(address)}`);
+    }
+    if (typeof token !== 'string' || token.length === 0) {
+      throw new TypeError(`Expected a non-empty string for token but received ${String(token)}`);
+    }
+    const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.#token = token;
+    this.#deadlineMs = options.deadlineMs ?? 30_000;
+    this.#client = new Client(address, ChannelCredentials.createInsecure(), {
+      'grpc.max_receive_message_length': maxBytes,
+      'grpc.max_send_message_length': maxBytes,
+      // Loopback and LAN calls are tiny and frequent: no need for the default connection backoff cap.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
+  }
+
+  /** Creates a client and waits until its channel is connected (or `connectTimeoutMs` passes). */
+  static async connect(
+    address: string,
+    token: string,
+    options: MasterClientOptions = {},
+  ): Promise<MasterClient> {
+    const client = new MasterClient(address, token, options);
+    await client.waitForReady(options.connectTimeoutMs ?? 10_000);
+    return client;
+  }
+
+  /** Resolves once the channel is connected; rejects with UNAVAILABLE after `timeoutMs`. */
+  waitForReady(timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#client.waitForReady(Date.now() + timeoutMs, (error) => {
+        if (error)
+          reject(new MasterRpcError('connect', 14, `${this.address}: ${error.message}`, { cause: error }));
+        else resolve();
+      });
+    });
+  }
+
+  /** True while the channel is connected. */
+  get connected(): boolean {
+    return this.#client.getChannel().getConnectivityState(false) === connectivityState.READY;
+  }
+
+  /** Asks for the next task. `task` is absent and `jobFinished` true once the job is over. */
+  async getTask(workerId: string): Promise<GetTaskResult> {
+    const response = await this.#call('getTask', create(GetTaskRequestSchema, { workerId }));
+    return {
+      ...(response.task ? { task: fromTaskMessage(response.task) } : {}),
+      jobFinished: response.jobFinished,
+      jobError: response.jobError,
+    };
+  }
+
+  /** Reports the end (or failure) of a task. */
+  async reportTaskResult(report: TaskResultReport): Promise<{ accepted: boolean }> {
+    const response = await this.#call(
+      'reportTaskResult',
+      create(ReportTaskResultRequestSchema, {
+        workerId: report.workerId,
+        taskId: toWireInt(report.taskId, 'taskId'),
+        recordsDone: toWireInt(report.recordsDone ?? 0, 'recordsDone'),
+        error: report.error ?? '',
+      }),
+    );
+    return { accepted: response.accepted };
+  }
+
+  /** Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. */
+  async getModel(workerId: string, version = -1): Promise<ModelSnapshot> {
+    const response = await this.#call(
+      'getModel',
+      create(GetModelRequestSchema, { workerId, version: toWireInt(version, 'version') }),
+    );
+    return {
+      version: toSafeNumber(response.version, 'version'),
+      initialized: response.initialized,
+      variables: response.variables.map(fromTensorMessage),
+    };
+  }
+
+  /** Offers freshly initialised variables; the master keeps the first offer only. */
+  async reportVariables(
+    workerId: string,
+    variables: readonly NamedTensor[],
+  ): Promise<{ accepted: boolean; version: number }> {
+    const response = await this.#call(
+      'reportVariables',
+      create(ReportVariablesRequestSchema, { workerId, variables: variables.map(toTensorMessage) }),
+    );
+    return { accepted: response.accepted, version: toSafeNumber(response.version, 'version') };
+  }
+
+  /**
+   * Pushes a gradient. Check `status`: STALE means pull the model and recompute the same minibatch;
+   * ALREADY_APPLIED means a previous attempt got through; TASK_NOT_HELD means drop the task.
+   */
+  async reportGradient(report: GradientReport): Promise<ReportResult> {
+    const response = await this.#call(
+      'reportGradient',
+      create(ReportGradientRequestSchema, {
+        workerId: report.workerId,
+        taskId: toWireInt(report.taskId, 'taskId'),
+        rangeStart: toWireInt(report.rangeStart, 'rangeStart'),
+        rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
+        modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
+        gradients: report.gradients.map(toTensorMessage),
+      }),
+    );
+    return {
+      status: response.status,
+      modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
+      taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
+    };
+  }
+
+  /** Pushes the metric partial sums of a range of an evaluation task. */
+  async reportEvaluationMetrics(report: EvaluationMetricsReport): Promise<ReportResult> {
+    const response = await this.#call(
+      'reportEvaluationMetrics',
+      create(ReportEvaluationMetricsRequestSchema, {
+        workerId: report.workerId,
+        taskId: toWireInt(report.taskId, 'taskId'),
+        rangeStart: toWireInt(report.rangeStart, 'rangeStart'),
+        rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
+        modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
+        metrics: { ...report.metrics },
+      }),
+    );
+    return {
+      status: response.status,
+      modelVersion: 0,
+      taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
+    };
+  }
+
+  /** Renews the leases of every task this worker holds. */
+  async heartbeat(workerId: string): Promise<{ shouldStop: boolean; modelVersion: number }> {
+    const response = await this.#call('heartbeat', create(HeartbeatRequestSchema, { workerId }));
+    return {
+      shouldStop: response.shouldStop,
+      modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
+    };
+  }
+
+  /** Admin: asks the master's instance manager to run `numWorkers` workers; resolves to the new target. */
+  async scaleWorkers(numWorkers: number): Promise<number> {
+    const response = await this.#call('scaleWorkers', create(ScaleWorkersRequestSchema, { numWorkers }));
+    return response.numWorkers;
+  }
+
+  /** Admin: the job's progress. */
+  async getJobStatus(): Promise<JobStatusInfo> {
+    const r = await this.#call('getJobStatus', create(GetJobStatusRequestSchema, {}));
+    return {
+      state: r.state === 'succeeded' || r.state === 'failed' ? r.state : 'running',
+      error: r.error,
+      epoch: r.epoch,
+      numEpochs: r.numEpochs,
+      modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
+      todoTasks: r.todoTasks,
+      doingTasks: r.doingTasks,
+      recordsDone: toSafeNumber(r.recordsDone, 'recordsDone'),
+      recordsTotal: toSafeNumber(r.recordsTotal, 'recordsTotal'),
+      numWorkers: r.numWorkers,
+    };
+  }
+
+  /** A no-op round trip (liveness probe, benchmark baseline). */
+  async ping(): Promise<void> {
+    await this.#call('ping', create(PingRequestSchema, {}));
+  }
+
+  /** Closes the channel; idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#client.close();
+  }
+
+  #call<K extends keyof typeof masterServiceDefinition>(
+    method: K,
+    request: Parameters<(typeof masterServiceDefinition)[K]['requestSerialize']>[0],
+  ): Promise<ReturnType<(typeof masterServiceDefinition)[K]['responseDeserialize']>> {
+    type Response = ReturnType<(typeof masterServiceDefinition)[K]['responseDeserialize']>;
+    const definition = masterServiceDefinition[method] as (typeof masterServiceDefinition)[K];
+    const metadata = new Metadata();
+    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
+    return new Promise<Response>((resolve, reject) => {
+      this.#client.makeUnaryRequest(
+        definition.path,
+        definition.requestSerialize as (value: typeof request) => Buffer,
+        definition.responseDeserialize as (bytes: Buffer) => Response,
+        request,
+        metadata,
+        { deadline: Date.now() + this.#deadlineMs },
+        (error: ServiceError | null, response?: Response) => {
+          if (error)
+            reject(
+              new MasterRpcError(String(method), error.code, error.details || error.message, {
+                cause: error,
+              }),
+            );
+          else if (response === undefined) reject(new MasterRpcError(String(method), 13, 'empty response'));
+          else resolve(response);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,71 @@
+import { create } from '@bufbuild/protobuf';
+import { type Tensor, TensorSchema } from './generated/edl/v1/master_pb.js';
+
+/** A dense float32 tensor with its name: how variables and gradients look outside the wire format. */
+export interface NamedTensor {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly values: Float32Array;
+}
+
+const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+function describe(value: unknown): string {
+  if (Array.isArray(value)) return `array [${value.join(', ')}]`;
+  return `${typeof value} ${String(value)}`;
+}
+
+/** Number of elements of a shape (1 for a scalar), after checking every dimension. */
+export function shapeSize(shape: readonly number[], name = 'shape'): number {
+  let size = 1;
+  for (const dim of shape) {
+    if (!Number.isSafeInteger(dim) || dim < 0) {
+      throw new RangeError(
+        `Expected non-negative integer dimensions for ${name} but received ${describe(shape)}`,
+      );
+    }
+    size *= dim;
+  }
+  return size;
+}
+
+/** Encodes a tensor for the wire: the float32 values as little-endian bytes, copied once. */
+export function toTensorMessage(tensor: NamedTensor): Tensor {
+  if (!(tensor.values instanceof Float32Array)) {
+    throw new TypeError(
+      `Expected a Float32Array for tensor '${tensor.name}' values but received ${describe(tensor.values)}`,
+    );
+  }
+  const size = shapeSize(tensor.shape, `tensor '${tensor.name}' shape`);
+  if (size !== tensor.values.length) {
+    throw new RangeError(
+      `Expected ${size} values for tensor '${tensor.name}' of shape [${tensor.shape.join(', ')}] but received ${tensor.values.length}`,
+    );
+  }
+  const bytes = new Uint8Array(tensor.values.length * 4);
+  if (littleEndian) {
+    bytes.set(new Uint8Array(tensor.values.buffer, tensor.values.byteOffset, bytes.length));
+  } else {
+    const view = new DataView(bytes.buffer);
+    for (let i = 0; i < tensor.values.length; i++) view.setFloat32(i * 4, tensor.values[i] as number, true);
+  }
+  return create(TensorSchema, { name: tensor.name, shape: [...tensor.shape], data: bytes });
+}
+
+/** Decodes a wire tensor into its own aligned Float32Array, after checking its size. */
+export function fromTensorMessage(message: Tensor): NamedTensor {
+  const size = shapeSize(message.shape, `tensor '${message.name}' shape`);
+  if (message.data.length !== size * 4) {
+    throw new RangeError(
+      `Expected ${size * 4} bytes for tensor '${message.name}' of shape [${message.shape.join(', ')}] but received ${message.data.length}`,
+    );
+  }
+  const values = new Float32Array(size);
+  if (littleEndian) {
+    new Uint8Array(values.buffer).set(message.data);
+  } else {
+    const view = new DataView(message.data.buffer, message.data.byteOffset, message.data.length);
+    for (let i = 0; i < size; i++) values[i] = view.getFloat32(i * 4, true);
+  }
+  return { name: message.name, shape: [...message.shape], values };
+}

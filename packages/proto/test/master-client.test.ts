@@ -1,0 +1,119 @@
+import { create } from '@bufbuild/protobuf';
+import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  fromTensorMessage,
+  type GetTaskRequest,
+  GetTaskResponseSchema,
+  GradientStatus,
+  JOB_TOKEN_METADATA_KEY,
+  MasterClient,
+  MasterRpcError,
+  masterServiceDefinition,
+  PingResponseSchema,
+  type ReportGradientRequest,
+  ReportGradientResponseSchema,
+  TaskType,
+} from '../src/index.js';
+
+/** A real gRPC server with a hand-written handful of handlers: enough to exercise the client. */
+describe('MasterClient over real gRPC', () => {
+  const server = new Server();
+  let address = '';
+  let lastGradient: ReportGradientRequest | undefined;
+
+  beforeAll(async () => {
+    const unimplemented = (_call: unknown, callback: sendUnaryData<never>) =>
+      callback({ code: status.UNIMPLEMENTED, details: 'not in this test' });
+    const handlers: Record<string, unknown> = {};
+    for (const name of Object.keys(masterServiceDefinition)) handlers[name] = unimplemented;
+    handlers.getTask = (call: ServerUnaryCall<GetTaskRequest, unknown>, callback: sendUnaryData<unknown>) => {
+      if (call.metadata.get(JOB_TOKEN_METADATA_KEY)[0] !== 'secret') {
+        callback({ code: status.UNAUTHENTICATED, details: 'bad job token' });
+        return;
+      }
+      callback(
+        null,
+        create(GetTaskResponseSchema, {
+          task: {
+            id: 3n,
+            type: TaskType.TRAINING,
+            shard: { name: call.request.workerId, start: 10n, end: 20n },
+          },
+        }),
+      );
+    };
+    handlers.reportGradient = (
+      call: ServerUnaryCall<ReportGradientRequest, unknown>,
+      callback: sendUnaryData<unknown>,
+    ) => {
+      lastGradient = call.request;
+      callback(
+        null,
+        create(ReportGradientResponseSchema, {
+          status: GradientStatus.ACCEPTED,
+          modelVersion: 5n,
+          taskProgress: call.request.rangeEnd,
+        }),
+      );
+    };
+    handlers.ping = (_call: unknown, callback: sendUnaryData<unknown>) =>
+      callback(null, create(PingResponseSchema, {}));
+    server.addService(masterServiceDefinition, handlers as never);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, p) =>
+        error ? reject(error) : resolve(p),
+      ),
+    );
+    address = `127.0.0.1:${port}`;
+  });
+  afterAll(() => server.forceShutdown());
+
+  it('sends the token and decodes the task into numbers', async () => {
+    const client = await MasterClient.connect(address, 'secret');
+    const result = await client.getTask('worker-7');
+    expect(result.jobFinished).toBe(false);
+    expect(result.task).toMatchObject({
+      id: 3,
+      type: TaskType.TRAINING,
+      shardName: 'worker-7',
+      start: 10,
+      end: 20,
+    });
+    client.close();
+  });
+
+  it('maps a gRPC status to a MasterRpcError with a stable code', async () => {
+    const client = new MasterClient(address, 'wrong');
+    const error = await client.getTask('w').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MasterRpcError);
+    expect(error).toMatchObject({ code: 'UNAUTHENTICATED', method: 'getTask', retryable: false });
+    expect((error as Error).message).toBe('getTask failed with UNAUTHENTICATED: bad job token');
+    const unimplemented = await client.heartbeat('w').catch((e: unknown) => e);
+    expect(unimplemented).toMatchObject({ code: 'UNIMPLEMENTED' });
+    client.close();
+  });
+
+  it('carries gradients as float32 bytes with their range', async () => {
+    const client = new MasterClient(address, 'secret');
+    const result = await client.reportGradient({
+      workerId: 'w',
+      taskId: 3,
+      rangeStart: 10,
+      rangeEnd: 14,
+      modelVersion: 4,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array([0.5, -1]) }],
+    });
+    expect(result).toEqual({ status: GradientStatus.ACCEPTED, modelVersion: 5, taskProgress: 14 });
+    expect(lastGradient?.rangeStart).toBe(10n);
+    expect(Array.from(fromTensorMessage(lastGradient!.gradients[0]!).values)).toEqual([0.5, -1]);
+    client.close();
+  });
+
+  it('reports an unreachable master as a retryable UNAVAILABLE error', async () => {
+    const client = new MasterClient('127.0.0.1:1', 'secret', { deadlineMs: 2_000 });
+    const error = await client.ping().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    client.close();
+  });
+});
