@@ -1,1 +1,7 @@
-export {};
+export { DataReaderError, type DataReaderErrorCode } from './errors.js';
+export {
+  TextDataReader,
+  type TextDataReaderOptions,
+  type TextFormat,
+  type TextRecord,
+} from './text-data-reader.js';

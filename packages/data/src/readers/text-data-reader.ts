@@ -1,0 +1,212 @@
+import { open, stat } from 'node:fs/promises';
+import { extname, resolve } from 'node:path';
+import type { DataReader, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
+import { parseCsvRecord } from './csv-record.js';
+import { DataReaderError } from './errors.js';
+import type { TextFormat } from './record-boundary-scanner.js';
+import { buildTextIndex, readHeaderText, readRecordTexts, type TextIndex, type TextLayout } from './text-index.js';
+import { checkBoolean, checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
+
+export type { TextFormat } from './record-boundary-scanner.js';
+
+/** A record of a text file: the fields of a CSV record, or one plain line. */
+export type TextRecord<F extends TextFormat = TextFormat> = F extends 'csv' ? string[] : string;
+
+/** Options of {@link TextDataReader.open}. Everything but `onIndexProgress` is kept by `describe()`. */
+export interface TextDataReaderOptions<F extends TextFormat = TextFormat> {
+  /** The file to read (resolved against the current directory). */
+  readonly path: string;
+  /**
+   * `csv`: RFC 4180 records of fields (records are `string[]`; empty lines are skipped);
+   * `lines`: one record per line (records are `string`; empty lines are records).
+   * Default: `csv` for `.csv` and `.tsv` files, `lines` otherwise.
+   */
+  readonly format?: F;
+  /** Whether the first record is a header (column names), not data. Default false. */
+  readonly header?: boolean;
+  /** CSV field delimiter, one ASCII character other than `"`, CR or LF. Default `,` (tab for `.tsv`). */
+  readonly delimiter?: string;
+  /** Records per shard. Default 10,000. */
+  readonly recordsPerShard?: number;
+  /** One record offset in this many is kept in the index (see TextIndex). Default 256. */
+  readonly indexStride?: number;
+  /** Called while the index is built, after each MiB scanned. */
+  readonly onIndexProgress?: (scannedBytes: number, totalBytes: number) => void;
+}
+
+const DEFAULT_RECORDS_PER_SHARD = 10_000;
+const DEFAULT_INDEX_STRIDE = 256;
+
+/**
+ * ElasticDL's text reader: a CSV or plain-text file whose shards are ranges of records. A record is
+ * a CSV record (which may span lines when a quoted field holds newlines) or a line. The record index
+ * is built once, on the first `createShards()` or `readRecords()`, by streaming the file; the file
+ * is never held in memory. Lines end with LF or CRLF; the text is UTF-8 (a BOM is skipped).
+ *
+ * Shard names are `<absolute path>:<start>-<end>` (records `[start, end)`, header excluded), and a
+ * task's `start`/`end` are record numbers in the file.
+ */
+export class TextDataReader<F extends TextFormat = TextFormat> implements DataReader<TextRecord<F>> {
+  readonly metadata: ReaderMetadata;
+  readonly #layout: TextLayout;
+  readonly #delimiter: string;
+  readonly #recordsPerShard: number;
+  readonly #stride: number;
+  readonly #onProgress: ((scanned: number, total: number) => void) | undefined;
+  #index: Promise<TextIndex> | undefined;
+
+  private constructor(
+    layout: TextLayout,
+    delimiter: string,
+    recordsPerShard: number,
+    stride: number,
+    metadata: ReaderMetadata,
+    onProgress: ((scanned: number, total: number) => void) | undefined,
+  ) {
+    this.#layout = layout;
+    this.#delimiter = delimiter;
+    this.#recordsPerShard = recordsPerShard;
+    this.#stride = stride;
+    this.metadata = metadata;
+    this.#onProgress = onProgress;
+  }
+
+  /** Checks the options, reads the header (if any) and returns the reader. */
+  static async open<F extends TextFormat = TextFormat>(options: TextDataReaderOptions<F>): Promise<TextDataReader<F>> {
+    checkObject(options, 'options');
+    const path = resolve(checkNonEmptyString(options.path, 'options.path'));
+    const extension = extname(path).toLowerCase();
+    const format = options.format ?? (extension === '.csv' || extension === '.tsv' ? 'csv' : 'lines');
+    if (format !== 'csv' && format !== 'lines') {
+      throw new TypeError(expectedMessage("'csv' or 'lines'", 'options.format', options.format));
+    }
+    const delimiter = options.delimiter ?? (extension === '.tsv' ? '\t' : ',');
+    if (
+      typeof delimiter !== 'string' ||
+      delimiter.length !== 1 ||
+      delimiter.charCodeAt(0) > 0x7f ||
+      delimiter === '"' ||
+      delimiter === '\n' ||
+      delimiter === '\r'
+    ) {
+      throw new TypeError(expectedMessage('one ASCII character other than a quote, CR or LF', 'options.delimiter', delimiter));
+    }
+    const header = checkBoolean(options.header, 'options.header', false);
+    const recordsPerShard = checkInteger(options.recordsPerShard, 'options.recordsPerShard', DEFAULT_RECORDS_PER_SHARD);
+    const stride = checkInteger(options.indexStride, 'options.indexStride', DEFAULT_INDEX_STRIDE, 1, 1 << 24);
+    if (options.onIndexProgress !== undefined && typeof options.onIndexProgress !== 'function') {
+      throw new TypeError(expectedMessage('a function', 'options.onIndexProgress', options.onIndexProgress));
+    }
+    const layout: TextLayout = { path, format, delimiter: delimiter.charCodeAt(0), header };
+    let info: Awaited<ReturnType<typeof stat>>;
+    try {
+      info = await stat(path);
+    } catch (error) {
+      throw new DataReaderError('IO', `cannot read ${path}: ${(error as Error).message}`, error);
+    }
+    if (!info.isFile()) throw new DataReaderError('IO', `${path} is not a regular file`);
+    const metadata: { format: TextFormat; path: string; columns?: { name: string; type: string }[] } = {
+      format,
+      path,
+    };
+    if (header) {
+      const text = (await readHeaderText(layout)) ?? '';
+      const names = format === 'csv' ? (text === '' ? [] : parseCsvRecord(text, delimiter)) : [text];
+      metadata.columns = names.map((name) => ({ name, type: 'string' }));
+    }
+    return new TextDataReader<F>(layout, delimiter, recordsPerShard, stride, metadata, options.onIndexProgress);
+  }
+
+  /** Number of data records (builds the index on first use). */
+  async recordCount(): Promise<number> {
+    return (await this.#getIndex()).recordCount;
+  }
+
+  /** Consecutive record ranges of `recordsPerShard` records (the last one may be shorter). */
+  async createShards(): Promise<Shard[]> {
+    const { recordCount } = await this.#getIndex();
+    const shards: Shard[] = [];
+    for (let start = 0; start < recordCount; start += this.#recordsPerShard) {
+      const end = Math.min(recordCount, start + this.#recordsPerShard);
+      shards.push({ name: `${this.#layout.path}:${start}-${end}`, start, count: end - start });
+    }
+    return shards;
+  }
+
+  /** Yields records `[range.start, range.end)`, which must lie inside the shard `range.shardName`. */
+  async *readRecords(range: RecordRange): AsyncGenerator<TextRecord<F>> {
+    const { shardName, start, end } = checkRange(range);
+    this.#checkShard(shardName, start, end);
+    const index = await this.#getIndex();
+    if (end > index.recordCount) {
+      throw new DataReaderError(
+        'OUT_OF_RANGE',
+        `records [${start}, ${end}) of ${this.#layout.path}, which has ${index.recordCount} records`,
+      );
+    }
+    if (start === end) return;
+    const handle = await open(this.#layout.path, 'r');
+    try {
+      const now = await handle.stat();
+      if (now.size !== index.size || now.mtimeMs !== index.mtimeMs) {
+        throw new DataReaderError(
+          'FILE_CHANGED',
+          `${this.#layout.path} changed after it was indexed (size ${index.size} -> ${now.size}); create a new reader`,
+        );
+      }
+      const block = Math.floor(start / index.stride);
+      const from = index.blockOffsets[block]!;
+      const skip = start - block * index.stride;
+      const texts = readRecordTexts(handle, this.#layout, from, skip, end - start, index.size);
+      if (this.#layout.format === 'csv') {
+        for await (const text of texts) yield parseCsvRecord(text, this.#delimiter) as TextRecord<F>;
+      } else {
+        for await (const text of texts) yield text as TextRecord<F>;
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** `{ type: 'text', params }` from which `createDataReader` re-creates this reader. */
+  describe(): ReaderDescription {
+    return {
+      type: 'text',
+      params: {
+        path: this.#layout.path,
+        format: this.#layout.format,
+        header: this.#layout.header,
+        delimiter: this.#delimiter,
+        recordsPerShard: this.#recordsPerShard,
+        indexStride: this.#stride,
+      },
+    };
+  }
+
+  /** Nothing to release: each read opens and closes its own file handle. */
+  async close(): Promise<void> {}
+
+  #getIndex(): Promise<TextIndex> {
+    if (this.#index === undefined) {
+      this.#index = buildTextIndex(this.#layout, this.#stride, this.#onProgress);
+      // A failed build is not cached, so that a later call retries (e.g. after a transient I/O error).
+      this.#index.catch(() => {
+        this.#index = undefined;
+      });
+    }
+    return this.#index;
+  }
+
+  #checkShard(shardName: string, start: number, end: number): void {
+    const prefix = `${this.#layout.path}:`;
+    const bounds = shardName.startsWith(prefix) ? /^(\d+)-(\d+)$/.exec(shardName.slice(prefix.length)) : null;
+    if (bounds === null) {
+      throw new DataReaderError('UNKNOWN_SHARD', `shard ${JSON.stringify(shardName)} is not a shard of ${this.#layout.path}`);
+    }
+    const shardStart = Number(bounds[1]);
+    const shardEnd = Number(bounds[2]);
+    if (start < shardStart || end > shardEnd) {
+      throw new DataReaderError('OUT_OF_RANGE', `records [${start}, ${end}) lie outside shard ${shardName}`);
+    }
+  }
+}
