@@ -25,7 +25,7 @@ function rng(seed: number): () => number {
   };
 }
 
-const PIECES = ['', 'a', 'bc', ' x ', ',', ';', '"', '""', '\n', '\r\n', 'é', '日本', '😀', 'plain text', '\t'];
+const PIECES = ['', 'a', 'bc', ' x ', ',', ';', '"', '""', '\n', '\r\n', 'é', '日本', '😀', 'plain text', '\t', '|'];
 
 /** Random CSV text: quoted when needed (and sometimes when not), mixed line endings, empty lines. */
 function randomCsv(random: () => number, records: number, delimiter: string, trailingNewline: boolean): string {
