@@ -1,0 +1,42 @@
+import type { Command, CommandIO } from '../command.js';
+import { UsageError } from '../command.js';
+import { cat } from '../recordio/cat.js';
+import { inspect } from '../recordio/inspect.js';
+import { write } from '../recordio/write.js';
+
+const usage = `Usage: edl recordio <inspect|cat|write> ...
+
+  edl recordio inspect FILE [--json]
+      Chunks, records, compressors and sizes, from the chunk headers alone.
+
+  edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl]
+      Prints records [N, N+M) (default: all). raw: the bytes then a newline; hex, base64: one line
+      per record (an empty line for an empty record); jsonl: {"index","length","text"|"base64"}.
+      On a corrupt file, prints every record before the fault, then exits 1 with the error.
+
+  edl recordio write OUT [--compressor none|snappy|gzip] [--max-chunk-bytes N]
+                         [--gzip-level 1-9] [--format lines|hex|base64]
+      Writes one record per line of standard input (default: snappy, 1 MiB chunks, lines).
+
+Exit status: 0 success, 1 a file or data error, 2 bad arguments.`;
+
+const subcommands: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
+  inspect,
+  cat,
+  write,
+};
+
+/** `edl recordio`: inspect, print and write RecordIO files. */
+export const command: Command = {
+  name: 'recordio',
+  summary: 'inspect, print and write RecordIO files',
+  usage,
+  async run(argv, io) {
+    const [name, ...rest] = argv;
+    if (name === undefined) throw new UsageError('missing sub-command (inspect, cat or write)');
+    const run = subcommands[name];
+    if (run === undefined)
+      throw new UsageError(`unknown sub-command '${name}' (expected inspect, cat or write)`);
+    return run(rest, io);
+  },
+};

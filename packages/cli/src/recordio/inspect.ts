@@ -1,0 +1,74 @@
+import { type ChunkInfo, RecordIOReader } from '@edl/recordio';
+import type { CommandIO } from '../command.js';
+import { parseCommandLine } from './args.js';
+
+/** Everything `inspect --json` prints: what the chunk headers say, without decoding a payload. */
+export interface InspectReport {
+  readonly path: string;
+  readonly fileSize: number;
+  readonly numRecords: number;
+  readonly numChunks: number;
+  /** Chunks per compressor name (an unknown id appears as its number). */
+  readonly compressors: Record<string, number>;
+  /** Sum of the stored payload sizes. */
+  readonly payloadBytes: number;
+  readonly chunks: readonly ChunkInfo[];
+}
+
+/** `edl recordio inspect FILE [--json]`: chunks, records, compressors, sizes. */
+export async function inspect(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseCommandLine(argv, { json: { type: 'boolean' } }, ['FILE']);
+  const reader = await RecordIOReader.open(positionals[0] as string);
+  try {
+    const report = buildReport(reader);
+    io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  } finally {
+    reader.close();
+  }
+  return 0;
+}
+
+function buildReport(reader: RecordIOReader): InspectReport {
+  const compressors: Record<string, number> = {};
+  let payloadBytes = 0;
+  for (const chunk of reader.chunks) {
+    const key = String(chunk.compressor);
+    compressors[key] = (compressors[key] ?? 0) + 1;
+    payloadBytes += chunk.compressedSize;
+  }
+  return {
+    path: reader.path,
+    fileSize: reader.fileSize,
+    numRecords: reader.numRecords,
+    numChunks: reader.numChunks,
+    compressors,
+    payloadBytes,
+    chunks: reader.chunks,
+  };
+}
+
+function formatReport(report: InspectReport): string {
+  const mix = Object.entries(report.compressors)
+    .map(([name, n]) => `${name}: ${n}`)
+    .join(', ');
+  const lines = [
+    `file      ${report.path}`,
+    `size      ${report.fileSize} bytes`,
+    `records   ${report.numRecords}`,
+    `chunks    ${report.numChunks}${mix === '' ? '' : ` (${mix})`}`,
+    `payloads  ${report.payloadBytes} bytes stored`,
+  ];
+  if (report.chunks.length > 0) {
+    const header = ['chunk', 'offset', 'compressor', 'stored', 'records', 'first'];
+    const rows = report.chunks.map((c) =>
+      [c.index, c.offset, c.compressor, c.compressedSize, c.numRecords, c.firstRecord].map(String),
+    );
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+    const render = (cells: string[]) =>
+      cells
+        .map((cell, i) => (i === 2 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number)))
+        .join('  ');
+    lines.push('', render(header), ...rows.map(render));
+  }
+  return `${lines.join('\n')}\n`;
+}
