@@ -1,0 +1,791 @@
+import type { Shard } from '@edl/data';
+import { GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
+import { JobFailedError, MasterStateError } from './errors.js';
+import { SeededRandom } from './seeded-random.js';
+import { TaskQueue } from './task-queue.js';
+import { checkInteger, checkOneOf, checkString } from './validate.js';
+
+/** ElasticDL's four job types. */
+export type JobType = 'training' | 'training-with-evaluation' | 'evaluation' | 'prediction';
+export const JOB_TYPES: readonly JobType[] = [
+  'training',
+  'training-with-evaluation',
+  'evaluation',
+  'prediction',
+];
+
+/** Options of {@link TaskManager}. */
+export interface TaskManagerOptions {
+  readonly jobType: JobType;
+  /** Shards of the training data (training jobs). */
+  readonly trainingShards?: readonly Shard[];
+  /** Shards of the validation data (training-with-evaluation and evaluation jobs). */
+  readonly evaluationShards?: readonly Shard[];
+  /** Shards of the data to predict on (prediction jobs). */
+  readonly predictionShards?: readonly Shard[];
+  /** Records per minibatch (default 64). */
+  readonly minibatchSize?: number;
+  /** Minibatches per task (default 8): a task holds minibatchSize x this many records. */
+  readonly numMinibatchesPerTask?: number;
+  /** Training epochs (default 1). Epochs never overlap. */
+  readonly numEpochs?: number;
+  /** Shuffle the task order of each epoch (default false). */
+  readonly shuffle?: boolean;
+  /** Seed of the task shuffle (default 0). */
+  readonly seed?: number;
+  /** training-with-evaluation: evaluate every this many model versions (default 0: only at the end). */
+  readonly evaluationSteps?: number;
+  /** A worker must heartbeat or report within this many milliseconds (default 30,000). */
+  readonly leaseMs?: number;
+  /** A task that fails this many times fails the job (default 3). */
+  readonly maxTaskFailures?: number;
+  /** Dispatch one TRAIN_END_CALLBACK task after training (default true for training jobs). */
+  readonly trainEndCallback?: boolean;
+  /** The model version now (stamped on tasks; evaluation-only jobs evaluate it). Default: always 0. */
+  readonly modelVersion?: () => number;
+  /** Clock in milliseconds (tests inject one). Default: Date.now. */
+  readonly now?: () => number;
+  /** Observes what happens to the job (logging, metrics, the evaluation service). */
+  readonly onEvent?: (event: TaskManagerEvent) => void;
+}
+
+/** What the task manager tells its observer. */
+export type TaskManagerEvent =
+  | {
+      readonly type: 'epoch-started';
+      readonly epoch: number;
+      readonly tasks: number;
+      readonly records: number;
+    }
+  | {
+      readonly type: 'evaluation-started';
+      readonly round: number;
+      readonly modelVersion: number;
+      readonly tasks: number;
+      readonly records: number;
+    }
+  | { readonly type: 'evaluation-completed'; readonly round: number; readonly modelVersion: number }
+  | { readonly type: 'evaluation-skipped'; readonly modelVersion: number; readonly reason: string }
+  | {
+      readonly type: 'task-recovered';
+      readonly taskId: number;
+      readonly workerId: string;
+      readonly reason: string;
+      readonly remaining: number;
+      readonly failures: number;
+    }
+  | { readonly type: 'job-succeeded' }
+  | { readonly type: 'job-failed'; readonly error: JobFailedError };
+
+type Kind = 'training' | 'evaluation' | 'prediction' | 'train-end';
+type Phase = 'training' | 'final-evaluation' | 'train-end' | 'evaluation' | 'prediction' | 'done';
+
+interface TaskRecord {
+  readonly id: number;
+  readonly kind: Kind;
+  readonly shardName: string;
+  /** First record of the task as created. */
+  readonly start: number;
+  readonly end: number;
+  /** First record not yet applied: [start, progress) is done exactly once. */
+  progress: number;
+  readonly epoch: number;
+  /** Evaluation tasks: the model version they evaluate. */
+  readonly modelVersion: number;
+  /** Evaluation tasks: the round they belong to. */
+  readonly round: number;
+  failures: number;
+  readonly failureReasons: string[];
+  worker?: string;
+  leaseDeadline: number;
+  /** Where the current dispatch started (progress at dispatch time). */
+  dispatchedAt: number;
+}
+
+/** Outcome of a range check for a gradient or metrics report. */
+export type RangeCheck =
+  | {
+      readonly ok: true;
+      readonly taskId: number;
+      readonly kind: Kind;
+      readonly round: number;
+      readonly modelVersion: number;
+    }
+  | { readonly ok: false; readonly status: GradientStatus; readonly progress: number };
+
+/** Serializable state of a TaskManager, for checkpoints. */
+export interface TaskManagerState {
+  readonly format: 'edl-task-manager/1';
+  readonly jobType: JobType;
+  readonly phase: Phase;
+  readonly epoch: number;
+  readonly nextTaskId: number;
+  readonly rngState: number;
+  readonly dataFingerprint: string;
+  readonly evaluationRound: number;
+  readonly lastEvaluatedVersion: number;
+  /** Unfinished tasks with their progress; tasks in flight at checkpoint time are among them. */
+  readonly tasks: ReadonlyArray<{
+    id: number;
+    kind: Kind;
+    shardName: string;
+    start: number;
+    end: number;
+    progress: number;
+    epoch: number;
+    modelVersion: number;
+    round: number;
+    failures: number;
+  }>;
+  readonly recordsDone: number;
+  readonly failed?: string;
+}
+
+/** Progress counters for status reports and progress bars. */
+export interface TaskManagerStatus {
+  readonly state: 'running' | 'succeeded' | 'failed';
+  readonly error?: JobFailedError;
+  readonly phase: Phase;
+  readonly epoch: number;
+  readonly numEpochs: number;
+  readonly todoTasks: number;
+  readonly doingTasks: number;
+  /** Records applied exactly once in the current phase (training: across epochs). */
+  readonly recordsDone: number;
+  readonly recordsTotal: number;
+}
+
+const WAIT_ASSIGNMENT_ID = 0;
+
+/**
+ * ElasticDL's dynamic-sharding task dispatcher, with record-level progress and exactly-once ranges.
+ *
+ * Shards are cut into tasks of `minibatchSize x numMinibatchesPerTask` records that never cross a
+ * shard. Tasks wait in todo, are leased to a worker (doing), and advance only through
+ * {@link advance}: the master calls it in the same synchronous step in which it applies a gradient
+ * (or metric partial sums), so a range is applied once or not at all. A task that comes back
+ * (failure, lost worker, expired lease) keeps its id and returns its remaining range only. A task
+ * that fails `maxTaskFailures` times fails the job; nothing is dropped silently.
+ */
+export class TaskManager {
+  readonly jobType: JobType;
+  readonly numEpochs: number;
+  readonly recordsPerTask: number;
+  readonly leaseMs: number;
+  readonly maxTaskFailures: number;
+  readonly evaluationSteps: number;
+  readonly #trainingShards: readonly Shard[];
+  readonly #evaluationShards: readonly Shard[];
+  readonly #predictionShards: readonly Shard[];
+  readonly #shuffle: boolean;
+  readonly #trainEndCallback: boolean;
+  readonly #modelVersion: () => number;
+  readonly #now: () => number;
+  readonly #onEvent: (event: TaskManagerEvent) => void;
+  #rng: SeededRandom;
+
+  #phase: Phase;
+  #epoch = 0;
+  #nextTaskId = 1;
+  readonly #todo = new TaskQueue<TaskRecord>();
+  readonly #evalTodo = new TaskQueue<TaskRecord>();
+  readonly #doing = new Map<number, TaskRecord>();
+  readonly #byWorker = new Map<string, Set<number>>();
+  /** Ids of tasks finished exactly once, so late duplicates are told ALREADY_APPLIED. */
+  readonly #completed = new Set<number>();
+  /** Unfinished evaluation tasks of the open round (todo + doing). */
+  #evalOpen = 0;
+  #evaluationRound = 0;
+  #roundVersion = -1;
+  #lastEvaluatedVersion = -1;
+  #recordsDone = 0;
+  #started = false;
+  #failed: JobFailedError | undefined;
+
+  constructor(options: TaskManagerOptions) {
+    this.jobType = checkOneOf(options.jobType, 'jobType', JOB_TYPES);
+    const minibatchSize = checkInteger(options.minibatchSize ?? 64, 'minibatchSize', 1);
+    const perTask = checkInteger(options.numMinibatchesPerTask ?? 8, 'numMinibatchesPerTask', 1);
+    this.recordsPerTask = minibatchSize * perTask;
+    this.numEpochs = checkInteger(options.numEpochs ?? 1, 'numEpochs', 1);
+    this.leaseMs = checkInteger(options.leaseMs ?? 30_000, 'leaseMs', 1);
+    this.maxTaskFailures = checkInteger(options.maxTaskFailures ?? 3, 'maxTaskFailures', 1);
+    this.evaluationSteps = checkInteger(options.evaluationSteps ?? 0, 'evaluationSteps', 0);
+    this.#trainingShards = checkShards(options.trainingShards ?? [], 'trainingShards');
+    this.#evaluationShards = checkShards(options.evaluationShards ?? [], 'evaluationShards');
+    this.#predictionShards = checkShards(options.predictionShards ?? [], 'predictionShards');
+    const needs: Record<JobType, Array<[readonly Shard[], string]>> = {
+      training: [[this.#trainingShards, 'trainingShards']],
+      'training-with-evaluation': [
+        [this.#trainingShards, 'trainingShards'],
+        [this.#evaluationShards, 'evaluationShards'],
+      ],
+      evaluation: [[this.#evaluationShards, 'evaluationShards']],
+      prediction: [[this.#predictionShards, 'predictionShards']],
+    };
+    for (const [shards, name] of needs[this.jobType]) {
+      if (shards.length === 0) {
+        throw new TypeError(
+          `Expected at least one shard for ${name} but received none (job type ${this.jobType})`,
+        );
+      }
+    }
+    this.#shuffle = options.shuffle ?? false;
+    this.#rng = new SeededRandom(checkInteger(options.seed ?? 0, 'seed', 0, 0xffffffff));
+    this.#trainEndCallback = options.trainEndCallback ?? true;
+    this.#modelVersion = options.modelVersion ?? (() => 0);
+    this.#now = options.now ?? Date.now;
+    this.#onEvent = options.onEvent ?? (() => {});
+    this.#phase =
+      this.jobType === 'evaluation'
+        ? 'evaluation'
+        : this.jobType === 'prediction'
+          ? 'prediction'
+          : 'training';
+  }
+
+  /** True once the job succeeded or failed. */
+  get finished(): boolean {
+    return this.#phase === 'done' || this.#failed !== undefined;
+  }
+
+  /** The error that failed the job, if it failed. */
+  get error(): JobFailedError | undefined {
+    return this.#failed;
+  }
+
+  /** Model version of the evaluation round in progress, or -1. */
+  get evaluationVersion(): number {
+    return this.#evalOpen > 0 ? this.#roundVersion : -1;
+  }
+
+  /** Identifies the data a checkpoint belongs to: shard names and sizes and the task size. */
+  get dataFingerprint(): string {
+    const part = (shards: readonly Shard[]) => shards.map((s) => `${s.name}:${s.start}+${s.count}`).join(',');
+    return [
+      this.jobType,
+      this.recordsPerTask,
+      part(this.#trainingShards),
+      part(this.#evaluationShards),
+      part(this.#predictionShards),
+    ].join('|');
+  }
+
+  /**
+   * The next task for `workerId`: an evaluation task first, then a training / prediction task, WAIT
+   * when todo is empty but tasks are in flight, or `undefined` once the job is over.
+   */
+  getTask(workerId: string): TaskAssignment | undefined {
+    checkString(workerId, 'workerId');
+    this.#start();
+    for (;;) {
+      if (this.finished) return undefined;
+      const record = this.#evalTodo.shift() ?? this.#todo.shift();
+      if (record !== undefined) return this.#dispatch(record, workerId);
+      if (this.#doing.size > 0) return this.#waitAssignment();
+      // Nothing to do and nothing in flight: the current phase is complete.
+      this.#advancePhase();
+    }
+  }
+
+  /**
+   * Checks that `workerId` holds `taskId` and that `[start, end)` is the next unapplied range of it.
+   * Pure: call {@link advance} after applying what the range produced, in the same synchronous step.
+   */
+  checkRange(workerId: string, taskId: number, start: number, end: number): RangeCheck {
+    const record = this.#doing.get(taskId);
+    if (record === undefined || record.worker !== workerId) {
+      if (this.#completed.has(taskId))
+        return { ok: false, status: GradientStatus.ALREADY_APPLIED, progress: -1 };
+      return { ok: false, status: GradientStatus.TASK_NOT_HELD, progress: -1 };
+    }
+    if (
+      !Number.isSafeInteger(start) ||
+      !Number.isSafeInteger(end) ||
+      start >= end ||
+      start < record.start ||
+      end > record.end
+    ) {
+      throw new RangeError(
+        `Expected a non-empty range inside [${record.start}, ${record.end}) of task ${taskId} but received [${start}, ${end})`,
+      );
+    }
+    record.leaseDeadline = this.#now() + this.leaseMs;
+    if (end <= record.progress)
+      return { ok: false, status: GradientStatus.ALREADY_APPLIED, progress: record.progress };
+    if (start !== record.progress)
+      return { ok: false, status: GradientStatus.OUT_OF_ORDER, progress: record.progress };
+    return { ok: true, taskId, kind: record.kind, round: record.round, modelVersion: record.modelVersion };
+  }
+
+  /**
+   * Marks records up to `end` of a task applied (after a successful {@link checkRange}). A task whose
+   * last record is applied is finished at once: a worker dying before its final report loses nothing.
+   */
+  advance(taskId: number, end: number): { progress: number; completed: boolean } {
+    const record = this.#doing.get(taskId);
+    if (record === undefined) throw new MasterStateError('TASK_NOT_HELD', `Task ${taskId} is not in flight`);
+    if (end <= record.progress || end > record.end) {
+      throw new RangeError(
+        `Expected a progress in (${record.progress}, ${record.end}] for task ${taskId} but received ${end}`,
+      );
+    }
+    this.#recordsDone += end - record.progress;
+    record.progress = end;
+    if (record.progress === record.end) {
+      this.#complete(record);
+      return { progress: end, completed: true };
+    }
+    return { progress: end, completed: false };
+  }
+
+  /**
+   * A worker's report that it finished (or failed) a task. `recordsDone` counts records from the
+   * dispatched start and only matters for prediction tasks that failed part-way. Returns false when
+   * the worker does not hold the task (its lease expired and it went to another worker).
+   */
+  reportTaskResult(workerId: string, taskId: number, recordsDone: number, error: string): boolean {
+    const record = this.#doing.get(taskId);
+    if (record === undefined || record.worker !== workerId)
+      return this.#completed.has(taskId) && error === '';
+    record.leaseDeadline = this.#now() + this.leaseMs;
+    const simple = record.kind === 'prediction' || record.kind === 'train-end';
+    if (error === '') {
+      if (simple) {
+        this.#recordsDone += record.end - record.progress;
+        record.progress = record.end;
+        this.#complete(record);
+        return true;
+      }
+      if (record.progress === record.end) {
+        this.#complete(record);
+        return true;
+      }
+      this.#recover(
+        record,
+        `reported done with records [${record.progress}, ${record.end}) never applied`,
+        true,
+      );
+      return true;
+    }
+    if (record.kind === 'prediction' && recordsDone > 0) {
+      const progress = Math.min(record.end, record.dispatchedAt + recordsDone);
+      if (progress > record.progress) {
+        this.#recordsDone += progress - record.progress;
+        record.progress = progress;
+      }
+    }
+    this.#recover(record, `failed: ${error}`, true);
+    return true;
+  }
+
+  /** Renews the lease of every task `workerId` holds; returns how many it holds. */
+  heartbeat(workerId: string): number {
+    const ids = this.#byWorker.get(workerId);
+    if (ids === undefined) return 0;
+    const deadline = this.#now() + this.leaseMs;
+    for (const id of ids) {
+      const record = this.#doing.get(id);
+      if (record !== undefined) record.leaseDeadline = deadline;
+    }
+    return ids.size;
+  }
+
+  /** Sends every task whose lease ran out back to todo (as a failure); returns how many. */
+  expireLeases(): number {
+    const now = this.#now();
+    let expired = 0;
+    for (const record of [...this.#doing.values()]) {
+      if (record.leaseDeadline <= now && !this.finished) {
+        expired++;
+        this.#recover(record, `lease of ${this.leaseMs} ms expired on worker ${record.worker}`, true);
+      }
+    }
+    return expired;
+  }
+
+  /**
+   * Sends back every task of a worker that is gone. `countAsFailure` is true for a crash and false
+   * for a deliberate scale-down.
+   */
+  recoverWorker(workerId: string, reason: string, countAsFailure: boolean): number {
+    const ids = [...(this.#byWorker.get(workerId) ?? [])];
+    for (const id of ids) {
+      const record = this.#doing.get(id);
+      if (record !== undefined && !this.finished) this.#recover(record, reason, countAsFailure);
+    }
+    return ids.length;
+  }
+
+  /** Ids of the tasks a worker holds now. */
+  tasksOf(workerId: string): number[] {
+    return [...(this.#byWorker.get(workerId) ?? [])];
+  }
+
+  /**
+   * Called after each new model version: starts an evaluation round of training-with-evaluation
+   * jobs every `evaluationSteps` versions. Returns the round's version when one started.
+   */
+  onModelVersion(version: number): number | undefined {
+    if (this.jobType !== 'training-with-evaluation' || this.evaluationSteps === 0 || this.finished)
+      return undefined;
+    if (version <= 0 || version % this.evaluationSteps !== 0 || version === this.#lastEvaluatedVersion)
+      return undefined;
+    if (this.#evalOpen > 0) {
+      this.#onEvent({
+        type: 'evaluation-skipped',
+        modelVersion: version,
+        reason: `the evaluation of version ${this.#roundVersion} is still running`,
+      });
+      return undefined;
+    }
+    this.#startEvaluation(version);
+    return version;
+  }
+
+  /** Fails the job from outside (the instance manager gave up); idempotent. */
+  fail(code: string, message: string): void {
+    if (this.finished) return;
+    this.#failed = new JobFailedError(code, message);
+    this.#onEvent({ type: 'job-failed', error: this.#failed });
+  }
+
+  status(): TaskManagerStatus {
+    const total = (shards: readonly Shard[]) => shards.reduce((sum, s) => sum + s.count, 0);
+    const recordsTotal =
+      this.jobType === 'evaluation'
+        ? total(this.#evaluationShards)
+        : this.jobType === 'prediction'
+          ? total(this.#predictionShards)
+          : total(this.#trainingShards) * this.numEpochs;
+    return {
+      state: this.#failed ? 'failed' : this.#phase === 'done' ? 'succeeded' : 'running',
+      ...(this.#failed ? { error: this.#failed } : {}),
+      phase: this.#phase,
+      epoch: this.#epoch,
+      numEpochs: this.numEpochs,
+      todoTasks: this.#todo.length + this.#evalTodo.length,
+      doingTasks: this.#doing.size,
+      recordsDone: this.#recordsDone,
+      recordsTotal,
+    };
+  }
+
+  /** A plain JSON snapshot; tasks in flight are saved with their progress and come back as todo. */
+  toJSON(): TaskManagerState {
+    const tasks = [...this.#doing.values(), ...this.#evalTodo.toArray(), ...this.#todo.toArray()].map(
+      (r) => ({
+        id: r.id,
+        kind: r.kind,
+        shardName: r.shardName,
+        start: r.start,
+        end: r.end,
+        progress: r.progress,
+        epoch: r.epoch,
+        modelVersion: r.modelVersion,
+        round: r.round,
+        failures: r.failures,
+      }),
+    );
+    return {
+      format: 'edl-task-manager/1',
+      jobType: this.jobType,
+      phase: this.#phase,
+      epoch: this.#epoch,
+      nextTaskId: this.#nextTaskId,
+      rngState: this.#rng.state,
+      dataFingerprint: this.dataFingerprint,
+      evaluationRound: this.#evaluationRound,
+      lastEvaluatedVersion: this.#lastEvaluatedVersion,
+      tasks,
+      recordsDone: this.#recordsDone,
+      ...(this.#failed ? { failed: this.#failed.message } : {}),
+    };
+  }
+
+  /**
+   * Restores a snapshot taken by {@link toJSON} into a fresh manager built with the same options.
+   * Evaluation tasks are dropped: their round restarts on the restored model version, since partial
+   * sums are not checkpointed.
+   */
+  restore(state: TaskManagerState): void {
+    if (this.#started)
+      throw new MasterStateError('ALREADY_STARTED', 'restore() must come before the first getTask()');
+    if (state.format !== 'edl-task-manager/1') {
+      throw new TypeError(
+        `Expected task manager state format 'edl-task-manager/1' but received ${String(state.format)}`,
+      );
+    }
+    if (state.dataFingerprint !== this.dataFingerprint) {
+      throw new MasterStateError(
+        'DATA_MISMATCH',
+        `The checkpoint was made for other data or task sizes (${state.dataFingerprint}), not (${this.dataFingerprint})`,
+      );
+    }
+    this.#started = true;
+    this.#phase = state.phase;
+    this.#epoch = state.epoch;
+    this.#nextTaskId = state.nextTaskId;
+    this.#rng = new SeededRandom(state.rngState);
+    this.#evaluationRound = state.evaluationRound;
+    this.#lastEvaluatedVersion = state.lastEvaluatedVersion;
+    this.#recordsDone = state.recordsDone;
+    if (state.failed !== undefined) this.#failed = new JobFailedError('TASK_FAILED', state.failed);
+    for (const t of state.tasks) {
+      if (t.kind === 'evaluation') continue;
+      this.#todo.push({ ...t, failureReasons: [], leaseDeadline: 0, dispatchedAt: t.progress });
+    }
+    if (this.#phase === 'final-evaluation') {
+      // The final round's partial sums are gone: run it again once training tasks are done.
+      this.#phase = 'training';
+      this.#lastEvaluatedVersion = -1;
+    } else if (this.#phase === 'evaluation') {
+      this.#startEvaluation(this.#modelVersion());
+    }
+  }
+
+  #start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    if (this.#phase === 'training') this.#createEpoch(0);
+    else if (this.#phase === 'evaluation') this.#startEvaluation(this.#modelVersion());
+    else if (this.#phase === 'prediction')
+      this.#createTasks(this.#predictionShards, 'prediction', 0, 0, 0, this.#todo);
+  }
+
+  #advancePhase(): void {
+    switch (this.#phase) {
+      case 'training':
+        if (this.#epoch + 1 < this.numEpochs) {
+          this.#createEpoch(this.#epoch + 1);
+          return;
+        }
+        if (
+          this.jobType === 'training-with-evaluation' &&
+          this.#lastEvaluatedVersion !== this.#modelVersion()
+        ) {
+          this.#phase = 'final-evaluation';
+          this.#startEvaluation(this.#modelVersion());
+          return;
+        }
+        this.#enterTrainEnd();
+        return;
+      case 'final-evaluation':
+        this.#enterTrainEnd();
+        return;
+      default:
+        this.#finish();
+    }
+  }
+
+  #enterTrainEnd(): void {
+    if (!this.#trainEndCallback) {
+      this.#finish();
+      return;
+    }
+    this.#phase = 'train-end';
+    this.#todo.push(this.#newRecord('train-end', '', 0, 0, this.#epoch, this.#modelVersion(), 0));
+  }
+
+  #finish(): void {
+    this.#phase = 'done';
+    this.#onEvent({ type: 'job-succeeded' });
+  }
+
+  #createEpoch(epoch: number): void {
+    this.#epoch = epoch;
+    const { tasks, records } = this.#createTasks(this.#trainingShards, 'training', epoch, 0, 0, this.#todo);
+    this.#onEvent({ type: 'epoch-started', epoch, tasks, records });
+  }
+
+  #startEvaluation(version: number): void {
+    this.#evaluationRound++;
+    this.#roundVersion = version;
+    this.#lastEvaluatedVersion = version;
+    const { tasks, records } = this.#createTasks(
+      this.#evaluationShards,
+      'evaluation',
+      this.#epoch,
+      version,
+      this.#evaluationRound,
+      this.#evalTodo,
+    );
+    this.#evalOpen = tasks;
+    this.#onEvent({
+      type: 'evaluation-started',
+      round: this.#evaluationRound,
+      modelVersion: version,
+      tasks,
+      records,
+    });
+  }
+
+  #createTasks(
+    shards: readonly Shard[],
+    kind: Kind,
+    epoch: number,
+    modelVersion: number,
+    round: number,
+    queue: TaskQueue<TaskRecord>,
+  ): { tasks: number; records: number } {
+    const created: TaskRecord[] = [];
+    let records = 0;
+    for (const shard of shards) {
+      const end = shard.start + shard.count;
+      for (let start = shard.start; start < end; start += this.recordsPerTask) {
+        created.push(
+          this.#newRecord(
+            kind,
+            shard.name,
+            start,
+            Math.min(end, start + this.recordsPerTask),
+            epoch,
+            modelVersion,
+            round,
+          ),
+        );
+      }
+      records += shard.count;
+    }
+    if (this.#shuffle && kind === 'training') this.#rng.shuffle(created);
+    for (const record of created) queue.push(record);
+    return { tasks: created.length, records };
+  }
+
+  #newRecord(
+    kind: Kind,
+    shardName: string,
+    start: number,
+    end: number,
+    epoch: number,
+    modelVersion: number,
+    round: number,
+  ): TaskRecord {
+    return {
+      id: this.#nextTaskId++,
+      kind,
+      shardName,
+      start,
+      end,
+      progress: start,
+      epoch,
+      modelVersion,
+      round,
+      failures: 0,
+      failureReasons: [],
+      leaseDeadline: 0,
+      dispatchedAt: start,
+    };
+  }
+
+  #dispatch(record: TaskRecord, workerId: string): TaskAssignment {
+    record.worker = workerId;
+    record.leaseDeadline = this.#now() + this.leaseMs;
+    record.dispatchedAt = record.progress;
+    this.#doing.set(record.id, record);
+    let ids = this.#byWorker.get(workerId);
+    if (ids === undefined) {
+      ids = new Set();
+      this.#byWorker.set(workerId, ids);
+    }
+    ids.add(record.id);
+    return {
+      id: record.id,
+      type: KIND_TO_TYPE[record.kind],
+      shardName: record.shardName,
+      start: record.progress,
+      end: record.end,
+      modelVersion: record.kind === 'evaluation' ? record.modelVersion : this.#modelVersion(),
+      epoch: record.epoch,
+      leaseMs: this.leaseMs,
+      extendedConfig: record.kind === 'evaluation' ? { evaluationRound: String(record.round) } : {},
+    };
+  }
+
+  #waitAssignment(): TaskAssignment {
+    return {
+      id: WAIT_ASSIGNMENT_ID,
+      type: TaskType.WAIT,
+      shardName: '',
+      start: 0,
+      end: 0,
+      modelVersion: this.#modelVersion(),
+      epoch: this.#epoch,
+      leaseMs: this.leaseMs,
+      extendedConfig: {},
+    };
+  }
+
+  #release(record: TaskRecord): void {
+    this.#doing.delete(record.id);
+    if (record.worker !== undefined) {
+      const ids = this.#byWorker.get(record.worker);
+      ids?.delete(record.id);
+      if (ids?.size === 0) this.#byWorker.delete(record.worker);
+    }
+    delete record.worker;
+  }
+
+  #complete(record: TaskRecord): void {
+    this.#release(record);
+    this.#completed.add(record.id);
+    if (record.kind === 'evaluation') {
+      this.#evalOpen--;
+      if (this.#evalOpen === 0) {
+        this.#onEvent({
+          type: 'evaluation-completed',
+          round: record.round,
+          modelVersion: record.modelVersion,
+        });
+      }
+    }
+  }
+
+  #recover(record: TaskRecord, reason: string, countAsFailure: boolean): void {
+    const workerId = record.worker ?? '';
+    this.#release(record);
+    if (countAsFailure) {
+      record.failures++;
+      record.failureReasons.push(`worker ${workerId}: ${reason}`);
+    }
+    this.#onEvent({
+      type: 'task-recovered',
+      taskId: record.id,
+      workerId,
+      reason,
+      remaining: record.end - record.progress,
+      failures: record.failures,
+    });
+    if (record.failures >= this.maxTaskFailures) {
+      const what =
+        record.kind === 'train-end'
+          ? 'the train-end callback task'
+          : `${record.kind} records [${record.start}, ${record.end}) of '${record.shardName}' (epoch ${record.epoch})`;
+      this.fail(
+        'TASK_FAILED',
+        `Task ${record.id} (${what}) failed ${record.failures} times, the limit (maxTaskFailures): ${record.failureReasons.join('; ')}`,
+      );
+      return;
+    }
+    if (record.kind === 'evaluation') this.#evalTodo.pushFront(record);
+    else this.#todo.pushFront(record);
+  }
+}
+
+const KIND_TO_TYPE: Record<Kind, TaskType> = {
+  training: TaskType.TRAINING,
+  evaluation: TaskType.EVALUATION,
+  prediction: TaskType.PREDICTION,
+  'train-end': TaskType.TRAIN_END_CALLBACK,
+};
+
+function checkShards(shards: readonly Shard[], name: string): readonly Shard[] {
+  if (!Array.isArray(shards))
+    throw new TypeError(`Expected an array of shards for ${name} but received ${typeof shards}`);
+  shards.forEach((shard, i) => {
+    checkString(shard?.name, `${name}[${i}].name`);
+    checkInteger(shard.start, `${name}[${i}].start`, 0);
+    checkInteger(shard.count, `${name}[${i}].count`, 0);
+  });
+  return shards.map((s) => ({ name: s.name, start: s.start, count: s.count }));
+}

@@ -1,0 +1,322 @@
+import { GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
+import { describe, expect, it } from 'vitest';
+import { JobFailedError } from '../src/errors.js';
+import { TaskManager, type TaskManagerEvent, type TaskManagerOptions } from '../src/task-manager.js';
+
+function manager(options: Partial<TaskManagerOptions> = {}) {
+  let now = 1_000;
+  const events: TaskManagerEvent[] = [];
+  let version = 0;
+  const tm = new TaskManager({
+    jobType: 'training',
+    trainingShards: [
+      { name: 'a', start: 0, count: 10 },
+      { name: 'b', start: 100, count: 5 },
+    ],
+    minibatchSize: 2,
+    numMinibatchesPerTask: 2,
+    leaseMs: 100,
+    now: () => now,
+    modelVersion: () => version,
+    onEvent: (e) => events.push(e),
+    ...options,
+  });
+  return {
+    tm,
+    events,
+    tick: (ms: number) => {
+      now += ms;
+    },
+    setVersion: (v: number) => {
+      version = v;
+    },
+  };
+}
+
+/** Applies a whole task range through the exactly-once path, as the master does for gradients. */
+function applyAll(tm: TaskManager, worker: string, task: TaskAssignment, step = 2): void {
+  for (let start = task.start; start < task.end; start += step) {
+    const end = Math.min(task.end, start + step);
+    const check = tm.checkRange(worker, task.id, start, end);
+    expect(check.ok).toBe(true);
+    tm.advance(task.id, end);
+  }
+}
+
+describe('TaskManager: cutting and dispatch', () => {
+  it('cuts tasks of minibatchSize x numMinibatchesPerTask records that never cross a shard', () => {
+    const { tm } = manager({ trainEndCallback: false });
+    const ranges: string[] = [];
+    for (let task = tm.getTask('w'); task && task.type === TaskType.TRAINING; task = tm.getTask('w')) {
+      ranges.push(`${task.shardName}[${task.start},${task.end})`);
+      applyAll(tm, 'w', task);
+    }
+    expect(ranges).toEqual(['a[0,4)', 'a[4,8)', 'a[8,10)', 'b[100,104)', 'b[104,105)']);
+    expect(tm.finished).toBe(true);
+    expect(tm.status()).toMatchObject({ state: 'succeeded', recordsDone: 15, recordsTotal: 15 });
+  });
+
+  it('returns WAIT while tasks are in flight and todo is empty, and never starts the next epoch early', () => {
+    const { tm } = manager({ numEpochs: 2, trainingShards: [{ name: 'a', start: 0, count: 8 }] });
+    const t1 = tm.getTask('w1')!;
+    const t2 = tm.getTask('w2')!;
+    expect([t1.epoch, t2.epoch]).toEqual([0, 0]);
+    applyAll(tm, 'w1', t1);
+    expect(tm.getTask('w1')?.type).toBe(TaskType.WAIT);
+    applyAll(tm, 'w2', t2);
+    const next = tm.getTask('w1')!;
+    expect(next).toMatchObject({ type: TaskType.TRAINING, epoch: 1, start: 0, end: 4 });
+  });
+
+  it('shuffles task order reproducibly from the seed, and differently for another seed', () => {
+    const order = (seed: number) => {
+      const { tm } = manager({ shuffle: true, seed, trainingShards: [{ name: 's', start: 0, count: 64 }] });
+      const starts: number[] = [];
+      for (let i = 0; i < 16; i++) starts.push(tm.getTask(`w${i}`)!.start);
+      return starts;
+    };
+    expect(order(7)).toEqual(order(7));
+    expect(order(7)).not.toEqual(order(8));
+    expect([...order(7)].sort((x, y) => x - y)).toEqual(Array.from({ length: 16 }, (_, i) => i * 4));
+  });
+
+  it('dispatches a single TRAIN_END_CALLBACK task after the last epoch, then ends the job', () => {
+    const { tm, events } = manager({ trainingShards: [{ name: 'a', start: 0, count: 4 }] });
+    applyAll(tm, 'w', tm.getTask('w')!);
+    const end = tm.getTask('w')!;
+    expect(end.type).toBe(TaskType.TRAIN_END_CALLBACK);
+    expect(tm.getTask('w2')?.type).toBe(TaskType.WAIT);
+    expect(tm.reportTaskResult('w', end.id, 0, '')).toBe(true);
+    expect(tm.getTask('w')).toBeUndefined();
+    expect(events.at(-1)).toEqual({ type: 'job-succeeded' });
+  });
+});
+
+describe('TaskManager: exactly-once ranges', () => {
+  it('accepts only the next unapplied range, and tells duplicates and gaps apart', () => {
+    const { tm } = manager();
+    const task = tm.getTask('w')!;
+    expect(tm.checkRange('w', task.id, 0, 2)).toMatchObject({ ok: true });
+    tm.advance(task.id, 2);
+    expect(tm.checkRange('w', task.id, 0, 2)).toEqual({
+      ok: false,
+      status: GradientStatus.ALREADY_APPLIED,
+      progress: 2,
+    });
+    expect(tm.checkRange('w', task.id, 3, 4)).toEqual({
+      ok: false,
+      status: GradientStatus.OUT_OF_ORDER,
+      progress: 2,
+    });
+    expect(tm.checkRange('other', task.id, 2, 4)).toEqual({
+      ok: false,
+      status: GradientStatus.TASK_NOT_HELD,
+      progress: -1,
+    });
+    expect(() => tm.checkRange('w', task.id, 2, 9)).toThrow(
+      new RangeError(`Expected a non-empty range inside [0, 4) of task ${task.id} but received [2, 9)`),
+    );
+    tm.advance(task.id, 4);
+    // The task finished on its last range; a resent last gradient is a duplicate, not an error.
+    expect(tm.checkRange('w', task.id, 2, 4)).toMatchObject({
+      ok: false,
+      status: GradientStatus.ALREADY_APPLIED,
+    });
+    expect(tm.reportTaskResult('w', task.id, 4, '')).toBe(true);
+  });
+
+  it('gives a failed task back as its remaining range only, under the same id', () => {
+    const { tm, events } = manager();
+    const task = tm.getTask('w1')!;
+    tm.checkRange('w1', task.id, 0, 2);
+    tm.advance(task.id, 2);
+    expect(tm.reportTaskResult('w1', task.id, 2, 'out of memory')).toBe(true);
+    const again = tm.getTask('w2')!;
+    expect(again).toMatchObject({ id: task.id, start: 2, end: 4 });
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'task-recovered', taskId: task.id, remaining: 2, failures: 1 }),
+    );
+    expect(tm.status().recordsDone).toBe(2);
+  });
+
+  it('treats a task reported done with unapplied records as failed rather than losing them', () => {
+    const { tm } = manager();
+    const task = tm.getTask('w')!;
+    tm.checkRange('w', task.id, 0, 2);
+    tm.advance(task.id, 2);
+    tm.reportTaskResult('w', task.id, 4, '');
+    expect(tm.getTask('w')).toMatchObject({ id: task.id, start: 2, end: 4 });
+  });
+});
+
+describe('TaskManager: leases and failures', () => {
+  it('sends a task back to todo when its worker misses the lease, and heartbeats keep it', () => {
+    const { tm, tick } = manager();
+    const t1 = tm.getTask('alive')!;
+    const t2 = tm.getTask('silent')!;
+    tick(60);
+    expect(tm.heartbeat('alive')).toBe(1);
+    tick(60);
+    expect(tm.expireLeases()).toBe(1);
+    expect(tm.tasksOf('alive')).toEqual([t1.id]);
+    expect(tm.tasksOf('silent')).toEqual([]);
+    expect(tm.getTask('third')).toMatchObject({ id: t2.id, start: t2.start });
+    // The silent worker wakes up: its task went elsewhere.
+    expect(tm.checkRange('silent', t2.id, t2.start, t2.start + 2)).toMatchObject({
+      status: GradientStatus.TASK_NOT_HELD,
+    });
+  });
+
+  it('fails the job loudly when a task fails maxTaskFailures times', () => {
+    const { tm, events } = manager({ maxTaskFailures: 2 });
+    const task = tm.getTask('w1')!;
+    tm.reportTaskResult('w1', task.id, 0, 'bad record 3');
+    expect(tm.getTask('w2')!.id).toBe(task.id);
+    tm.recoverWorker('w2', 'worker process exited with signal SIGKILL', true);
+    expect(tm.finished).toBe(true);
+    expect(tm.getTask('w3')).toBeUndefined();
+    const error = tm.error!;
+    expect(error).toBeInstanceOf(JobFailedError);
+    expect(error.code).toBe('TASK_FAILED');
+    expect(error.message).toBe(
+      `Task ${task.id} (training records [0, 4) of 'a' (epoch 0)) failed 2 times, the limit (maxTaskFailures): ` +
+        'worker w1: failed: bad record 3; worker w2: worker process exited with signal SIGKILL',
+    );
+    expect(events.at(-1)).toMatchObject({ type: 'job-failed' });
+  });
+
+  it('does not count a deliberate scale-down as a failure', () => {
+    const { tm } = manager({ maxTaskFailures: 1 });
+    const task = tm.getTask('w1')!;
+    expect(tm.recoverWorker('w1', 'scaled down', false)).toBe(1);
+    expect(tm.finished).toBe(false);
+    expect(tm.getTask('w2')!.id).toBe(task.id);
+  });
+});
+
+describe('TaskManager: job types', () => {
+  const evaluationShards = [{ name: 'val', start: 0, count: 6 }];
+
+  it('training-with-evaluation: evaluates every N versions first, at a fixed version, and at the end', () => {
+    const { tm, events, setVersion } = manager({
+      jobType: 'training-with-evaluation',
+      evaluationShards,
+      evaluationSteps: 2,
+      trainEndCallback: false,
+      trainingShards: [{ name: 'a', start: 0, count: 8 }],
+    });
+    const train = tm.getTask('w')!;
+    applyAll(tm, 'w', train);
+    setVersion(1);
+    expect(tm.onModelVersion(1)).toBeUndefined();
+    setVersion(2);
+    expect(tm.onModelVersion(2)).toBe(2);
+    setVersion(3);
+    const evalTask = tm.getTask('w')!;
+    expect(evalTask).toMatchObject({
+      type: TaskType.EVALUATION,
+      modelVersion: 2,
+      shardName: 'val',
+      start: 0,
+      end: 4,
+    });
+    expect(tm.onModelVersion(4)).toBeUndefined();
+    expect(events).toContainEqual(expect.objectContaining({ type: 'evaluation-skipped', modelVersion: 4 }));
+    applyAll(tm, 'w', evalTask);
+    const evalTask2 = tm.getTask('w')!;
+    expect(evalTask2.type).toBe(TaskType.EVALUATION);
+    applyAll(tm, 'w', evalTask2);
+    expect(events).toContainEqual({ type: 'evaluation-completed', round: 1, modelVersion: 2 });
+    applyAll(tm, 'w', tm.getTask('w')!);
+    // Training done at version 4, last evaluated 2: a final round evaluates version 4.
+    setVersion(4);
+    const final = tm.getTask('w')!;
+    expect(final).toMatchObject({ type: TaskType.EVALUATION, modelVersion: 4 });
+    applyAll(tm, 'w', final);
+    applyAll(tm, 'w', tm.getTask('w')!);
+    expect(tm.getTask('w')).toBeUndefined();
+    expect(tm.status().state).toBe('succeeded');
+  });
+
+  it('evaluation-only: one round over the evaluation shards at the current version', () => {
+    const { tm, setVersion } = manager({ jobType: 'evaluation', evaluationShards, trainingShards: [] });
+    setVersion(9);
+    const t = tm.getTask('w')!;
+    expect(t).toMatchObject({ type: TaskType.EVALUATION, modelVersion: 9 });
+    applyAll(tm, 'w', t);
+    applyAll(tm, 'w', tm.getTask('w')!);
+    expect(tm.getTask('w')).toBeUndefined();
+    expect(tm.status()).toMatchObject({ state: 'succeeded', recordsDone: 6, recordsTotal: 6 });
+  });
+
+  it('prediction-only: progress comes from task results, a partial failure keeps the done part', () => {
+    const { tm } = manager({ jobType: 'prediction', predictionShards: [{ name: 'p', start: 0, count: 4 }] });
+    const t = tm.getTask('w')!;
+    expect(t.type).toBe(TaskType.PREDICTION);
+    tm.reportTaskResult('w', t.id, 3, 'disk full');
+    const again = tm.getTask('w')!;
+    expect(again).toMatchObject({ id: t.id, start: 3, end: 4 });
+    tm.reportTaskResult('w', again.id, 1, '');
+    expect(tm.getTask('w')).toBeUndefined();
+    expect(tm.status()).toMatchObject({ state: 'succeeded', recordsDone: 4 });
+  });
+
+  it('rejects a job without the shards its type needs', () => {
+    expect(
+      () => new TaskManager({ jobType: 'evaluation', trainingShards: [{ name: 'a', start: 0, count: 1 }] }),
+    ).toThrow(
+      new TypeError(
+        'Expected at least one shard for evaluationShards but received none (job type evaluation)',
+      ),
+    );
+    expect(
+      () =>
+        new TaskManager({
+          jobType: 'training',
+          trainingShards: [{ name: 'a', start: 0, count: 1 }],
+          minibatchSize: 0,
+        }),
+    ).toThrow(new RangeError('Expected an integer >= 1 for minibatchSize but received number 0'));
+  });
+});
+
+describe('TaskManager: checkpoint state', () => {
+  it('restores unfinished work with its progress; in-flight tasks come back as their remaining range', () => {
+    const shards = { trainingShards: [{ name: 'a', start: 0, count: 16 }] };
+    const { tm } = manager({ numEpochs: 2, shuffle: true, seed: 3, ...shards });
+    const t1 = tm.getTask('w1')!;
+    tm.checkRange('w1', t1.id, t1.start, t1.start + 2);
+    tm.advance(t1.id, t1.start + 2);
+    const t2 = tm.getTask('w2')!;
+    applyAll(tm, 'w2', t2);
+    const state = JSON.parse(JSON.stringify(tm.toJSON()));
+
+    const { tm: restored } = manager({ numEpochs: 2, shuffle: true, seed: 3, ...shards });
+    restored.restore(state);
+    expect(restored.status()).toMatchObject({ recordsDone: 2 + (t2.end - t2.start), doingTasks: 0 });
+    const seen = new Map<string, number>();
+    for (
+      let task = restored.getTask('w');
+      task && task.type === TaskType.TRAINING;
+      task = restored.getTask('w')
+    ) {
+      for (let r = task.start; r < task.end; r++) {
+        const key = `${task.epoch}:${task.shardName}:${r}`;
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+      }
+      applyAll(restored, 'w', task, 1);
+    }
+    // Epoch 0 resumes without the applied records; epoch 1 is complete.
+    expect(seen.has(`0:${t1.shardName}:${t1.start}`)).toBe(false);
+    expect(seen.has(`0:${t1.shardName}:${t1.start + 2}`)).toBe(true);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    expect(seen.size).toBe(16 - 2 - 4 + 16);
+  });
+
+  it('refuses a checkpoint of other data', () => {
+    const { tm } = manager();
+    const state = tm.toJSON();
+    const { tm: other } = manager({ trainingShards: [{ name: 'z', start: 0, count: 3 }] });
+    expect(() => other.restore(state)).toThrow(/The checkpoint was made for other data or task sizes/);
+  });
+});
