@@ -1,0 +1,246 @@
+#include "reader_wrap.h"
+
+#include <utility>
+
+#include "errors.h"
+#include "reader.h"
+
+namespace edl::binding {
+
+using recordio::ErrorCode;
+using recordio::ReadOutput;
+using recordio::Status;
+
+namespace {
+
+// Hands the decoded bytes to JavaScript without a copy; V8 is told about the memory so that
+// garbage collection keeps up with large batches.
+Napi::Buffer<uint8_t> TakeBuffer(Napi::Env env, recordio::ByteBuffer& b) {
+  const size_t n = b.size();
+  if (n == 0) return Napi::Buffer<uint8_t>::New(env, 0);
+  const size_t cap = b.capacity();
+  uint8_t* p = b.Release();
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
+  return Napi::Buffer<uint8_t>::New(env, p, n, [cap](Napi::Env e, uint8_t* q) {
+    std::free(q);
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
+  });
+}
+
+Napi::Uint32Array TakeBounds(Napi::Env env, recordio::ByteBuffer& b) {
+  const size_t n = b.size();
+  if (n == 0) return Napi::Uint32Array::New(env, 0);
+  const size_t cap = b.capacity();
+  uint8_t* p = b.Release();
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, p, n, [cap](Napi::Env e, void* q) {
+    std::free(q);
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
+  });
+  return Napi::Uint32Array::New(env, n / 4, ab, 0);
+}
+
+Napi::Object MakeResult(Napi::Env env, ReadOutput& out, const std::string& path) {
+  Napi::Object r = Napi::Object::New(env);
+  r.Set("data", TakeBuffer(env, out.data));
+  r.Set("bounds", TakeBounds(env, out.bounds));
+  r.Set("firstRecord", Napi::Number::New(env, static_cast<double>(out.first_record)));
+  Napi::Array skipped = Napi::Array::New(env, out.skipped.size());
+  for (size_t i = 0; i < out.skipped.size(); ++i) {
+    skipped.Set(static_cast<uint32_t>(i),
+                MakeFault(env, out.skipped[i].status, path, out.skipped[i].records));
+  }
+  r.Set("skipped", skipped);
+  r.Set("error", out.has_error
+                     ? Napi::Value(MakeFault(env, out.error.status, path, out.error.records))
+                     : env.Null());
+  return r;
+}
+
+struct ReadArgs {
+  uint64_t start = 0;
+  uint64_t count = 0;
+  bool skip_corrupt = false;
+};
+
+bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a) {
+  if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsBoolean()) {
+    return false;
+  }
+  const double start = info[0].As<Napi::Number>().DoubleValue();
+  const double count = info[1].As<Napi::Number>().DoubleValue();
+  // Only what keeps the conversion defined; range checks are TypeScript's (and ReadRecords').
+  if (!(start >= 0 && start <= 9007199254740991.0 && count >= 0 && count <= 9007199254740991.0)) {
+    return false;
+  }
+  a->start = static_cast<uint64_t>(start);
+  a->count = static_cast<uint64_t>(count);
+  a->skip_corrupt = info[2].As<Napi::Boolean>().Value();
+  return true;
+}
+
+class ReadWorker : public Napi::AsyncWorker {
+ public:
+  ReadWorker(Napi::Env env, std::shared_ptr<const ReaderCore> core, ReadArgs args)
+      : Napi::AsyncWorker(env, "edl.recordio.read"),
+        core_(std::move(core)),
+        args_(args),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    status_ = recordio::ReadRecords(*core_->file, core_->index, args_.start, args_.count,
+                                    args_.skip_corrupt, &out_);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (!status_.ok()) {
+      deferred_.Reject(MakeError(env, status_, core_->path).Value());
+      return;
+    }
+    deferred_.Resolve(MakeResult(env, out_, core_->path));
+  }
+
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::shared_ptr<const ReaderCore> core_;
+  ReadArgs args_;
+  Napi::Promise::Deferred deferred_;
+  Status status_;
+  ReadOutput out_;
+};
+
+}  // namespace
+
+Napi::Function ReaderWrap::Init(Napi::Env env) {
+  return DefineClass(env, "NativeReader",
+                     {
+                         InstanceAccessor<&ReaderWrap::Path>("path"),
+                         InstanceAccessor<&ReaderWrap::NumRecords>("numRecords"),
+                         InstanceAccessor<&ReaderWrap::NumChunks>("numChunks"),
+                         InstanceAccessor<&ReaderWrap::FileSize>("fileSize"),
+                         InstanceMethod<&ReaderWrap::ChunkTable>("chunkTable"),
+                         InstanceMethod<&ReaderWrap::Read>("read"),
+                         InstanceMethod<&ReaderWrap::ReadSync>("readSync"),
+                         InstanceMethod<&ReaderWrap::Close>("close"),
+                     });
+}
+
+Napi::Value ReaderWrap::Open(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) return ThrowTypeError(env, "a string", "path");
+  auto core = std::make_shared<ReaderCore>();
+  core->path = info[0].As<Napi::String>().Utf8Value();
+  auto file = recordio::PosixFile::Open(core->path);
+  if (!file.ok()) return ThrowStatus(env, file.status(), core->path);
+  core->file = std::move(file.value());
+  Status s = recordio::ScanIndex(*core->file, &core->index);
+  if (!s.ok()) return ThrowStatus(env, s, core->path);
+  // Nothing readable at all (e.g. not a RecordIO file): say so now rather than at the first read.
+  if (core->index.chunks.empty() && !core->index.tail.ok()) {
+    return ThrowStatus(env, core->index.tail, core->path);
+  }
+  auto* data = env.GetInstanceData<AddonData>();
+  auto* handoff = new std::shared_ptr<const ReaderCore>(std::move(core));
+  Napi::Object obj = data->reader_constructor.New({Napi::External<void>::New(env, handoff)});
+  if (obj.IsEmpty()) {
+    delete handoff;
+    return env.Undefined();
+  }
+  return obj;
+}
+
+ReaderWrap::ReaderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ReaderWrap>(info) {
+  Napi::Env env = info.Env();
+  // Only openReader() makes readers: it passes the opened core through an External.
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    ThrowTypeError(env, "openReader() to be used", "NativeReader");
+    return;
+  }
+  auto* handoff =
+      static_cast<std::shared_ptr<const ReaderCore>*>(info[0].As<Napi::External<void>>().Data());
+  core_ = std::move(*handoff);
+  delete handoff;
+  path_ = core_->path;
+  num_records_ = static_cast<double>(core_->index.num_records);
+  num_chunks_ = static_cast<double>(core_->index.chunks.size());
+  file_size_ = static_cast<double>(core_->index.file_size);
+  registry_ = env.GetInstanceData<AddonData>()->registry;
+  registry_->open.insert(this);
+}
+
+ReaderWrap::~ReaderWrap() {
+  if (registry_) registry_->open.erase(this);
+}
+
+Napi::Value ReaderWrap::Path(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), path_);
+}
+Napi::Value ReaderWrap::NumRecords(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), num_records_);
+}
+Napi::Value ReaderWrap::NumChunks(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), num_chunks_);
+}
+Napi::Value ReaderWrap::FileSize(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), file_size_);
+}
+
+Napi::Value ReaderWrap::ChunkTable(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "reader is closed"), path_);
+  const auto& chunks = core_->index.chunks;
+  Napi::Float64Array t = Napi::Float64Array::New(env, chunks.size() * 5);
+  double* p = t.Data();
+  for (const auto& c : chunks) {
+    *p++ = static_cast<double>(c.offset);
+    *p++ = c.header.compressor;
+    *p++ = c.header.compressed_size;
+    *p++ = c.header.num_records;
+    *p++ = static_cast<double>(c.first_record);
+  }
+  return t;
+}
+
+Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ReadArgs args;
+  if (!ParseReadArgs(info, &args)) {
+    return ThrowTypeError(env, "(start: number, count: number, skipCorrupt: boolean)", "read");
+  }
+  if (!core_) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Reject(MakeError(env, Status(ErrorCode::kClosed, "reader is closed"), path_).Value());
+    return d.Promise();
+  }
+  auto* worker = new ReadWorker(env, core_, args);
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ReadArgs args;
+  if (!ParseReadArgs(info, &args)) {
+    return ThrowTypeError(env, "(start: number, count: number, skipCorrupt: boolean)", "readSync");
+  }
+  if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "reader is closed"), path_);
+  ReadOutput out;
+  Status s = recordio::ReadRecords(*core_->file, core_->index, args.start, args.count,
+                                   args.skip_corrupt, &out);
+  if (!s.ok()) return ThrowStatus(env, s, path_);
+  return MakeResult(env, out, path_);
+}
+
+Napi::Value ReaderWrap::Close(const Napi::CallbackInfo& info) {
+  // Reads in flight hold their own reference: the file closes when the last one finishes.
+  core_.reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace edl::binding

@@ -1,0 +1,57 @@
+// Positioned reads behind a small interface, so the index scan and reader can be fuzzed in memory.
+#ifndef EDL_RECORDIO_FILE_H_
+#define EDL_RECORDIO_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "status.h"
+
+namespace edl::recordio {
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  /// Size when opened.
+  virtual uint64_t Size() const = 0;
+  /// Reads up to `n` bytes at `offset` into `dst`; `*got` < n only at end of file. Thread-safe.
+  virtual Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const = 0;
+};
+
+/// A read-only POSIX file; closed when the last reference goes.
+class PosixFile final : public RandomAccessFile {
+ public:
+  static Result<std::shared_ptr<PosixFile>> Open(const std::string& path);
+  ~PosixFile() override;
+  PosixFile(const PosixFile&) = delete;
+  PosixFile& operator=(const PosixFile&) = delete;
+
+  uint64_t Size() const override { return size_; }
+  Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const override;
+
+ private:
+  PosixFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  int fd_;
+  uint64_t size_;
+};
+
+/// A file held in memory (tests, fuzzers). Does not own the bytes.
+class MemoryFile final : public RandomAccessFile {
+ public:
+  MemoryFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint64_t Size() const override { return size_; }
+  Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const override;
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+/// Text of errno `err` ("No such file or directory").
+std::string ErrnoText(int err);
+
+}  // namespace edl::recordio
+
+#endif  // EDL_RECORDIO_FILE_H_

@@ -1,0 +1,56 @@
+#include "index.h"
+
+#include <cstdio>
+#include <string>
+
+namespace edl::recordio {
+
+Status ScanIndex(const RandomAccessFile& file, FileIndex* index) {
+  index->chunks.clear();
+  index->num_records = 0;
+  index->tail = Status::Ok();
+  const uint64_t size = file.Size();
+  index->file_size = size;
+  uint64_t offset = 0;
+  while (offset < size) {
+    const auto chunk = static_cast<int64_t>(index->chunks.size());
+    if (size - offset < kHeaderSize) {
+      index->tail = Status(ErrorCode::kTruncated,
+                           "file ends inside a chunk header (" + std::to_string(size - offset) +
+                               " of " + std::to_string(kHeaderSize) + " bytes)",
+                           chunk, static_cast<int64_t>(offset));
+      break;
+    }
+    uint8_t raw[kHeaderSize];
+    size_t got = 0;
+    Status s = file.ReadAt(offset, raw, kHeaderSize, &got);
+    if (!s.ok()) return s.At(chunk, static_cast<int64_t>(offset));
+    if (got < kHeaderSize) {  // the file shrank since it was opened
+      index->tail = Status(ErrorCode::kTruncated, "file ends inside a chunk header", chunk,
+                           static_cast<int64_t>(offset));
+      break;
+    }
+    ChunkInfo info;
+    info.offset = offset;
+    info.first_record = index->num_records;
+    info.header = ParseHeader(raw);
+    if (info.header.magic != kMagic) {
+      index->tail = Status(
+          ErrorCode::kBadMagic,
+          "bad chunk magic 0x" +
+              [](uint32_t v) {
+                char buf[16];
+                std::snprintf(buf, sizeof buf, "%08x", v);
+                return std::string(buf);
+              }(info.header.magic),
+          chunk, static_cast<int64_t>(offset));
+      break;
+    }
+    index->chunks.push_back(info);
+    index->num_records += info.header.num_records;
+    offset += kHeaderSize + uint64_t{info.header.compressed_size};
+  }
+  return Status::Ok();
+}
+
+}  // namespace edl::recordio

@@ -1,0 +1,37 @@
+// The chunk index of a RecordIO file, built by reading chunk headers only.
+#ifndef EDL_RECORDIO_INDEX_H_
+#define EDL_RECORDIO_INDEX_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "file.h"
+#include "format.h"
+#include "status.h"
+
+namespace edl::recordio {
+
+struct ChunkInfo {
+  uint64_t offset = 0;        // of the chunk header in the file
+  uint64_t first_record = 0;  // index of the chunk's first record in the file
+  ChunkHeader header;
+};
+
+struct FileIndex {
+  std::vector<ChunkInfo> chunks;
+  uint64_t num_records = 0;
+  uint64_t file_size = 0;
+  /// Not OK when the scan stopped at a header it could not use (BAD_MAGIC, or TRUNCATED for a
+  /// partial header): the chunks before it are listed, and a read reaching the end of the file
+  /// reports this fault so that nothing is lost silently. Its chunk is chunks.size().
+  Status tail;
+};
+
+/// Scans the chunk headers of `file`: one positioned read of kHeaderSize bytes per chunk, never a
+/// payload. A last chunk whose payload is cut short is still listed (reading it is TRUNCATED).
+/// Returns a non-OK status only for I/O errors.
+Status ScanIndex(const RandomAccessFile& file, FileIndex* index);
+
+}  // namespace edl::recordio
+
+#endif  // EDL_RECORDIO_INDEX_H_

@@ -1,0 +1,196 @@
+#include "reader.h"
+
+#include <algorithm>
+#include <string>
+
+#include "chunk.h"
+#include "crc32.h"
+
+namespace edl::recordio {
+
+namespace {
+
+// Upper bound on the decoded size of a chunk, for reservations only (never trusted to be right).
+uint64_t DecodedEstimate(const ChunkHeader& h) {
+  switch (h.compressor) {
+    case 0:
+      return h.compressed_size;
+    case 1:
+      return uint64_t{h.compressed_size} * 2;
+    default:
+      return uint64_t{h.compressed_size} * 4;
+  }
+}
+
+bool StopsEveryMode(ErrorCode code) {
+  return code == ErrorCode::kIo || code == ErrorCode::kTooLarge;
+}
+
+class RangeReader {
+ public:
+  RangeReader(const RandomAccessFile& file, const FileIndex& index, ReadOutput* out)
+      : file_(file), index_(index), out_(out) {}
+
+  // Decodes chunk `c` into out_->data and emits the bounds of its records [skip, skip + take).
+  Status ReadChunk(size_t c, uint32_t skip, uint32_t take) {
+    const ChunkInfo& info = index_.chunks[c];
+    const ChunkHeader& h = info.header;
+    if (!IsKnownCompressor(h.compressor)) {
+      return Status(ErrorCode::kUnknownCompressor,
+                    "unknown compressor " + std::to_string(h.compressor));
+    }
+    const uint64_t payload_at = info.offset + kHeaderSize;
+    const uint64_t size = h.compressed_size;
+    if (payload_at > index_.file_size || size > index_.file_size - payload_at) {
+      return Status(
+          ErrorCode::kTruncated,
+          "chunk payload of " + std::to_string(size) + " bytes is cut short: the file ends " +
+              std::to_string(index_.file_size > payload_at ? index_.file_size - payload_at : 0) +
+              " bytes after the header");
+    }
+    ByteBuffer& data = out_->data;
+    const size_t base = data.size();
+    const uint64_t room = kMaxDecodedBytes - base;
+    const uint8_t* decoded;
+    size_t n;
+    if (h.compressor == static_cast<uint32_t>(Compressor::kNone)) {
+      // Stored chunks go from the page cache straight into the caller's buffer.
+      if (size > room) return TooLarge();
+      if (!data.EnsureSpare(size)) return TooLarge();
+      Status s = ReadPayload(payload_at, data.end(), size);
+      if (!s.ok()) return s;
+      s = CheckPayloadCrc(h, data.end());
+      if (!s.ok()) return Status(s.code(), s.message());
+      decoded = data.end();
+      n = size;
+    } else {
+      if (!scratch_.Reserve(size)) return TooLarge();
+      Status s = ReadPayload(payload_at, scratch_.data(), size);
+      if (!s.ok()) return s;
+      s = CheckPayloadCrc(h, scratch_.data());
+      if (!s.ok()) return Status(s.code(), s.message());
+      s = DecompressPayload(h.compressor, scratch_.data(), size, data, room);
+      if (!s.ok()) return s.Shift(static_cast<int64_t>(payload_at));
+      // Decompression appended; take the bytes back out of `size` so the split below sees them.
+      n = data.size() - base;
+      data.SetSize(base);
+      decoded = data.end();
+    }
+    if (h.num_records > n / kLengthPrefixSize) {
+      return Status(ErrorCode::kTruncated, "chunk claims " + std::to_string(h.num_records) +
+                                               " records but holds only " + std::to_string(n) +
+                                               " bytes");
+    }
+    ByteBuffer& bounds = out_->bounds;
+    if (!bounds.EnsureSpare(size_t{take} * 8)) return TooLarge();
+    Status s = SplitRecords(decoded, n, h.num_records, skip, take, static_cast<uint32_t>(base),
+                            reinterpret_cast<uint32_t*>(bounds.end()));
+    if (!s.ok()) {
+      // Offsets inside decompressed data mean nothing in the file: report the chunk instead.
+      if (h.compressor == static_cast<uint32_t>(Compressor::kNone)) {
+        return s.Shift(static_cast<int64_t>(payload_at));
+      }
+      return Status(s.code(), s.message());
+    }
+    data.SetSize(base + n);
+    bounds.SetSize(bounds.size() + size_t{take} * 8);
+    out_->delivered += take;
+    return Status::Ok();
+  }
+
+ private:
+  Status ReadPayload(uint64_t at, uint8_t* dst, size_t n) {
+    size_t got = 0;
+    Status s = file_.ReadAt(at, dst, n, &got);
+    if (!s.ok()) return s;
+    if (got < n) {
+      return Status(ErrorCode::kTruncated, "chunk payload is cut short: read " +
+                                               std::to_string(got) + " of " + std::to_string(n) +
+                                               " bytes");
+    }
+    return Status::Ok();
+  }
+
+  static Status TooLarge() {
+    return Status(ErrorCode::kTooLarge, "batch exceeds 4 GiB - 1 bytes (or memory is exhausted)");
+  }
+
+  const RandomAccessFile& file_;
+  const FileIndex& index_;
+  ReadOutput* out_;
+  ByteBuffer scratch_;
+};
+
+}  // namespace
+
+Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_t start,
+                   uint64_t count, bool skip_corrupt, ReadOutput* out) {
+  if (start > index.num_records || count > index.num_records - start) {
+    return Status(ErrorCode::kOutOfRange, "records [" + std::to_string(start) + ", " +
+                                              std::to_string(start + count) + ") are outside [0, " +
+                                              std::to_string(index.num_records) + ")");
+  }
+  out->first_record = start;
+  const uint64_t end = start + count;
+  const auto& chunks = index.chunks;
+  // First chunk holding record `start` (zero-record chunks before it hold nothing requested).
+  size_t first = static_cast<size_t>(
+      std::partition_point(
+          chunks.begin(), chunks.end(),
+          [start](const ChunkInfo& c) { return c.first_record + c.header.num_records <= start; }) -
+      chunks.begin());
+
+  // One reservation for the whole batch: exact for stored chunks, an estimate otherwise.
+  uint64_t data_estimate = 0;
+  uint64_t record_estimate = 0;
+  for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
+    const ChunkInfo& info = chunks[c];
+    const uint64_t decoded = DecodedEstimate(info.header);
+    data_estimate += decoded;
+    const uint64_t lo = std::max(start, info.first_record);
+    const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
+    // A lying header must not make us reserve more than its payload is likely to hold.
+    record_estimate += std::min(hi - lo, decoded / kLengthPrefixSize + 1);
+  }
+  out->data.Reserve(static_cast<size_t>(std::min(data_estimate, kMaxDecodedBytes)));
+  out->bounds.Reserve(static_cast<size_t>(std::min(record_estimate, kMaxDecodedBytes / 4)) * 8);
+
+  RangeReader reader(file, index, out);
+  bool stopped = false;
+  for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
+    const ChunkInfo& info = chunks[c];
+    const uint64_t lo = std::max(start, info.first_record);
+    const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
+    const auto skip = static_cast<uint32_t>(lo - info.first_record);
+    const auto take = static_cast<uint32_t>(hi - lo);
+    const size_t data_mark = out->data.size();
+    const size_t bounds_mark = out->bounds.size();
+    Status s = reader.ReadChunk(c, skip, take);
+    if (s.ok()) continue;
+    out->data.SetSize(data_mark);
+    out->bounds.SetSize(bounds_mark);
+    s.At(static_cast<int64_t>(c), static_cast<int64_t>(info.offset));
+    ChunkFault fault{std::move(s), take};
+    if (skip_corrupt && !StopsEveryMode(fault.status.code())) {
+      out->skipped.push_back(std::move(fault));
+      continue;
+    }
+    out->has_error = true;
+    out->error = std::move(fault);
+    stopped = true;
+    break;
+  }
+  // A read that reaches the end of the file also reaches a bad tail the scan stopped at.
+  if (!stopped && end == index.num_records && !index.tail.ok()) {
+    ChunkFault fault{index.tail, 0};
+    if (skip_corrupt) {
+      out->skipped.push_back(std::move(fault));
+    } else {
+      out->has_error = true;
+      out->error = std::move(fault);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace edl::recordio
