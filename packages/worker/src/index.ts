@@ -1,3 +1,48 @@
+/**
+ * @edl/worker: the worker of elasticdl-ts. Compute backends for TensorFlow.js, the model definition
+ * format, the task-fed shared dataset, the training / evaluation / prediction loop and its timers.
+ *
+ * @packageDocumentation
+ */
 export * from './backends/index.js';
 export { WorkerError, type WorkerErrorCode } from './errors.js';
+export { checkModelDefinition, loadModelDefinition } from './load-model-definition.js';
 export { jsonLineLogger, type LogFields, silentLogger, type WorkerLogger } from './logger.js';
+export {
+  fetchTask,
+  type MasterConnection,
+  type TaskAnswer,
+  type TaskKind,
+  type WorkerTask,
+} from './master-connection.js';
+export { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
+export type {
+  BuiltinMetric,
+  DatasetFn,
+  DatasetFnMetadata,
+  Features,
+  LossFn,
+  MetricFn,
+  Minibatch,
+  Mode,
+  ModelDefinition,
+  OptimizerName,
+  OptimizerSpec,
+  PredictionContext,
+  PredictionOutputsProcessor,
+} from './model-definition.js';
+export { ModelRunner, type StepResult } from './model-runner.js';
+export { JsonLinesPredictionWriter } from './prediction-writer.js';
+export { prefetch } from './prefetch.js';
+export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
+export {
+  formatTimerTable,
+  sumTimerTotals,
+  TIMER_NAMES,
+  type TimerName,
+  Timers,
+  type TimersReport,
+  type TimerTotal,
+  type TimerTotals,
+} from './timers.js';
+export { runWorker, type WorkerOptions, type WorkerProgress, type WorkerResult } from './worker.js';

@@ -1,0 +1,203 @@
+import { accuracyPartial, aucPartial, type MetricPartial, msePartial, type NamedTensor } from '@edl/proto';
+import * as tf from '@tensorflow/tfjs-core';
+import type * as tfl from '@tensorflow/tfjs-layers';
+import { WorkerError } from './errors.js';
+import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
+
+/** Loss and gradients of one minibatch, read back from the backend. */
+export interface StepResult {
+  readonly loss: number;
+  readonly gradients: NamedTensor[];
+}
+
+/**
+ * The model of one worker: its trainable variables by name, the model version they hold, and the
+ * three computations of seed 004 (compute_loss with gradients, compute_metrics, compute_predict).
+ * Values are read with `await data()`: `dataSync` is not available on every backend (webgpu).
+ */
+export class ModelRunner {
+  readonly model: tfl.LayersModel;
+  readonly #definition: ModelDefinition<unknown>;
+  readonly #variables = new Map<string, tf.Variable>();
+  /** The model version the local variables hold; -1 before the first pull. */
+  version = -1;
+
+  constructor(definition: ModelDefinition<unknown>) {
+    this.#definition = definition;
+    this.model = definition.model();
+    for (const weight of this.model.trainableWeights) {
+      if (this.#variables.has(weight.originalName)) {
+        throw new WorkerError(
+          'MODEL_DEF_INVALID',
+          `Two trainable weights are named '${weight.originalName}': give the model's layers unique names`,
+        );
+      }
+      // LayerVariable.read() hands out the backing tf.Variable itself.
+      this.#variables.set(weight.originalName, weight.read() as tf.Variable);
+    }
+  }
+
+  /** Names of the trainable variables, the keys the master stores them under. */
+  get variableNames(): string[] {
+    return [...this.#variables.keys()];
+  }
+
+  /** The current values of the trainable variables. */
+  async readVariables(): Promise<NamedTensor[]> {
+    return Promise.all(
+      [...this.#variables].map(async ([name, variable]) => ({
+        name,
+        shape: variable.shape,
+        values: Float32Array.from((await variable.data()) as Float32Array),
+      })),
+    );
+  }
+
+  /** Overwrites the trainable variables with `variables` (by name) and records `version`. */
+  assign(variables: readonly NamedTensor[], version: number): void {
+    const seen = new Set<string>();
+    tf.tidy(() => {
+      for (const tensor of variables) {
+        const variable = this.#variables.get(tensor.name);
+        if (variable === undefined) {
+          throw new WorkerError(
+            'MASTER_ERROR',
+            `The master sent variable '${tensor.name}', which the model lacks`,
+          );
+        }
+        if (variable.shape.join(',') !== tensor.shape.join(',')) {
+          throw new WorkerError(
+            'MASTER_ERROR',
+            `The master sent variable '${tensor.name}' of shape [${tensor.shape.join(', ')}] but the model's is [${variable.shape.join(', ')}]`,
+          );
+        }
+        variable.assign(tf.tensor(tensor.values, [...tensor.shape], 'float32'));
+        seen.add(tensor.name);
+      }
+    });
+    const missing = this.variableNames.filter((name) => !seen.has(name));
+    if (missing.length > 0) {
+      throw new WorkerError('MASTER_ERROR', `The master's model lacks variables ${missing.join(', ')}`);
+    }
+    this.version = version;
+  }
+
+  /** Forward and backward pass: the mean loss and the gradient of every trainable variable. */
+  async computeGradients(batch: Minibatch): Promise<StepResult> {
+    const labels = batch.labels;
+    if (labels === undefined)
+      throw new WorkerError('DATA_ERROR', 'datasetFn yielded a training minibatch without labels');
+    const varList = [...this.#variables.values()];
+    const { value, grads } = tf.variableGrads(
+      () => this.#definition.loss(labels, this.#apply(batch.features, true)),
+      varList,
+    );
+    try {
+      const loss = (await value.data())[0] as number;
+      const gradients = await Promise.all(
+        [...this.#variables].map(async ([name, variable]) => {
+          const grad = grads[variable.name];
+          if (grad === undefined)
+            throw new WorkerError('MODEL_DEF_INVALID', `No gradient reached variable '${name}'`);
+          return { name, shape: variable.shape, values: (await grad.data()) as Float32Array };
+        }),
+      );
+      return { loss, gradients };
+    } finally {
+      tf.dispose([value, ...Object.values(grads)]);
+    }
+  }
+
+  /** Model outputs in inference mode; the caller disposes them. */
+  predict(features: Features): tf.Tensor {
+    return tf.tidy(() => this.#apply(features, false));
+  }
+
+  /** Partial sums of every metric of `evalMetrics` for one minibatch. */
+  async computeMetrics(batch: Minibatch): Promise<Record<string, MetricPartial>> {
+    const labels = batch.labels;
+    if (labels === undefined)
+      throw new WorkerError('DATA_ERROR', 'datasetFn yielded an evaluation minibatch without labels');
+    const outputs = this.predict(batch.features);
+    try {
+      const partials: Record<string, MetricPartial> = {};
+      for (const [name, metric] of Object.entries(this.#definition.evalMetrics)) {
+        partials[name] =
+          typeof metric === 'function'
+            ? await metric(labels, outputs)
+            : await builtin(metric, labels, outputs);
+      }
+      return partials;
+    } finally {
+      outputs.dispose();
+    }
+  }
+
+  #apply(features: Features, training: boolean): tf.Tensor {
+    const inputs =
+      features instanceof tf.Tensor
+        ? features
+        : this.model.inputNames.map((name) => namedInput(features, name));
+    const output = this.model.apply(inputs as tf.Tensor | tf.Tensor[], { training });
+    if (Array.isArray(output)) {
+      throw new WorkerError(
+        'MODEL_DEF_INVALID',
+        'Models with several outputs are not supported; return one output tensor',
+      );
+    }
+    return output as tf.Tensor;
+  }
+}
+
+function namedInput(features: Readonly<Record<string, tf.Tensor>>, name: string): tf.Tensor {
+  const tensor = features[name];
+  if (tensor === undefined) {
+    throw new WorkerError(
+      'DATA_ERROR',
+      `datasetFn yielded no feature '${name}' for the model input of that name`,
+    );
+  }
+  return tensor;
+}
+
+/** Labels as a flat vector of class ids or values. */
+async function flatLabels(labels: tf.Tensor): Promise<Float32Array> {
+  const values = await labels.data();
+  if (labels.rank === 2 && (labels.shape[1] as number) > 1) {
+    // One-hot labels: back to class ids.
+    const ids = tf.argMax(labels, 1);
+    const out = Float32Array.from(await ids.data());
+    ids.dispose();
+    return out;
+  }
+  return Float32Array.from(values as ArrayLike<number>);
+}
+
+async function builtin(
+  metric: 'accuracy' | 'auc' | 'mse',
+  labels: tf.Tensor,
+  outputs: tf.Tensor,
+): Promise<MetricPartial> {
+  const truth = await flatLabels(labels);
+  const classes = outputs.rank === 2 ? (outputs.shape[1] as number) : 1;
+  if (metric === 'mse') return msePartial(truth, Float32Array.from(await outputs.data()));
+  if (metric === 'auc') {
+    if (classes !== 1)
+      throw new WorkerError(
+        'MODEL_DEF_INVALID',
+        `Metric auc needs one output per record but the model has ${classes}`,
+      );
+    return aucPartial(truth, Float32Array.from(await outputs.data()));
+  }
+  if (classes === 1) {
+    const scores = await outputs.data();
+    return accuracyPartial(
+      truth,
+      Array.from(scores, (s) => (s > 0.5 ? 1 : 0)),
+    );
+  }
+  const ids = tf.argMax(outputs, 1);
+  const predicted = Float32Array.from(await ids.data());
+  ids.dispose();
+  return accuracyPartial(truth, predicted);
+}

@@ -1,0 +1,225 @@
+import type { DataReader } from '@edl/data';
+import { WorkerError } from './errors.js';
+import { silentLogger, type WorkerLogger } from './logger.js';
+import { fetchTask, type MasterConnection, type WorkerTask } from './master-connection.js';
+import type { Timers } from './timers.js';
+
+/** A task whose records the feed has started to read, with how many the model has consumed. */
+export interface PendingTask {
+  readonly task: WorkerTask;
+  /** Records in the task's range. */
+  readonly total: number;
+  /** Records read from the reader so far. */
+  read: number;
+  /** Records attributed to minibatches so far. */
+  consumed: number;
+}
+
+/** Records `[rangeStart, rangeEnd)` of one task, at rows `[offset, offset + count)` of a minibatch. */
+export interface RecordSlice {
+  readonly task: WorkerTask;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+  readonly offset: number;
+  readonly count: number;
+  /** True when this slice holds the task's last record. */
+  readonly completesTask: boolean;
+}
+
+/** Options of {@link TaskFeed}. */
+export interface TaskFeedOptions<TRecord> {
+  readonly master: MasterConnection;
+  readonly workerId: string;
+  readonly reader: DataReader<TRecord>;
+  readonly timers: Timers;
+  readonly logger?: WorkerLogger;
+  /** First pause after a WAIT answer, in milliseconds; doubles up to 1 s (default 50). */
+  readonly waitMs?: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Seed 004's shared dataset: one stream of records that calls get_task when it runs dry, and the
+ * deque of pending tasks that attributes consumed records to tasks, so that each task is reported
+ * when its last record is consumed.
+ *
+ * The stream is cut into segments of consecutive tasks of one kind (and, for evaluation, one model
+ * version): a segment ends when the next task is of another kind, on WAIT and at the end of the
+ * job, because `datasetFn` depends on the mode and because a half-filled last minibatch must be
+ * flushed before waiting on tasks that other workers (or this one) still hold.
+ */
+export class TaskFeed<TRecord> {
+  readonly #options: TaskFeedOptions<TRecord>;
+  readonly #logger: WorkerLogger;
+  readonly #pending: PendingTask[] = [];
+  #held: WorkerTask | undefined;
+  #finished = false;
+  #jobError = '';
+
+  constructor(options: TaskFeedOptions<TRecord>) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /** True once get_task said the job is over. */
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  /** The master's reason when the job failed. */
+  get jobError(): string {
+    return this.#jobError;
+  }
+
+  /** Tasks being read or consumed, oldest first. */
+  get pending(): readonly PendingTask[] {
+    return this.#pending;
+  }
+
+  /**
+   * The first task of the next segment: a task held back by the previous segment, or a new one.
+   * Waits out WAIT answers; resolves undefined when the job is over.
+   */
+  async nextHead(): Promise<WorkerTask | undefined> {
+    if (this.#held !== undefined) {
+      const task = this.#held;
+      this.#held = undefined;
+      return task;
+    }
+    let pause = this.#options.waitMs ?? 50;
+    while (!this.#finished) {
+      const task = await this.#fetch();
+      if (task === undefined) return undefined;
+      if (task.kind !== 'wait') return task;
+      await sleep(pause);
+      pause = Math.min(pause * 2, 1000);
+    }
+    return undefined;
+  }
+
+  /**
+   * The records of `head` and of the following tasks of the same segment. Each task enters the
+   * pending deque when its first record is read.
+   */
+  async *records(head: WorkerTask): AsyncGenerator<TRecord> {
+    let task: WorkerTask | undefined = head;
+    while (task !== undefined) {
+      yield* this.#readTask(task);
+      const next = await this.#fetch();
+      if (next === undefined || next.kind === 'wait') return;
+      if (!sameSegment(head, next)) {
+        this.#held = next;
+        return;
+      }
+      task = next;
+    }
+  }
+
+  /**
+   * Attributes the next `count` consumed records to pending tasks, oldest first. Throws when more
+   * records are consumed than were read (a datasetFn that invents records).
+   */
+  take(count: number): RecordSlice[] {
+    const slices: RecordSlice[] = [];
+    let offset = 0;
+    let left = count;
+    let index = 0;
+    while (left > 0) {
+      const pending = this.#pending[index];
+      if (pending === undefined) {
+        throw new WorkerError(
+          'DATA_ERROR',
+          `datasetFn yielded ${left} more records than the tasks held (${count} in the last minibatch)`,
+        );
+      }
+      const available = pending.read - pending.consumed;
+      const n = Math.min(available, left);
+      // An empty task (n = 0) still gets its slice, so that it is reported like any other.
+      if (n > 0 || pending.total === 0) {
+        const rangeStart = pending.task.start + pending.consumed;
+        pending.consumed += n;
+        slices.push({
+          task: pending.task,
+          rangeStart,
+          rangeEnd: rangeStart + n,
+          offset,
+          count: n,
+          completesTask: pending.consumed === pending.total,
+        });
+        offset += n;
+        left -= n;
+      }
+      if (pending.consumed === pending.total) this.#pending.splice(index, 1);
+      else index++;
+    }
+    return slices;
+  }
+
+  /** Removes and returns the pending tasks (after a segment ended or failed). */
+  drain(): PendingTask[] {
+    return this.#pending.splice(0, this.#pending.length);
+  }
+
+  async #fetch(): Promise<WorkerTask | undefined> {
+    const { master, workerId, timers } = this.#options;
+    const answer = await timers.time('get_task', () => fetchTask(master, workerId));
+    if (answer.kind === 'finished') {
+      this.#finished = true;
+      this.#jobError = answer.error;
+      return undefined;
+    }
+    if (answer.task.kind !== 'wait') {
+      const { task } = answer;
+      this.#logger.info('task.received', {
+        task: task.id,
+        kind: task.kind,
+        shard: task.shardName,
+        start: task.start,
+        end: task.end,
+        epoch: task.epoch,
+      });
+    }
+    return answer.task;
+  }
+
+  async *#readTask(task: WorkerTask): AsyncGenerator<TRecord> {
+    const total = task.end - task.start;
+    const pending: PendingTask = { task, total, read: 0, consumed: 0 };
+    this.#pending.push(pending);
+    if (total === 0) return;
+    const { reader, timers } = this.#options;
+    const iterator = reader
+      .readRecords({ shardName: task.shardName, start: task.start, end: task.end })
+      [Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const begin = performance.now();
+        const result = await iterator.next();
+        timers.add('get_batch', performance.now() - begin, task.id);
+        if (result.done) break;
+        if (pending.read === total) {
+          throw new WorkerError(
+            'DATA_ERROR',
+            `Reader yielded more than the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
+          );
+        }
+        pending.read++;
+        yield result.value;
+      }
+    } finally {
+      await iterator.return?.();
+    }
+    if (pending.read !== total) {
+      throw new WorkerError(
+        'DATA_ERROR',
+        `Reader yielded ${pending.read} of the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
+      );
+    }
+  }
+}
+
+function sameSegment(head: WorkerTask, next: WorkerTask): boolean {
+  if (next.kind !== head.kind) return false;
+  return head.kind !== 'evaluation' || next.modelVersion === head.modelVersion;
+}

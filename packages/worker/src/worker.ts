@@ -1,0 +1,395 @@
+import type { DataReader } from '@edl/data';
+import { GradientStatus, MasterRpcError } from '@edl/proto';
+import * as tf from '@tensorflow/tfjs-core';
+import { describeValue, WorkerError } from './errors.js';
+import { silentLogger, type WorkerLogger } from './logger.js';
+import type { MasterConnection, WorkerTask } from './master-connection.js';
+import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
+import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
+import { ModelRunner } from './model-runner.js';
+import { JsonLinesPredictionWriter } from './prediction-writer.js';
+import { prefetch } from './prefetch.js';
+import { type RecordSlice, TaskFeed } from './task-feed.js';
+import { Timers, type TimersReport } from './timers.js';
+
+/** Options of {@link runWorker}. */
+export interface WorkerOptions<TRecord> {
+  readonly workerId: string;
+  readonly master: MasterConnection;
+  readonly modelDefinition: ModelDefinition<TRecord>;
+  readonly reader: DataReader<TRecord>;
+  /** Records per minibatch, handed to `datasetFn`. */
+  readonly minibatchSize: number;
+  /** Pull the model every this many training steps (default 1, as ElasticDL). */
+  readonly getModelSteps?: number;
+  /** Minibatches prepared ahead of compute (default 2; 0 gives the serialized loop of July 2019). */
+  readonly prefetch?: number;
+  /** Heartbeat period in milliseconds (default 2000). */
+  readonly heartbeatMs?: number;
+  /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
+  readonly predictionOutput?: string;
+  /** Times a minibatch is recomputed after STALE answers before its task fails (default 10). */
+  readonly maxStaleRetries?: number;
+  readonly logger?: WorkerLogger;
+  /** Called after every minibatch. */
+  readonly onProgress?: (progress: WorkerProgress) => void;
+  /** Timers to fill (default: new ones). */
+  readonly timers?: Timers;
+}
+
+/** Where a worker stands, after each minibatch. */
+export interface WorkerProgress {
+  readonly mode: Mode;
+  readonly taskId: number;
+  readonly epoch: number;
+  readonly records: number;
+  readonly steps: number;
+  readonly loss: number | undefined;
+  readonly modelVersion: number;
+}
+
+/** What a worker did. */
+export interface WorkerResult {
+  readonly steps: number;
+  readonly records: Readonly<Record<Mode, number>>;
+  readonly tasksDone: number;
+  readonly tasksFailed: number;
+  readonly lastLoss: number | undefined;
+  /** Non-empty when the master ended the job as failed. */
+  readonly jobError: string;
+  readonly timers: TimersReport;
+}
+
+function checkPositiveInteger(value: unknown, name: string, allowZero = false): void {
+  if (!Number.isSafeInteger(value) || (value as number) < (allowZero ? 0 : 1)) {
+    throw new RangeError(
+      `Expected a ${allowZero ? 'non-negative' : 'positive'} integer for ${name} but received ${describeValue(value)}`,
+    );
+  }
+}
+
+/**
+ * Runs one worker until the master says the job is over (seed 004's loop): a shared dataset fed by
+ * get_task, `datasetFn` over it, minibatches prefetched ahead of compute, each minibatch attributed
+ * to the tasks its records came from, gradients pushed per task range, and each task reported when
+ * its last record is consumed.
+ */
+export async function runWorker<TRecord>(options: WorkerOptions<TRecord>): Promise<WorkerResult> {
+  checkPositiveInteger(options.minibatchSize, 'minibatchSize');
+  checkPositiveInteger(options.getModelSteps ?? 1, 'getModelSteps');
+  checkPositiveInteger(options.prefetch ?? 2, 'prefetch', true);
+  const loop = new WorkerLoop(options);
+  return loop.run();
+}
+
+class WorkerLoop<TRecord> {
+  readonly #o: WorkerOptions<TRecord>;
+  readonly #logger: WorkerLogger;
+  readonly #timers: Timers;
+  readonly #feed: TaskFeed<TRecord>;
+  readonly #runner: ModelRunner;
+  readonly #processor: PredictionOutputsProcessor | undefined;
+  readonly #dropped = new Set<number>();
+  readonly #records: Record<Mode, number> = { training: 0, evaluation: 0, prediction: 0 };
+  #steps = 0;
+  #stepsSincePull = Number.POSITIVE_INFINITY;
+  #lastLoss: number | undefined;
+  #tasksDone = 0;
+  #tasksFailed = 0;
+  #stopRequested = false;
+
+  constructor(options: WorkerOptions<TRecord>) {
+    this.#o = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#timers = options.timers ?? new Timers();
+    this.#feed = new TaskFeed({
+      master: options.master,
+      workerId: options.workerId,
+      reader: options.reader,
+      timers: this.#timers,
+      logger: this.#logger,
+    });
+    this.#runner = new ModelRunner(options.modelDefinition as ModelDefinition<unknown>);
+    this.#processor =
+      options.modelDefinition.predictionOutputsProcessor ??
+      (options.predictionOutput === undefined
+        ? undefined
+        : new JsonLinesPredictionWriter(options.predictionOutput));
+  }
+
+  async run(): Promise<WorkerResult> {
+    const heartbeat = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs ?? 2000);
+    heartbeat.unref();
+    try {
+      while (!this.#stopRequested) {
+        const head = await this.#feed.nextHead();
+        if (head === undefined) break;
+        if (head.kind === 'train_end_callback') {
+          await this.#finishTask(head, 0);
+          continue;
+        }
+        await this.#runSegment(head);
+      }
+    } finally {
+      clearInterval(heartbeat);
+      this.#timers.stop();
+      await this.#processor?.close?.();
+    }
+    if (this.#feed.jobError) this.#logger.warn('job.failed', { error: this.#feed.jobError });
+    return {
+      steps: this.#steps,
+      records: { ...this.#records },
+      tasksDone: this.#tasksDone,
+      tasksFailed: this.#tasksFailed,
+      lastLoss: this.#lastLoss,
+      jobError: this.#feed.jobError,
+      timers: this.#timers.toJSON(),
+    };
+  }
+
+  async #heartbeat(): Promise<void> {
+    try {
+      const response = await this.#o.master.heartbeat(this.#o.workerId);
+      if (response.shouldStop && !this.#stopRequested) {
+        this.#stopRequested = true;
+        this.#logger.info('worker.stop_requested', {});
+      }
+    } catch (error) {
+      this.#logger.warn('heartbeat.failed', { error: (error as Error).message });
+    }
+  }
+
+  async #runSegment(head: WorkerTask): Promise<void> {
+    const mode = head.kind as Mode;
+    await this.#prepareModel(mode, head);
+    const { modelDefinition, minibatchSize: size } = this.#o;
+    const batches = modelDefinition.datasetFn(this.#feed.records(head), mode, {
+      minibatchSize: size,
+      reader: this.#o.reader.metadata,
+    });
+    const iterator = prefetch(this.#timeInputFn(batches), this.#o.prefetch ?? 2);
+    try {
+      for (;;) {
+        if (this.#stopRequested) break;
+        const begin = performance.now();
+        const next = await iterator.next();
+        this.#timers.add('data_wait', performance.now() - begin);
+        if (next.done) break;
+        await this.#process(mode, next.value);
+      }
+    } catch (error) {
+      await iterator.return(undefined).catch(() => undefined);
+      if (error instanceof MasterRpcError) throw error;
+      const message = (error as Error).message;
+      this.#logger.warn('segment.failed', { mode, error: message });
+      for (const pending of this.#feed.drain()) await this.#failTask(pending.task, message);
+      return;
+    }
+    await iterator.return(undefined);
+    for (const pending of this.#feed.drain()) {
+      if (this.#stopRequested) break;
+      if (pending.consumed === pending.total) await this.#finishTask(pending.task, pending.total);
+      else {
+        await this.#failTask(
+          pending.task,
+          `datasetFn consumed ${pending.consumed} of the ${pending.total} records of task ${pending.task.id}: it must keep every record`,
+        );
+      }
+    }
+  }
+
+  /** Measures datasetFn's own time: the wait for each minibatch less the reading done meanwhile. */
+  async *#timeInputFn(batches: AsyncIterable<Minibatch>): AsyncGenerator<Minibatch> {
+    const iterator = batches[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const readBefore = this.#timers.seconds('get_batch') + this.#timers.seconds('get_task');
+        const begin = performance.now();
+        const next = await iterator.next();
+        const readMs =
+          (this.#timers.seconds('get_batch') + this.#timers.seconds('get_task') - readBefore) * 1000;
+        this.#timers.add('input_fn', Math.max(0, performance.now() - begin - readMs));
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      await iterator.return?.();
+    }
+  }
+
+  async #prepareModel(mode: Mode, head: WorkerTask): Promise<void> {
+    if (mode === 'evaluation') {
+      await this.#pull(head.modelVersion, mode);
+      // The next training step must start from the latest model, not from this snapshot.
+      this.#stepsSincePull = Number.POSITIVE_INFINITY;
+    } else if (this.#runner.version < 0) {
+      await this.#pull(-1, mode);
+    }
+  }
+
+  async #pull(version: number, mode: Mode): Promise<void> {
+    const { master, workerId } = this.#o;
+    await this.#timers.time('get_model', async () => {
+      let snapshot = await master.getModel(workerId, version);
+      if (!snapshot.initialized) {
+        if (mode !== 'training') {
+          throw new WorkerError(
+            'MASTER_ERROR',
+            `The master has no model to use for ${mode}: train first, or start the master from a checkpoint`,
+          );
+        }
+        // The first worker's fresh variables become the model; others' offers are ignored.
+        await master.reportVariables(workerId, await this.#runner.readVariables());
+        snapshot = await master.getModel(workerId, version);
+      }
+      this.#runner.assign(snapshot.variables, snapshot.version);
+    });
+    this.#stepsSincePull = 0;
+  }
+
+  async #process(mode: Mode, batch: Minibatch): Promise<void> {
+    try {
+      const slices = this.#feed.take(minibatchSize(batch));
+      for (const slice of slices) {
+        if (this.#dropped.has(slice.task.id)) continue;
+        const part = slices.length === 1 ? batch : sliceMinibatch(batch, slice.offset, slice.count);
+        try {
+          if (slice.count > 0) {
+            if (mode === 'training') await this.#train(part, slice);
+            else if (mode === 'evaluation') await this.#evaluate(part, slice);
+            else await this.#predict(part, slice);
+            this.#records[mode] += slice.count;
+          }
+        } finally {
+          if (part !== batch) tf.dispose(minibatchTensors(part));
+        }
+        if (slice.completesTask && !this.#dropped.has(slice.task.id)) {
+          await this.#finishTask(slice.task, slice.task.end - slice.task.start);
+        }
+        this.#o.onProgress?.({
+          mode,
+          taskId: slice.task.id,
+          epoch: slice.task.epoch,
+          records: this.#records[mode],
+          steps: this.#steps,
+          loss: this.#lastLoss,
+          modelVersion: this.#runner.version,
+        });
+      }
+    } finally {
+      tf.dispose(minibatchTensors(batch));
+    }
+  }
+
+  async #train(batch: Minibatch, slice: RecordSlice): Promise<void> {
+    const { master, workerId } = this.#o;
+    const taskId = slice.task.id;
+    if (this.#stepsSincePull >= (this.#o.getModelSteps ?? 1)) await this.#pull(-1, 'training');
+    const retries = this.#o.maxStaleRetries ?? 10;
+    for (let attempt = 0; ; attempt++) {
+      const step = await this.#timers.time(
+        'compute_loss',
+        () => this.#runner.computeGradients(batch),
+        taskId,
+      );
+      const response = await this.#timers.time(
+        'report_gradient',
+        () =>
+          master.reportGradient({
+            workerId,
+            taskId,
+            rangeStart: slice.rangeStart,
+            rangeEnd: slice.rangeEnd,
+            modelVersion: this.#runner.version,
+            gradients: step.gradients,
+          }),
+        taskId,
+      );
+      if (response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED) {
+        this.#steps++;
+        this.#stepsSincePull++;
+        this.#lastLoss = step.loss;
+        return;
+      }
+      if (response.status === GradientStatus.STALE && attempt < retries) {
+        await this.#pull(-1, 'training');
+        continue;
+      }
+      this.#rejected(slice, response.status, 'gradient');
+      return;
+    }
+  }
+
+  async #evaluate(batch: Minibatch, slice: RecordSlice): Promise<void> {
+    const taskId = slice.task.id;
+    const metrics = await this.#timers.time('compute_loss', () => this.#runner.computeMetrics(batch), taskId);
+    const response = await this.#timers.time(
+      'report_gradient',
+      () =>
+        this.#o.master.reportEvaluationMetrics({
+          workerId: this.#o.workerId,
+          taskId,
+          rangeStart: slice.rangeStart,
+          rangeEnd: slice.rangeEnd,
+          modelVersion: slice.task.modelVersion,
+          metrics,
+        }),
+      taskId,
+    );
+    if (response.status !== GradientStatus.ACCEPTED && response.status !== GradientStatus.ALREADY_APPLIED) {
+      this.#rejected(slice, response.status, 'evaluation metrics');
+    }
+  }
+
+  async #predict(batch: Minibatch, slice: RecordSlice): Promise<void> {
+    const outputs = await this.#timers.time(
+      'compute_loss',
+      () => this.#runner.predict(batch.features),
+      slice.task.id,
+    );
+    try {
+      await this.#processor?.process(outputs, {
+        workerId: this.#o.workerId,
+        taskId: slice.task.id,
+        shardName: slice.task.shardName,
+        start: slice.rangeStart,
+      });
+    } finally {
+      outputs.dispose();
+    }
+  }
+
+  #rejected(slice: RecordSlice, status: GradientStatus, what: string): void {
+    if (status === GradientStatus.TASK_NOT_HELD) {
+      // The master took the task back (lease expired, job over): its records are someone else's now.
+      this.#dropped.add(slice.task.id);
+      this.#logger.warn('task.dropped', { task: slice.task.id, reason: 'not held by this worker any more' });
+      return;
+    }
+    throw new WorkerError(
+      'TASK_FAILED',
+      `The master refused the ${what} of task ${slice.task.id} records [${slice.rangeStart}, ${slice.rangeEnd}): ${GradientStatus[status]}`,
+    );
+  }
+
+  async #finishTask(task: WorkerTask, recordsDone: number): Promise<void> {
+    const response = await this.#o.master.reportTaskResult({
+      workerId: this.#o.workerId,
+      taskId: task.id,
+      recordsDone,
+    });
+    this.#tasksDone++;
+    this.#logger.info('task.done', {
+      task: task.id,
+      kind: task.kind,
+      records: recordsDone,
+      accepted: response.accepted,
+    });
+  }
+
+  async #failTask(task: WorkerTask, error: string): Promise<void> {
+    this.#tasksFailed++;
+    this.#logger.warn('task.failed', { task: task.id, error });
+    await this.#o.master.reportTaskResult({ workerId: this.#o.workerId, taskId: task.id, error });
+  }
+}
