@@ -138,7 +138,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     this.#checkRange(start, count, callSite);
     if (count === 0) return RecordBatch.empty(start);
     const result = await this.#readNative(start, count, callSite);
-    return this.#toBatch(result, callSite, true);
+    return this.#toBatch(result, start, callSite, true);
   }
 
   /** Synchronous {@link RecordIOReader.read}: decodes on the calling thread. */
@@ -153,7 +153,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
-    return this.#toBatch(result, callSite, true);
+    return this.#toBatch(result, start, callSite, true);
   }
 
   /**
@@ -224,7 +224,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       const result = await (pending as Promise<NativeReadResult>);
       const next = plan[k + 1];
       pending = next === undefined || result.error !== null ? undefined : this.#readAhead(next, callSite);
-      const batch = this.#toBatch(result, callSite, false);
+      const batch = this.#toBatch(result, (plan[k] as readonly [number, number])[0], callSite, false);
       if (batch.length > 0) yield batch;
       if (result.error !== null) throw RecordIOError.fromNative(result.error, callSite);
     }
@@ -247,15 +247,21 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   /** Records skip-mode faults, and throws the fault in error mode when `throwOnFault`. */
-  #toBatch(result: NativeReadResult, callSite: Error, throwOnFault: boolean): RecordBatch {
+  #toBatch(result: NativeReadResult, start: number, callSite: Error, throwOnFault: boolean): RecordBatch {
+    let first = start;
     for (const fault of result.skipped) {
       if (!this.#skippedChunks.has(fault.chunk)) {
         this.#skippedChunks.set(fault.chunk, RecordIOError.fromNative(fault, callSite));
         this.#skippedRecords += fault.records;
       }
+      // Skipped chunks at the start of the range move the first delivered record past them.
+      const chunk = this.chunks[fault.chunk];
+      if (chunk !== undefined && chunk.firstRecord <= first && first < chunk.firstRecord + chunk.numRecords) {
+        first = chunk.firstRecord + chunk.numRecords;
+      }
     }
     if (throwOnFault && result.error !== null) throw RecordIOError.fromNative(result.error, callSite);
-    return new RecordBatch(result.data, result.bounds, result.firstRecord);
+    return new RecordBatch(result.data, result.bounds, Math.max(first, result.firstRecord));
   }
 
   #checkOpen(callSite: Error): void {

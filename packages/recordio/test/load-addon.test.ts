@@ -17,7 +17,7 @@ describe('native addon loader', () => {
 
   it('names the platform package', () => {
     expect(platformPackageName('linux', 'x64', 'gnu')).toBe('@edl/native-linux-x64-gnu');
-    expect(platformPackageName('darwin', 'arm64', undefined)).toBe('@edl/native-darwin-arm64');
+    expect(platformPackageName('darwin', 'arm64', null)).toBe('@edl/native-darwin-arm64');
   });
 
   it('EDL_NATIVE_PATH pointing at nothing: one error saying what was tried and how to fix it', () => {

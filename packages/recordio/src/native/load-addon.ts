@@ -31,14 +31,15 @@ export interface LoadAddonOptions {
 
 /**
  * The name of the prebuilt addon package for this platform, e.g. `@edl/native-linux-x64-gnu`.
- * On Linux the C library is part of the name, since a glibc build does not load on musl.
+ * On Linux the C library is part of the name, since a glibc build does not load on musl; pass
+ * `libc: null` for platforms without one in the name.
  */
 export function platformPackageName(
   platform: string = process.platform,
   arch: string = process.arch,
-  libc: string | undefined = detectLibc(),
+  libc: string | null = detectLibc() ?? null,
 ): string {
-  return libc === undefined ? `@edl/native-${platform}-${arch}` : `@edl/native-${platform}-${arch}-${libc}`;
+  return libc === null ? `@edl/native-${platform}-${arch}` : `@edl/native-${platform}-${arch}-${libc}`;
 }
 
 /** `gnu` or `musl` on Linux, undefined elsewhere. */
