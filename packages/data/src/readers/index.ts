@@ -5,3 +5,9 @@ export {
   type TextFormat,
   type TextRecord,
 } from './text-data-reader.js';
+export {
+  type PgConnectionOptions,
+  TableDataReader,
+  type TableDataReaderOptions,
+  type TableRow,
+} from './table-data-reader.js';

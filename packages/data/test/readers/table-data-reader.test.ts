@@ -1,0 +1,320 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Shard } from '../../src/protocols.js';
+import { type TableRow, TableDataReader } from '../../src/readers/index.js';
+import { startPostgres, type TestPostgres } from '../setup/postgres.js';
+
+let server: TestPostgres;
+let admin: pg.Client;
+
+const SCHEMA = 'Data Set';
+const TABLE = 'My "odd" Table';
+const ROWS = 1003;
+
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = new pg.Client({ connectionString: server.connectionString });
+  await admin.connect();
+  await admin.query(`
+    CREATE SCHEMA "Data Set";
+    CREATE TABLE "Data Set"."My ""odd"" Table" (
+      "Key Col" integer PRIMARY KEY,
+      "value" integer NOT NULL,
+      "Grüße" text,
+      big int8
+    );
+    INSERT INTO "Data Set"."My ""odd"" Table"
+      SELECT i * 3, i % 10, 'row ' || i, i::int8 * 10000000000 FROM generate_series(1, ${ROWS}) AS i;
+    CREATE TABLE words (word text PRIMARY KEY, n integer);
+    INSERT INTO words VALUES ('b', 2), ('a', 1), ('a b', 3), ('A', 4), ('é', 5), ('z''q', 6), ('', 7), ('a,b', 8);
+    CREATE TABLE pairs (a integer, b integer, PRIMARY KEY (a, b));
+    CREATE TABLE dupes (k integer, v integer);
+    INSERT INTO dupes VALUES (1, 1), (1, 2), (2, 3);
+  `);
+}, 120_000);
+
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+async function drain(reader: TableDataReader, shardName: string, start: number, end: number): Promise<TableRow[]> {
+  const rows: TableRow[] = [];
+  for await (const row of reader.readRecords({ shardName, start, end })) rows.push(row);
+  return rows;
+}
+
+/** Waits until backend `pid` has left pg_stat_activity (termination is asynchronous). */
+async function waitUntilGone(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const left = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+    if (left.rows.length === 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`backend ${pid} did not terminate`);
+}
+
+async function expectedRows(sql: string): Promise<TableRow[]> {
+  return (await admin.query(sql)).rows;
+}
+
+describe('TableDataReader', () => {
+  it('resolves quoted, schema-qualified names and reads column types from the catalog', async () => {
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: `"Data Set"."My ""odd"" Table"`,
+      recordsPerShard: 100,
+    });
+    try {
+      expect(reader.metadata).toEqual({
+        table: '"Data Set"."My ""odd"" Table"',
+        keyColumn: 'Key Col',
+        columns: [
+          { name: 'Key Col', type: 'integer' },
+          { name: 'value', type: 'integer' },
+          { name: 'Grüße', type: 'text' },
+          { name: 'big', type: 'bigint' },
+        ],
+      });
+      expect(reader.describe()).toEqual({
+        type: 'table',
+        params: {
+          connection: server.connectionString,
+          table: [SCHEMA, TABLE],
+          keyColumn: 'Key Col',
+          recordsPerShard: 100,
+          pageSize: 1000,
+          maxRetries: 5,
+          retryDelayMs: 100,
+        },
+      });
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('creates shards that cover every row exactly once, and reads them by keyset pages', async () => {
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      recordsPerShard: 100,
+      pageSize: 7,
+    });
+    try {
+      const shards = await reader.createShards();
+      expect(shards.map((s) => s.count)).toEqual([...Array(10).fill(100), 3]);
+      expect(shards.map((s) => s.start)).toEqual(shards.map((_, i) => i * 100));
+      const bounds = shards.map((s) => JSON.parse(s.name.slice('"Data Set"."My ""odd"" Table":'.length)));
+      expect(bounds[0]).toEqual({ start: 0, after: null, upTo: '300' });
+      expect(bounds[1]).toEqual({ start: 100, after: '300', upTo: '600' });
+      expect(bounds[10]).toEqual({ start: 1000, after: '3000', upTo: null });
+      const all: TableRow[] = [];
+      for (const shard of shards) {
+        const rows = await drain(reader, shard.name, shard.start, shard.start + shard.count);
+        expect(rows).toHaveLength(shard.count);
+        all.push(...rows);
+      }
+      expect(all).toEqual(await expectedRows(`SELECT * FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`));
+      expect(all[0]).toEqual({ 'Key Col': 3, value: 1, Grüße: 'row 1', big: '10000000000' });
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('reads tasks that start and end inside shards', async () => {
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      columns: ['value', 'Key Col'],
+      recordsPerShard: 250,
+      pageSize: 16,
+    });
+    try {
+      const expected = await expectedRows(`SELECT "value", "Key Col" FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`);
+      const shards = await reader.createShards();
+      const all: TableRow[] = [];
+      for (const shard of shards) {
+        // Tasks of 33 records, as the master cuts shards.
+        for (let start = shard.start; start < shard.start + shard.count; start += 33) {
+          const end = Math.min(start + 33, shard.start + shard.count);
+          const rows = await drain(reader, shard.name, start, end);
+          expect(rows).toEqual(expected.slice(start, end));
+          all.push(...rows);
+        }
+      }
+      expect(all).toEqual(expected);
+      expect(Object.keys(all[0]!)).toEqual(['value', 'Key Col']);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('applies a where filter inside parentheses', async () => {
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      where: `"value" = 3 OR "value" = 4 -- a comment must not swallow the rest`,
+      recordsPerShard: 40,
+      pageSize: 9,
+    });
+    try {
+      const expected = await expectedRows(
+        `SELECT * FROM "Data Set"."My ""odd"" Table" WHERE "value" IN (3, 4) ORDER BY "Key Col"`,
+      );
+      expect(expected).toHaveLength(201);
+      const shards = await reader.createShards();
+      expect(shards.reduce((n, s) => n + s.count, 0)).toBe(201);
+      const all: TableRow[] = [];
+      for (const s of shards) all.push(...(await drain(reader, s.name, s.start, s.start + s.count)));
+      expect(all).toEqual(expected);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('uses text keys that need care (quotes, commas, empty, case)', async () => {
+    const reader = await TableDataReader.open({ connection: server.connectionString, table: 'words', recordsPerShard: 3 });
+    try {
+      const shards = await reader.createShards();
+      expect(shards.map((s) => s.count)).toEqual([3, 3, 2]);
+      const all: TableRow[] = [];
+      for (const s of shards) all.push(...(await drain(reader, s.name, s.start, s.start + s.count)));
+      expect(all).toEqual(await expectedRows('SELECT * FROM words ORDER BY word'));
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('resumes after its connection is killed mid-read, with no row twice and none missing', async () => {
+    const applicationName = 'edl-kill-test';
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      recordsPerShard: 600,
+      pageSize: 25,
+      retryDelayMs: 10,
+      applicationName,
+    });
+    try {
+      const expected = await expectedRows(`SELECT * FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`);
+      const shards = await reader.createShards();
+      const delivered: TableRow[] = [];
+      let kills = 0;
+      for (const shard of shards) {
+        const iterator = reader.readRecords({
+          shardName: shard.name,
+          start: shard.start + 10,
+          end: shard.start + shard.count,
+        });
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) break;
+          delivered.push(next.value);
+          // Kill the reader's backend every 37 rows: more than a page apart, so the reader has
+          // reconnected in between, and at every position within a page.
+          if (delivered.length % 37 === 0) {
+            const killed = await admin.query<{ pid: number; ok: boolean }>(
+              'SELECT pid, pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1',
+              [applicationName],
+            );
+            expect(killed.rows.map((r) => r.ok)).toEqual([true]);
+            await waitUntilGone(killed.rows[0]!.pid);
+            kills += 1;
+          }
+        }
+      }
+      expect(kills).toBe(Math.floor(983 / 37));
+      expect(delivered).toEqual([...expected.slice(10, 600), ...expected.slice(610)]);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('fails with CONNECTION_LOST after its bounded retries', async () => {
+    await admin.query(`CREATE ROLE edl_reader LOGIN; GRANT USAGE ON SCHEMA "Data Set" TO edl_reader;
+      GRANT SELECT ON ALL TABLES IN SCHEMA "Data Set" TO edl_reader`);
+    const url = new URL(server.connectionString);
+    url.username = 'edl_reader';
+    const reader = await TableDataReader.open({
+      connection: url.toString(),
+      table: [SCHEMA, TABLE],
+      recordsPerShard: 2000,
+      pageSize: 10,
+      maxRetries: 3,
+      retryDelayMs: 5,
+      applicationName: 'edl-lost-test',
+    });
+    try {
+      const [shard] = await reader.createShards();
+      const iterator = reader.readRecords({ shardName: shard!.name, start: 0, end: shard!.count });
+      expect((await iterator.next()).value).toMatchObject({ 'Key Col': 3 });
+      // No new connection of that role is accepted any more (SQLSTATE 53300, retryable).
+      await admin.query('ALTER ROLE edl_reader CONNECTION LIMIT 0');
+      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'edl-lost-test'`);
+      let count = 1;
+      const error = await (async () => {
+        try {
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done) return undefined;
+            count += 1;
+          }
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(count).toBe(10);
+      expect(error).toMatchObject({ code: 'CONNECTION_LOST' });
+      expect((error as Error).message).toMatch(
+        /^CONNECTION_LOST: reading "Data Set"\."My ""odd"" Table":\{.*\} after key 30: connection lost and 3 retries failed; last error: too many connections for role "edl_reader" \(53300\)$/,
+      );
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('gives clear errors for a missing table, column, key, bad key and unknown shard', async () => {
+    const connection = server.connectionString;
+    await expect(TableDataReader.open({ connection, table: 'nope' })).rejects.toThrow(
+      'TABLE_NOT_FOUND: table nope does not exist (or is not on the search path)',
+    );
+    await expect(TableDataReader.open({ connection, table: 'My "odd" Table' })).rejects.toMatchObject({
+      code: 'TABLE_NOT_FOUND',
+    });
+    await expect(TableDataReader.open({ connection, table: [SCHEMA, TABLE], columns: ['nope'] })).rejects.toThrow(
+      `COLUMN_NOT_FOUND: "Data Set"."My ""odd"" Table" has no column "nope"; it has "Key Col", "value", "Grüße", "big"`,
+    );
+    await expect(TableDataReader.open({ connection, table: 'pairs' })).rejects.toMatchObject({ code: 'NO_KEY_COLUMN' });
+    const dupes = await TableDataReader.open({ connection, table: 'dupes', keyColumn: 'k' });
+    await expect(dupes.createShards()).rejects.toThrow(
+      'BAD_KEY: key column "k" of "public"."dupes" has 0 NULL and 1 duplicate values among the selected rows',
+    );
+    await dupes.close();
+    const bad = await TableDataReader.open({ connection, table: 'words', where: 'no_such_column > 1' });
+    await expect(bad.createShards()).rejects.toThrow(/^QUERY_FAILED: creating shards of "public"\."words": column "no_such_column" does not exist \(42703\)$/);
+    await expect(drain(bad, 'other:{}', 0, 1)).rejects.toMatchObject({ code: 'UNKNOWN_SHARD' });
+    await bad.close();
+    await expect(TableDataReader.open({ connection: 42 as unknown as string, table: 'words' })).rejects.toThrow(
+      new TypeError('Expected a postgres:// URL or connection settings for options.connection but received 42'),
+    );
+  });
+
+  it('gives every shard to one reader and reads it from another (describe round trip)', async () => {
+    const master = await TableDataReader.open({
+      connection: server.connectionString,
+      table: 'words',
+      recordsPerShard: 5,
+    });
+    const shards: Shard[] = await master.createShards();
+    await master.close();
+    const params = master.describe().params as unknown as ConstructorParameters<typeof Object>[0];
+    const worker = await TableDataReader.open(params as Parameters<typeof TableDataReader.open>[0]);
+    try {
+      const rows: TableRow[] = [];
+      for (const s of shards) rows.push(...(await drain(worker, s.name, s.start, s.start + s.count)));
+      expect(rows).toEqual(await expectedRows('SELECT * FROM words ORDER BY word'));
+    } finally {
+      await worker.close();
+    }
+  });
+});
