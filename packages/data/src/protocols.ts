@@ -68,3 +68,20 @@ export interface DatasetIterator<T> extends AsyncIterator<T> {
   getState(): JsonObject;
   setState(state: JsonObject): void;
 }
+
+/**
+ * Anything that makes checkpointable iterators over the same sequence each time: an `IterDataset`,
+ * or a user class (e.g. a dataset fed by the master's tasks).
+ */
+export interface IterDatasetLike<T> {
+  iterator(): DatasetIterator<T>;
+}
+
+/**
+ * A plain description of a random-access source from which another process re-creates the same
+ * source (Grain's picklable sources), e.g. `{ type: 'recordio', paths: ['a.rio'] }`.
+ */
+export interface DataSourceDescription {
+  readonly type: string;
+  readonly [key: string]: JsonValue;
+}

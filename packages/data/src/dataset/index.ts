@@ -1,1 +1,23 @@
-export {};
+// Grain's protocol for @edl/data: sources, MapDataset / IterDataset, checkpointable iterators,
+// the global index shuffle and elastic sharding.
+export type { DataSourceDescription, IterDatasetLike } from '../protocols.js';
+export { DatasetIteratorBase } from './dataset-iterator-base.js';
+export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
+export { DatasetError, type DatasetErrorCode } from './errors.js';
+export { epochSeed, IndexShuffler, indexShuffle, MAX_SHUFFLE_LENGTH } from './index-shuffle.js';
+export { IterDataset } from './iter-dataset.js';
+export { MapDataset } from './map-dataset.js';
+export type { MaybePromise } from './maybe-promise.js';
+export { MixSchedule } from './mix-schedule.js';
+export { RingBuffer } from './ring-buffer.js';
+export { Rng } from './rng.js';
+export { type ShardOptions, shardBounds } from './shard.js';
+export { ArrayDataSource } from './sources/array-data-source.js';
+export { RangeDataSource } from './sources/range-data-source.js';
+export type { BatchOptions } from './transforms/batch.js';
+export type { Predicate } from './transforms/filter.js';
+export type { IterableFactory } from './transforms/from-iterable.js';
+export type { InterleaveFn } from './transforms/interleave.js';
+export type { MapFn } from './transforms/map.js';
+export type { RandomMapFn } from './transforms/random-map.js';
+export type { ReadOptions } from './transforms/to-iter-dataset.js';

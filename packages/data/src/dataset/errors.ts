@@ -1,0 +1,23 @@
+/**
+ * Errors of the dataset layer that are not bad arguments. Bad arguments throw `TypeError` /
+ * `RangeError`; everything else is a `DatasetError` whose `code` is stable, so callers can branch on
+ * it without parsing messages.
+ */
+export type DatasetErrorCode =
+  /** `setState()` was called while a `next()` of the same iterator was still pending. */
+  | 'ERR_ITERATOR_BUSY'
+  /** A state object does not have the shape this iterator writes. */
+  | 'ERR_BAD_STATE'
+  /** A source or description cannot be re-created or read. */
+  | 'ERR_SOURCE';
+
+/** Base error of `@edl/data` datasets, with a stable `code`. */
+export class DatasetError extends Error {
+  readonly code: DatasetErrorCode;
+
+  constructor(code: DatasetErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatasetError';
+    this.code = code;
+  }
+}

@@ -1,0 +1,151 @@
+import type { DatasetIterator, JsonObject } from '../../protocols.js';
+import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
+import { RingBuffer } from '../ring-buffer.js';
+import { copyState, expectStateObject, stateObject } from '../state.js';
+
+/** A read-ahead element with the parent's state just after it was produced. */
+interface Entry<T> {
+  readonly result: { ok: true; value: IteratorResult<T> } | { ok: false; error: unknown };
+  readonly stateAfter: JsonObject;
+}
+
+/**
+ * `IterDataset.prefetch`: keeps up to `bufferSize` elements of its parent read ahead, in the
+ * background, in a ring buffer.
+ *
+ * The state is the parent's state at the position of the next element to be *returned*, not of the
+ * read-ahead: each buffered element carries the parent state captured right after it was produced,
+ * and returning it makes that the current state. A restore discards the buffer; the parent is
+ * restored at once when no background read runs, else right after the running read completes.
+ * State: `{ parent }`.
+ */
+export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
+  readonly #parent: DatasetIterator<T>;
+  readonly #bufferSize: number;
+  readonly #buffer: RingBuffer<Entry<T>>;
+  /** Parent state at the position of the next element to return; undefined before the first read. */
+  #state: JsonObject | undefined;
+  /** Every parent call goes through this chain, so a restore waits for a running read. */
+  #parentChain: Promise<void> = Promise.resolve();
+  /** Operations queued on the chain and not finished yet. */
+  #queued = 0;
+  /** A parent operation of the chain that failed (a deferred restore): reported by the next `next()`. */
+  #chainError: unknown;
+  #filling = false;
+  /** The parent returned done or failed: stop reading ahead until the consumer gets there. */
+  #stopped = false;
+  #generation = 0;
+  #wake: (() => void) | undefined;
+
+  constructor(parent: DatasetIterator<T>, bufferSize: number) {
+    super();
+    this.#parent = parent;
+    this.#bufferSize = bufferSize;
+    this.#buffer = new RingBuffer(bufferSize);
+  }
+
+  protected async advance(): Promise<IteratorResult<T>> {
+    if (this.#state === undefined) this.#state = this.#parent.getState();
+    for (;;) {
+      if (this.#chainError !== undefined) {
+        const error = this.#chainError;
+        this.#chainError = undefined;
+        throw error;
+      }
+      const entry = this.#buffer.shift();
+      if (entry !== undefined) {
+        this.#state = entry.stateAfter;
+        if (!entry.result.ok) {
+          // The failure was the last read; a later next() asks the parent again.
+          this.#stopped = false;
+          throw entry.result.error;
+        }
+        if (entry.result.value.done) {
+          this.#stopped = false;
+          return DONE;
+        }
+        this.#startFilling();
+        return entry.result.value;
+      }
+      const woken = new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#startFilling();
+      await woken;
+    }
+  }
+
+  /** Runs one background fill loop at a time, appended to the parent chain. */
+  #startFilling(): void {
+    if (this.#filling || this.#stopped || this.#buffer.length >= this.#bufferSize) return;
+    this.#filling = true;
+    const generation = this.#generation;
+    this.#enqueue(() => this.#fill(generation));
+  }
+
+  /** Appends a parent operation to the chain; a failure is kept for the consumer, never unhandled. */
+  #enqueue(operation: () => void | Promise<void>): void {
+    this.#queued++;
+    this.#parentChain = this.#parentChain
+      .then(operation)
+      .catch((error: unknown) => {
+        this.#chainError = error;
+      })
+      .finally(() => {
+        this.#queued--;
+        this.#notify();
+      });
+  }
+
+  async #fill(generation: number): Promise<void> {
+    try {
+      while (generation === this.#generation && this.#buffer.length < this.#bufferSize) {
+        let result: Entry<T>['result'];
+        try {
+          result = { ok: true, value: await this.#parent.next() };
+        } catch (error) {
+          result = { ok: false, error };
+        }
+        if (generation !== this.#generation) return;
+        this.#buffer.push({ result, stateAfter: this.#parent.getState() });
+        this.#notify();
+        if (!result.ok || result.value.done) {
+          this.#stopped = true;
+          return;
+        }
+      }
+    } finally {
+      if (generation === this.#generation) this.#filling = false;
+      this.#notify();
+    }
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  getState(): JsonObject {
+    return { parent: copyState(this.#state ?? this.#parent.getState()) };
+  }
+
+  protected restore(state: JsonObject): void {
+    const parentState = copyState(stateObject(expectStateObject(state, 'Prefetch'), 'parent', 'Prefetch'));
+    this.#generation++;
+    this.#buffer.clear();
+    this.#stopped = false;
+    this.#state = parentState;
+    this.#filling = false;
+    if (this.#queued > 0) {
+      // A background read (or an earlier restore) is still running on the parent: restore it after.
+      this.#enqueue(() => this.#parent.setState(parentState));
+    } else {
+      this.#parent.setState(parentState);
+    }
+  }
+
+  toString(): string {
+    return `${this.#parent} -> Prefetch(${this.#bufferSize})`;
+  }
+}
