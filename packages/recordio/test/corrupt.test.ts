@@ -109,6 +109,29 @@ describe('corrupt files', () => {
     reader.close();
   });
 
+  it.each([
+    ['garbage after the last chunk', Buffer.alloc(40, 0x55), 'BAD_MAGIC'],
+    ['a partial header after the last chunk', Buffer.alloc(10, 0x01), 'TRUNCATED'],
+  ])('%s: every record first, then the fault (skip mode: counted)', async (_name, tail, code) => {
+    const path = join(scratch, `tail-${code}.rio`);
+    writeFileSync(path, Buffer.concat([readFileSync(`${GOLDEN_DIR}seq-gzip-64k.rio`), tail]));
+    const reader = await RecordIOReader.open(path);
+    expect([reader.numChunks, reader.numRecords]).toEqual([15, 8192]);
+    const { records, error } = await collect(reader);
+    expect(records).toHaveLength(8192);
+    const e = expectRecordIOError(error, code);
+    expect(e.chunk).toBe(15);
+    expect(e.offset).toBe(44527);
+    reader.close();
+
+    const skipping = await RecordIOReader.open(path, { onCorruptChunk: 'skip' });
+    const skipped = await collect(skipping);
+    expect(skipped.error).toBeUndefined();
+    expect(skipped.records).toHaveLength(8192);
+    expect(skipping.skipped).toMatchObject({ chunks: 1, records: 0 });
+    skipping.close();
+  });
+
   it('a damaged header fails at open with BAD_MAGIC', async () => {
     const path = join(scratch, 'bad-magic.rio');
     const bytes = readFileSync(`${GOLDEN_DIR}hello-none.rio`);
