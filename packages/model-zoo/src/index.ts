@@ -1,1 +1,48 @@
-export {};
+/**
+ * @edl/model-zoo: example model definitions for `edl train --model-def` and the synthetic data
+ * generators that feed them (nothing is downloaded).
+ *
+ * @packageDocumentation
+ */
+export {
+  buildCensusModel,
+  type CensusRecord,
+  censusDatasetFn,
+  censusDefinition,
+} from './census/definition.js';
+export {
+  CENSUS_CATEGORICAL,
+  CENSUS_COLUMNS,
+  CENSUS_FEATURES,
+  CENSUS_LABEL,
+  CENSUS_NUMERIC,
+  type CensusRow,
+} from './census/schema.js';
+export {
+  type CensusTableOptions,
+  generateCensusCsv,
+  loadCensusTable,
+  synthesizeCensusRows,
+} from './census/synthetic.js';
+export {
+  buildCifar10Model,
+  type Cifar10ModelOptions,
+  cifar10DatasetFn,
+  cifar10Definition,
+} from './cifar10/definition.js';
+export {
+  CIFAR10_CHANNELS,
+  CIFAR10_CLASSES,
+  CIFAR10_PIXEL_BYTES,
+  CIFAR10_RECORD_BYTES,
+  CIFAR10_SIDE,
+  encodeCifar10Record,
+} from './cifar10/record-format.js';
+export {
+  type Cifar10LikeOptions,
+  type GeneratedFiles,
+  generateCifar10Like,
+  synthesizeCifar10Image,
+} from './cifar10/synthetic.js';
+export { SeededRandom } from './seeded-random.js';
+export { isZooModel, ZOO_MODELS, type ZooModelName, zooModelPath } from './zoo.js';

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './backends/index.js';
+export { batchRecords } from './batch-records.js';
 export { WorkerError, type WorkerErrorCode } from './errors.js';
 export { checkModelDefinition, loadModelDefinition } from './load-model-definition.js';
 export { jsonLineLogger, type LogFields, silentLogger, type WorkerLogger } from './logger.js';
