@@ -11,3 +11,4 @@ export {
   type TableDataReaderOptions,
   type TableRow,
 } from './table-data-reader.js';
+export { RecordIODataReader, type RecordIODataReaderOptions } from './recordio-data-reader.js';
