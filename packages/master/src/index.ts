@@ -1,1 +1,45 @@
-export {};
+/**
+ * @edl/master: the master of an elasticdl-ts job. Dynamic-sharding task manager with exactly-once
+ * record ranges, parameter store with SGD / momentum / Adam, evaluation service, checkpoints, the
+ * gRPC server, and the local instance manager.
+ */
+export {
+  type Checkpoint,
+  listCheckpoints,
+  loadLatestCheckpoint,
+  readCheckpoint,
+  writeCheckpoint,
+} from './checkpoint.js';
+export { CheckpointError, JobFailedError, MasterError, MasterStateError } from './errors.js';
+export { auc, MetricsAccumulator } from './evaluation-metrics.js';
+export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
+export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
+export type { InstanceEvents, InstanceManager } from './instance-manager.js';
+export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
+export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
+export {
+  type AppliedGradient,
+  type JobResult,
+  Master,
+  type MasterOptions,
+  type ReportReply,
+  type TaskReply,
+} from './master.js';
+export { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
+export {
+  type GradientCheck,
+  ParameterStore,
+  type ParameterStoreOptions,
+  type ParameterStoreSnapshot,
+} from './parameter-store.js';
+export { type MasterHandle, type StartMasterOptions, startMaster } from './start-master.js';
+export {
+  JOB_TYPES,
+  type JobType,
+  type RangeCheck,
+  TaskManager,
+  type TaskManagerEvent,
+  type TaskManagerOptions,
+  type TaskManagerState,
+  type TaskManagerStatus,
+} from './task-manager.js';

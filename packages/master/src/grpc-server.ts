@@ -1,0 +1,263 @@
+import { timingSafeEqual } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  fromTensorMessage,
+  GetJobStatusResponseSchema,
+  GetModelResponseSchema,
+  GetTaskResponseSchema,
+  HeartbeatResponseSchema,
+  JOB_TOKEN_METADATA_KEY,
+  masterServiceDefinition,
+  PingResponseSchema,
+  ReportEvaluationMetricsResponseSchema,
+  ReportGradientResponseSchema,
+  ReportTaskResultResponseSchema,
+  ReportVariablesResponseSchema,
+  ScaleWorkersResponseSchema,
+  toSafeNumber,
+  toTaskMessage,
+  toTensorMessage,
+  toWireInt,
+} from '@edl/proto';
+import {
+  type Metadata,
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type ServiceError,
+  type sendUnaryData,
+  status,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { MasterError } from './errors.js';
+import type { Master } from './master.js';
+import { checkInteger, checkString } from './validate.js';
+
+/** Options of {@link serveMaster}. */
+export interface MasterServerOptions {
+  /** Interface to listen on (default 127.0.0.1: reachable from this machine only). */
+  readonly host?: string;
+  /** Port (default 0: any free port). */
+  readonly port?: number;
+  /** The job token every call must carry in the `x-edl-job-token` metadata. */
+  readonly token: string;
+  /** Largest message received or sent, in bytes (default 64 MiB). */
+  readonly maxMessageBytes?: number;
+  /** Admin hook behind the ScaleWorkers RPC; without it ScaleWorkers fails with FAILED_PRECONDITION. */
+  readonly scaleWorkers?: (numWorkers: number) => Promise<number>;
+  /** Number of workers reported by GetJobStatus. */
+  readonly numWorkers?: () => number;
+}
+
+/** A running gRPC server of a master. */
+export interface MasterServer {
+  /** host:port to give workers. */
+  readonly address: string;
+  readonly port: number;
+  /** Stops accepting calls, lets calls in flight finish for up to `graceMs`, then cuts the rest. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+function grpcError(code: status, details: string): Partial<ServiceError> {
+  return { code, details, message: details };
+}
+
+/** Maps an exception of the master to a gRPC status: arguments, state, or a bug. */
+function toStatus(error: unknown): Partial<ServiceError> {
+  if (error instanceof RangeError || error instanceof TypeError)
+    return grpcError(status.INVALID_ARGUMENT, error.message);
+  if (error instanceof MasterError)
+    return grpcError(status.FAILED_PRECONDITION, `${error.code}: ${error.message}`);
+  return grpcError(status.INTERNAL, error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * Serves a {@link Master} over gRPC (@grpc/grpc-js). Every call must carry the job token
+ * (UNAUTHENTICATED otherwise); bad arguments give INVALID_ARGUMENT, requests the master cannot honour
+ * in its state FAILED_PRECONDITION.
+ */
+export async function serveMaster(master: Master, options: MasterServerOptions): Promise<MasterServer> {
+  const token = Buffer.from(checkString(options.token, 'token'), 'utf8');
+  const host = options.host ?? '127.0.0.1';
+  const maxBytes = checkInteger(
+    options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    'maxMessageBytes',
+    1024,
+  );
+  const server = new Server({
+    'grpc.max_receive_message_length': maxBytes,
+    'grpc.max_send_message_length': maxBytes,
+    // Many small concurrent calls per worker connection: do not queue them behind HTTP/2 limits.
+    'grpc.max_concurrent_streams': 4096,
+  });
+
+  const authorized = (metadata: Metadata): boolean => {
+    const value = metadata.get(JOB_TOKEN_METADATA_KEY)[0];
+    if (value === undefined) return false;
+    const given = Buffer.from(typeof value === 'string' ? value : value.toString('utf8'), 'utf8');
+    return given.length === token.length && timingSafeEqual(given, token);
+  };
+
+  /** Wraps a synchronous handler with the token check and error mapping. */
+  function unary<Req, Res>(handler: (request: Req) => Res) {
+    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+      if (!authorized(call.metadata)) {
+        callback(
+          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
+        );
+        return;
+      }
+      let response: Res;
+      try {
+        response = handler(call.request);
+      } catch (error) {
+        callback(toStatus(error));
+        return;
+      }
+      callback(null, response);
+    };
+  }
+
+  const d = masterServiceDefinition;
+  type In<K extends keyof typeof d> = Parameters<(typeof d)[K]['requestSerialize']>[0];
+
+  const implementation = {
+    getTask: unary((r: In<'getTask'>) => {
+      const reply = master.getTask(checkString(r.workerId, 'workerId'));
+      return create(GetTaskResponseSchema, {
+        ...(reply.task ? { task: toTaskMessage(reply.task) } : {}),
+        jobFinished: reply.jobFinished,
+        jobError: reply.jobError,
+      });
+    }),
+    reportTaskResult: unary((r: In<'reportTaskResult'>) =>
+      create(ReportTaskResultResponseSchema, {
+        accepted: master.reportTaskResult(
+          checkString(r.workerId, 'workerId'),
+          toSafeNumber(r.taskId, 'taskId'),
+          toSafeNumber(r.recordsDone, 'recordsDone'),
+          r.error,
+        ),
+      }),
+    ),
+    getModel: unary((r: In<'getModel'>) => {
+      const model = master.getModel(toSafeNumber(r.version, 'version'));
+      return create(GetModelResponseSchema, {
+        version: toWireInt(model.version, 'version'),
+        initialized: model.initialized,
+        variables: model.variables.map(toTensorMessage),
+      });
+    }),
+    reportVariables: unary((r: In<'reportVariables'>) => {
+      const result = master.reportVariables(
+        checkString(r.workerId, 'workerId'),
+        r.variables.map(fromTensorMessage),
+      );
+      return create(ReportVariablesResponseSchema, {
+        accepted: result.accepted,
+        version: toWireInt(result.version, 'version'),
+      });
+    }),
+    reportGradient: unary((r: In<'reportGradient'>) => {
+      const reply = master.reportGradient({
+        workerId: checkString(r.workerId, 'workerId'),
+        taskId: toSafeNumber(r.taskId, 'taskId'),
+        rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
+        rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
+        modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
+        gradients: r.gradients.map(fromTensorMessage),
+      });
+      return create(ReportGradientResponseSchema, {
+        status: reply.status,
+        modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
+        taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
+      });
+    }),
+    reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
+      const reply = master.reportEvaluationMetrics(
+        checkString(r.workerId, 'workerId'),
+        toSafeNumber(r.taskId, 'taskId'),
+        toSafeNumber(r.rangeStart, 'rangeStart'),
+        toSafeNumber(r.rangeEnd, 'rangeEnd'),
+        r.metrics,
+      );
+      return create(ReportEvaluationMetricsResponseSchema, {
+        status: reply.status,
+        taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
+      });
+    }),
+    heartbeat: unary((r: In<'heartbeat'>) => {
+      const reply = master.heartbeat(checkString(r.workerId, 'workerId'));
+      return create(HeartbeatResponseSchema, {
+        shouldStop: reply.shouldStop,
+        modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
+      });
+    }),
+    scaleWorkers: (call: ServerUnaryCall<In<'scaleWorkers'>, unknown>, callback: sendUnaryData<unknown>) => {
+      if (!authorized(call.metadata)) {
+        callback(
+          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
+        );
+        return;
+      }
+      if (options.scaleWorkers === undefined) {
+        callback(grpcError(status.FAILED_PRECONDITION, 'this master has no instance manager to scale'));
+        return;
+      }
+      let n: number;
+      try {
+        n = checkInteger(call.request.numWorkers, 'numWorkers', 0, 10_000);
+      } catch (error) {
+        callback(toStatus(error));
+        return;
+      }
+      options.scaleWorkers(n).then(
+        (numWorkers) => callback(null, create(ScaleWorkersResponseSchema, { numWorkers })),
+        (error: unknown) => callback(toStatus(error)),
+      );
+    },
+    getJobStatus: unary((_r: In<'getJobStatus'>) => {
+      const s = master.status();
+      return create(GetJobStatusResponseSchema, {
+        state: s.state,
+        error: s.error?.message ?? '',
+        epoch: s.epoch,
+        numEpochs: s.numEpochs,
+        modelVersion: toWireInt(s.modelVersion, 'modelVersion'),
+        todoTasks: s.todoTasks,
+        doingTasks: s.doingTasks,
+        recordsDone: toWireInt(s.recordsDone, 'recordsDone'),
+        recordsTotal: toWireInt(s.recordsTotal, 'recordsTotal'),
+        numWorkers: options.numWorkers?.() ?? 0,
+      });
+    }),
+    ping: unary((_r: In<'ping'>) => create(PingResponseSchema, {})),
+  };
+  server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${host}:${options.port ?? 0}`, ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    );
+  });
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let stopped: Promise<void> | undefined;
+  return {
+    address,
+    port,
+    shutdown(graceMs = 5_000) {
+      stopped ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,197 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { InstanceEvents, InstanceManager } from './instance-manager.js';
+import { checkInteger, checkString } from './validate.js';
+
+/** Options of {@link LocalInstanceManager}. */
+export interface LocalInstanceManagerOptions {
+  /** Executable of a worker (default: this Node binary). */
+  readonly command?: string;
+  /**
+   * Its arguments, e.g. `['packages/cli/dist/bin/edl.js', 'worker', '--model-def', 'm.ts']`.
+   * `{workerId}` and `{masterAddress}` are replaced. The token never goes on the command line
+   * (any user could read it in `ps`): workers get it from EDL_JOB_TOKEN.
+   */
+  readonly args?: readonly string[];
+  /** Workers to start (default 1). */
+  readonly numWorkers?: number;
+  /** Restarts of crashed workers allowed per worker slot before the job fails (default 3). */
+  readonly maxRestarts?: number;
+  /** Address workers dial. */
+  readonly masterAddress: string;
+  /** The job token, passed in EDL_JOB_TOKEN. */
+  readonly token: string;
+  /** Extra environment for the workers (added to this process's environment). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Each line a worker prints (stdout and stderr). Default: copied to stderr with a `[worker-N]` prefix. */
+  readonly onOutput?: (workerId: string, line: string) => void;
+  /** Time between SIGTERM and SIGKILL when stopping a worker (default 5,000 ms). */
+  readonly stopGraceMs?: number;
+}
+
+interface Slot {
+  readonly index: number;
+  restarts: number;
+  process?: ChildProcess;
+  workerId?: string;
+  /** Set when we stop the worker on purpose: its exit is no crash. */
+  stopping: boolean;
+  exited?: Promise<void>;
+}
+
+/**
+ * Runs workers as local processes. Each gets EDL_MASTER_ADDR, EDL_JOB_TOKEN and EDL_WORKER_ID (a new
+ * id per process: a restarted worker is a new worker). A crash hands the worker's tasks back to the
+ * master (as failures) and restarts the slot up to `maxRestarts` times; `scaleTo` adds slots or
+ * stops the newest ones (their tasks go back without counting as failures).
+ */
+export class LocalInstanceManager implements InstanceManager {
+  readonly #options: LocalInstanceManagerOptions;
+  readonly #events: InstanceEvents;
+  readonly #slots = new Map<number, Slot>();
+  readonly #maxRestarts: number;
+  #target: number;
+  #nextSlot = 0;
+  #nextWorker = 0;
+  #stopped = false;
+
+  constructor(options: LocalInstanceManagerOptions, events: InstanceEvents) {
+    this.#options = options;
+    this.#events = events;
+    this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);
+    this.#maxRestarts = checkInteger(options.maxRestarts ?? 3, 'maxRestarts', 0);
+    checkString(options.masterAddress, 'masterAddress');
+    checkString(options.token, 'token');
+  }
+
+  get targetWorkers(): number {
+    return this.#target;
+  }
+
+  get runningWorkers(): number {
+    let n = 0;
+    for (const slot of this.#slots.values()) if (slot.process !== undefined) n++;
+    return n;
+  }
+
+  /** Ids of the live workers with their process ids (for tests and status pages). */
+  workers(): Array<{ workerId: string; pid: number }> {
+    const out: Array<{ workerId: string; pid: number }> = [];
+    for (const slot of this.#slots.values()) {
+      if (slot.process?.pid !== undefined && slot.workerId !== undefined) {
+        out.push({ workerId: slot.workerId, pid: slot.process.pid });
+      }
+    }
+    return out;
+  }
+
+  async start(): Promise<void> {
+    while (this.#slots.size < this.#target) this.#launch(this.#newSlot());
+  }
+
+  async scaleTo(numWorkers: number): Promise<number> {
+    checkInteger(numWorkers, 'numWorkers', 0, 10_000);
+    if (this.#stopped) return this.#target;
+    this.#target = numWorkers;
+    while (this.#slots.size < numWorkers) this.#launch(this.#newSlot());
+    const excess = [...this.#slots.values()]
+      .sort((a, b) => b.index - a.index)
+      .slice(0, this.#slots.size - numWorkers);
+    for (const slot of excess) this.#slots.delete(slot.index);
+    await Promise.all(excess.map((slot) => this.#stopSlot(slot)));
+    return this.#target;
+  }
+
+  async stop(graceMs = this.#options.stopGraceMs ?? 5_000): Promise<void> {
+    this.#stopped = true;
+    const slots = [...this.#slots.values()];
+    await Promise.all(slots.map((slot) => this.#stopSlot(slot, graceMs)));
+  }
+
+  #newSlot(): Slot {
+    const slot: Slot = { index: this.#nextSlot++, restarts: 0, stopping: false };
+    this.#slots.set(slot.index, slot);
+    return slot;
+  }
+
+  #launch(slot: Slot): void {
+    const workerId = `worker-${this.#nextWorker++}`;
+    const { masterAddress, token } = this.#options;
+    const args = (this.#options.args ?? []).map((arg) =>
+      arg.replaceAll('{workerId}', workerId).replaceAll('{masterAddress}', masterAddress),
+    );
+    const child = spawn(this.#options.command ?? process.execPath, args, {
+      cwd: this.#options.cwd,
+      env: {
+        ...process.env,
+        ...this.#options.env,
+        EDL_MASTER_ADDR: masterAddress,
+        EDL_JOB_TOKEN: token,
+        EDL_WORKER_ID: workerId,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    slot.process = child;
+    slot.workerId = workerId;
+    slot.stopping = false;
+    const output = this.#options.onOutput ?? ((id, line) => process.stderr.write(`[${id}] ${line}\n`));
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => output(workerId, line));
+    }
+    slot.exited = new Promise<void>((resolve) => {
+      let spawnError: Error | undefined;
+      child.on('error', (error) => {
+        spawnError = error;
+      });
+      child.on('close', (code, signal) => {
+        resolve();
+        this.#onExit(slot, child, workerId, code, signal, spawnError);
+      });
+    });
+  }
+
+  #onExit(
+    slot: Slot,
+    child: ChildProcess,
+    workerId: string,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    spawnError: Error | undefined,
+  ): void {
+    if (slot.process !== child) return;
+    delete slot.process;
+    const how = spawnError
+      ? `could not start: ${spawnError.message}`
+      : signal !== null
+        ? `exited with signal ${signal}`
+        : `exited with code ${code}`;
+    const deliberate = slot.stopping || this.#stopped || this.#events.jobEnded();
+    const crashed = !deliberate && (code !== 0 || signal !== null || spawnError !== undefined);
+    this.#events.workerLost(workerId, `worker process ${how}`, crashed);
+    if (deliberate || !this.#slots.has(slot.index)) return;
+    // A crash, or a clean exit while the job runs (the worker left on its own): restart the slot,
+    // within the same limit so that a worker that can never start does not loop forever.
+    if (slot.restarts >= this.#maxRestarts) {
+      this.#slots.delete(slot.index);
+      this.#events.giveUp(
+        'WORKER_RESTARTS_EXHAUSTED',
+        `Worker slot ${slot.index} ended ${slot.restarts + 1} times, more than maxRestarts (${this.#maxRestarts}); last: ${workerId} ${how}`,
+      );
+      return;
+    }
+    slot.restarts++;
+    this.#launch(slot);
+  }
+
+  async #stopSlot(slot: Slot, graceMs = this.#options.stopGraceMs ?? 5_000): Promise<void> {
+    const child = slot.process;
+    if (child === undefined) return;
+    slot.stopping = true;
+    if (slot.workerId !== undefined) this.#events.requestStop?.(slot.workerId);
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await slot.exited;
+    clearTimeout(timer);
+  }
+}

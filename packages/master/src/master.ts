@@ -1,0 +1,384 @@
+import { stat } from 'node:fs/promises';
+import { GradientStatus, type MetricPartial, type NamedTensor, type TaskAssignment } from '@edl/proto';
+import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { CheckpointError, type JobFailedError, MasterStateError } from './errors.js';
+import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
+import { createStreamLogger, type MasterLogger } from './logger.js';
+import { ParameterStore, type ParameterStoreOptions } from './parameter-store.js';
+import {
+  TaskManager,
+  type TaskManagerEvent,
+  type TaskManagerOptions,
+  type TaskManagerStatus,
+} from './task-manager.js';
+import { checkInteger } from './validate.js';
+
+/** Options of {@link Master}: the task manager's, plus the parameter store, checkpoints and metrics. */
+export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' | 'onEvent'> {
+  readonly parameterStore?: ParameterStoreOptions;
+  /** Directory of checkpoints; with it the master resumes from the newest one found there. */
+  readonly checkpointDir?: string;
+  /** Checkpoint every this many model versions (default 0: only at the end of training). */
+  readonly checkpointSteps?: number;
+  /** Checkpoints kept (default 3). */
+  readonly keepCheckpoints?: number;
+  /** Resume from the newest checkpoint in checkpointDir if there is one (default true). */
+  readonly resume?: boolean;
+  /**
+   * Load only the model (weights, version) from this checkpoint file or directory (its newest
+   * checkpoint): how evaluation and prediction jobs get a trained model.
+   */
+  readonly modelCheckpoint?: string;
+  /** JSON-lines file that receives one line per finished evaluation. */
+  readonly metricsFile?: string;
+  readonly logger?: MasterLogger;
+  /** Hears every accepted gradient, after its range was marked applied (tests, custom sinks). */
+  readonly onGradientApplied?: (gradient: AppliedGradient) => void;
+}
+
+/** A gradient the master accepted, with the range it was computed from. */
+export interface AppliedGradient {
+  readonly workerId: string;
+  readonly taskId: number;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+  readonly modelVersion: number;
+  readonly gradients: readonly NamedTensor[];
+}
+
+/** How a job ended. */
+export interface JobResult {
+  readonly state: 'succeeded' | 'failed';
+  readonly error?: JobFailedError;
+  readonly modelVersion: number;
+  readonly evaluations: readonly EvaluationResult[];
+  /** The last checkpoint written, if any. */
+  readonly checkpoint?: string;
+}
+
+/** The answer to a getTask call. */
+export interface TaskReply {
+  readonly task?: TaskAssignment;
+  readonly jobFinished: boolean;
+  readonly jobError: string;
+}
+
+/** The answer to a gradient or metrics report. */
+export interface ReportReply {
+  readonly status: GradientStatus;
+  readonly modelVersion: number;
+  readonly taskProgress: number;
+}
+
+/**
+ * The master's brain without the network: task manager, parameter store, evaluation service and
+ * checkpoints, coordinated so that applying a gradient and advancing its task's progress happen in
+ * one synchronous step (JavaScript runs it to completion: nothing can interleave). The gRPC server
+ * and the instance manager call into it.
+ */
+export class Master {
+  readonly taskManager: TaskManager;
+  readonly store: ParameterStore;
+  readonly evaluation: EvaluationService;
+  readonly logger: MasterLogger;
+  readonly #options: MasterOptions;
+  readonly #checkpointSteps: number;
+  readonly #stopRequested = new Set<string>();
+  #checkpointWrites: Promise<void> = Promise.resolve();
+  #lastCheckpoint: string | undefined;
+  #settle!: (result: JobResult) => void;
+  readonly #done: Promise<JobResult>;
+  #ended = false;
+
+  /** Use {@link Master.create}, which also resumes from a checkpoint. */
+  constructor(options: MasterOptions) {
+    this.#options = options;
+    this.logger = options.logger ?? createStreamLogger();
+    this.#checkpointSteps = checkInteger(options.checkpointSteps ?? 0, 'checkpointSteps', 0);
+    checkInteger(options.keepCheckpoints ?? 3, 'keepCheckpoints', 1);
+    this.store = new ParameterStore(options.parameterStore);
+    this.evaluation = new EvaluationService(options.metricsFile, (result) =>
+      this.logger.info(`evaluation of model version ${result.modelVersion}`, {
+        ...result.metrics,
+        records: result.records,
+      }),
+    );
+    this.#done = new Promise((resolve) => {
+      this.#settle = resolve;
+    });
+    this.taskManager = new TaskManager({
+      ...options,
+      modelVersion: () => this.store.version,
+      onEvent: (event) => this.#onTaskEvent(event),
+    });
+  }
+
+  /** Builds a master and, when `checkpointDir` holds a checkpoint (and `resume` is not false), resumes it. */
+  static async create(options: MasterOptions): Promise<Master> {
+    const master = new Master(options);
+    if (options.checkpointDir !== undefined && options.resume !== false) {
+      const found = await loadLatestCheckpoint(options.checkpointDir, (error) =>
+        master.logger.warn(`skipping checkpoint: ${error.message}`),
+      );
+      if (found !== undefined) {
+        master.restore(found.checkpoint);
+        master.logger.info(`resumed from checkpoint ${found.path}`, {
+          modelVersion: found.checkpoint.store.version,
+          recordsDone: found.checkpoint.taskManager.recordsDone,
+        });
+      }
+    }
+    if (options.modelCheckpoint !== undefined && !master.store.initialized) {
+      const path = options.modelCheckpoint;
+      const checkpoint = (await stat(path)).isDirectory()
+        ? (await loadLatestCheckpoint(path))?.checkpoint
+        : await readCheckpoint(path);
+      if (checkpoint === undefined) {
+        throw new CheckpointError('NOT_FOUND', `No checkpoint found in ${path} for modelCheckpoint`, path);
+      }
+      master.store.restore({ ...checkpoint.store, optimizerStep: 0, slots: new Map() });
+      master.logger.info(`model loaded from checkpoint ${path}`, { modelVersion: checkpoint.store.version });
+    }
+    if (master.taskManager.finished) {
+      master.logger.warn('the checkpoint holds a job that already ended');
+      master.#end();
+    }
+    return master;
+  }
+
+  /** Resolves when the job ends (never rejects: a failed job resolves with state 'failed'). */
+  get done(): Promise<JobResult> {
+    return this.#done;
+  }
+
+  getTask(workerId: string): TaskReply {
+    const task = this.taskManager.getTask(workerId);
+    if (task !== undefined) return { task, jobFinished: false, jobError: '' };
+    return { jobFinished: true, jobError: this.taskManager.error?.message ?? '' };
+  }
+
+  reportTaskResult(workerId: string, taskId: number, recordsDone: number, error: string): boolean {
+    if (error !== '') this.logger.warn(`worker ${workerId} reports task ${taskId} failed`, { error });
+    return this.taskManager.reportTaskResult(workerId, taskId, recordsDone, error);
+  }
+
+  getModel(version: number): { version: number; initialized: boolean; variables: NamedTensor[] } {
+    if (!this.store.initialized) return { version: this.store.version, initialized: false, variables: [] };
+    return { ...this.store.getModel(version), initialized: true };
+  }
+
+  reportVariables(
+    workerId: string,
+    variables: readonly NamedTensor[],
+  ): { accepted: boolean; version: number } {
+    const accepted = this.store.initialize(variables);
+    if (accepted) this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
+    return { accepted, version: this.store.version };
+  }
+
+  /**
+   * Exactly-once gradient path: check the range (task held, next unapplied range), check staleness,
+   * then apply and advance progress together. Nothing between the checks and the writes awaits.
+   */
+  reportGradient(report: AppliedGradient): ReportReply {
+    const range = this.taskManager.checkRange(
+      report.workerId,
+      report.taskId,
+      report.rangeStart,
+      report.rangeEnd,
+    );
+    if (!range.ok)
+      return { status: range.status, modelVersion: this.store.version, taskProgress: range.progress };
+    if (range.kind !== 'training') {
+      throw new MasterStateError(
+        'WRONG_TASK_TYPE',
+        `Task ${report.taskId} is a ${range.kind} task, not a training task`,
+      );
+    }
+    const check = this.store.checkGradient(report.modelVersion, report.gradients);
+    if (!check.ok) {
+      return { status: check.status, modelVersion: this.store.version, taskProgress: report.rangeStart };
+    }
+    // An evaluation round may still need the version this update replaces.
+    if (this.taskManager.evaluationVersion === this.store.version) this.store.pinCurrentVersion();
+    const bumped = this.store.applyGradient(report.gradients);
+    const { progress } = this.taskManager.advance(report.taskId, report.rangeEnd);
+    this.#options.onGradientApplied?.(report);
+    if (bumped) this.#onNewVersion();
+    return { status: GradientStatus.ACCEPTED, modelVersion: this.store.version, taskProgress: progress };
+  }
+
+  /** Exactly-once metrics path: the same range discipline as gradients. */
+  reportEvaluationMetrics(
+    workerId: string,
+    taskId: number,
+    rangeStart: number,
+    rangeEnd: number,
+    metrics: Readonly<Record<string, MetricPartial>>,
+  ): ReportReply {
+    const range = this.taskManager.checkRange(workerId, taskId, rangeStart, rangeEnd);
+    if (!range.ok)
+      return { status: range.status, modelVersion: this.store.version, taskProgress: range.progress };
+    if (range.kind !== 'evaluation') {
+      throw new MasterStateError(
+        'WRONG_TASK_TYPE',
+        `Task ${taskId} is a ${range.kind} task, not an evaluation task`,
+      );
+    }
+    this.evaluation.add(range.round, metrics, rangeEnd - rangeStart);
+    const { progress } = this.taskManager.advance(taskId, rangeEnd);
+    return { status: GradientStatus.ACCEPTED, modelVersion: this.store.version, taskProgress: progress };
+  }
+
+  heartbeat(workerId: string): { shouldStop: boolean; modelVersion: number } {
+    this.taskManager.heartbeat(workerId);
+    return {
+      shouldStop: this.taskManager.finished || this.#stopRequested.has(workerId),
+      modelVersion: this.store.version,
+    };
+  }
+
+  /** Asks a worker (through its heartbeats) to leave. */
+  requestStop(workerId: string): void {
+    this.#stopRequested.add(workerId);
+  }
+
+  /** Sends the tasks of a vanished worker back to todo; a crash counts as a failure of each. */
+  workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
+    this.#stopRequested.delete(workerId);
+    const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
+    if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
+    return recovered;
+  }
+
+  /** Fails the job from outside (the instance manager ran out of restarts). */
+  fail(code: string, message: string): void {
+    this.taskManager.fail(code, message);
+  }
+
+  status(): TaskManagerStatus & { modelVersion: number } {
+    return { ...this.taskManager.status(), modelVersion: this.store.version };
+  }
+
+  /** Writes a checkpoint of the current state now; resolves to its path. */
+  checkpoint(): Promise<string> {
+    const dir = this.#options.checkpointDir;
+    if (dir === undefined)
+      return Promise.reject(new MasterStateError('NO_CHECKPOINT_DIR', 'No checkpointDir configured'));
+    return this.#enqueueCheckpoint(dir);
+  }
+
+  /** Resolves when queued checkpoint and metrics writes are on disk. */
+  async flush(): Promise<void> {
+    await this.#checkpointWrites;
+    await this.evaluation.flush();
+  }
+
+  /** Applies a checkpoint (weights, optimizer slots, version, task manager state). */
+  restore(checkpoint: Checkpoint): void {
+    if (checkpoint.optimizer.type !== this.store.optimizer.config.type) {
+      throw new MasterStateError(
+        'OPTIMIZER_MISMATCH',
+        `The checkpoint was made with the ${checkpoint.optimizer.type} optimizer, not ${this.store.optimizer.config.type}`,
+      );
+    }
+    this.store.restore(checkpoint.store);
+    this.taskManager.restore(checkpoint.taskManager);
+  }
+
+  #onNewVersion(): void {
+    const version = this.store.version;
+    const dir = this.#options.checkpointDir;
+    if (dir !== undefined && this.#checkpointSteps > 0 && version % this.#checkpointSteps === 0) {
+      this.#enqueueCheckpoint(dir).catch(() => {});
+    }
+    this.taskManager.onModelVersion(version);
+  }
+
+  /** Captures the state synchronously (consistent by construction) and writes it in order. */
+  #enqueueCheckpoint(dir: string): Promise<string> {
+    const snapshot: Checkpoint = {
+      store: this.store.snapshot(),
+      optimizer: this.store.optimizer.config,
+      taskManager: this.taskManager.toJSON(),
+    };
+    const write = this.#checkpointWrites.then(() =>
+      writeCheckpoint(dir, snapshot, this.#options.keepCheckpoints ?? 3),
+    );
+    this.#checkpointWrites = write.then(
+      (path) => {
+        this.#lastCheckpoint = path;
+        this.logger.info(`checkpoint written: ${path}`, { modelVersion: snapshot.store.version });
+      },
+      (error: unknown) => this.logger.error(`checkpoint failed: ${String(error)}`),
+    );
+    return write;
+  }
+
+  #onTaskEvent(event: TaskManagerEvent): void {
+    switch (event.type) {
+      case 'epoch-started':
+        this.logger.info(`epoch ${event.epoch} started`, { tasks: event.tasks, records: event.records });
+        return;
+      case 'evaluation-started':
+        this.evaluation.startRound(event.round, event.modelVersion);
+        this.logger.info(`evaluation round ${event.round} of model version ${event.modelVersion} started`, {
+          tasks: event.tasks,
+          records: event.records,
+        });
+        return;
+      case 'evaluation-completed':
+        this.evaluation.completeRound(event.round);
+        if (event.modelVersion !== this.store.version) this.store.unpin(event.modelVersion);
+        return;
+      case 'evaluation-skipped':
+        this.logger.warn(`evaluation of model version ${event.modelVersion} skipped: ${event.reason}`);
+        return;
+      case 'task-recovered':
+        this.logger.warn(`task ${event.taskId} back to todo with ${event.remaining} record(s)`, {
+          worker: event.workerId,
+          reason: event.reason,
+          failures: event.failures,
+        });
+        return;
+      case 'job-succeeded':
+        this.logger.info('job succeeded', { modelVersion: this.store.version });
+        this.#end();
+        return;
+      case 'job-failed':
+        this.logger.error(`job failed: ${event.error.message}`);
+        this.#end();
+        return;
+    }
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const dir = this.#options.checkpointDir;
+    const succeeded = this.taskManager.error === undefined;
+    const finalCheckpoint =
+      dir !== undefined &&
+      succeeded &&
+      this.store.initialized &&
+      this.taskManager.jobType.startsWith('training')
+        ? this.#enqueueCheckpoint(dir).then(
+            () => undefined,
+            () => undefined,
+          )
+        : Promise.resolve(undefined);
+    void finalCheckpoint
+      .then(() => this.flush())
+      .catch((error: unknown) => this.logger.error(`flushing at job end failed: ${String(error)}`))
+      .then(() => {
+        const error = this.taskManager.error;
+        this.#settle({
+          state: error ? 'failed' : 'succeeded',
+          ...(error ? { error } : {}),
+          modelVersion: this.store.version,
+          evaluations: this.evaluation.results,
+          ...(this.#lastCheckpoint !== undefined ? { checkpoint: this.#lastCheckpoint } : {}),
+        });
+      });
+  }
+}

@@ -1,0 +1,139 @@
+import { checkNumber, checkOneOf } from './validate.js';
+
+/** The optimizers the master applies, with ElasticDL's (Keras') defaults. */
+export type OptimizerConfig =
+  | { readonly type: 'sgd'; readonly learningRate?: number }
+  | {
+      readonly type: 'momentum';
+      readonly learningRate?: number;
+      readonly momentum?: number;
+      readonly nesterov?: boolean;
+    }
+  | {
+      readonly type: 'adam';
+      readonly learningRate?: number;
+      readonly beta1?: number;
+      readonly beta2?: number;
+      readonly epsilon?: number;
+    };
+
+/** Per-variable optimizer state (momentum's velocity, Adam's m and v), checkpointed with the weights. */
+export type OptimizerSlots = Map<string, Map<string, Float32Array>>;
+
+/**
+ * An optimizer in plain typed-array math. `beginStep()` once per model version, then `apply` per
+ * variable: `weights -= update(gradient)` in place.
+ */
+export interface Optimizer {
+  readonly config: Required<OptimizerConfig>;
+  /** Model updates applied so far (Adam's bias correction needs it). */
+  step: number;
+  readonly slots: OptimizerSlots;
+  beginStep(): void;
+  apply(name: string, weights: Float32Array, gradient: Float32Array): void;
+}
+
+/** Builds an optimizer after checking its parameters. */
+export function createOptimizer(config: OptimizerConfig): Optimizer {
+  const type = checkOneOf(config?.type, 'optimizer.type', ['sgd', 'momentum', 'adam'] as const);
+  switch (type) {
+    case 'sgd':
+      return new Sgd({
+        type,
+        learningRate: checkNumber(config.learningRate ?? 0.01, 'optimizer.learningRate', -1e9),
+      });
+    case 'momentum': {
+      const c = config as Extract<OptimizerConfig, { type: 'momentum' }>;
+      return new Momentum({
+        type,
+        learningRate: checkNumber(c.learningRate ?? 0.01, 'optimizer.learningRate', -1e9),
+        momentum: checkNumber(c.momentum ?? 0.9, 'optimizer.momentum', 0, 1),
+        nesterov: c.nesterov ?? false,
+      });
+    }
+    case 'adam': {
+      const c = config as Extract<OptimizerConfig, { type: 'adam' }>;
+      return new Adam({
+        type,
+        learningRate: checkNumber(c.learningRate ?? 0.001, 'optimizer.learningRate', -1e9),
+        beta1: checkNumber(c.beta1 ?? 0.9, 'optimizer.beta1', 0, 1),
+        beta2: checkNumber(c.beta2 ?? 0.999, 'optimizer.beta2', 0, 1),
+        epsilon: checkNumber(c.epsilon ?? 1e-7, 'optimizer.epsilon', 0),
+      });
+    }
+  }
+}
+
+function slot(slots: OptimizerSlots, variable: string, name: string, length: number): Float32Array {
+  let byName = slots.get(variable);
+  if (byName === undefined) {
+    byName = new Map();
+    slots.set(variable, byName);
+  }
+  let values = byName.get(name);
+  if (values === undefined) {
+    values = new Float32Array(length);
+    byName.set(name, values);
+  }
+  return values;
+}
+
+/** w -= lr * g. (A negative learning rate is allowed: tests use -1 to make w count gradients.) */
+class Sgd implements Optimizer {
+  step = 0;
+  readonly slots: OptimizerSlots = new Map();
+  constructor(readonly config: Required<Extract<OptimizerConfig, { type: 'sgd' }>>) {}
+  beginStep(): void {
+    this.step++;
+  }
+  apply(_name: string, weights: Float32Array, gradient: Float32Array): void {
+    const lr = this.config.learningRate;
+    for (let i = 0; i < weights.length; i++)
+      weights[i] = (weights[i] as number) - lr * (gradient[i] as number);
+  }
+}
+
+/** Keras SGD with momentum: v = m*v - lr*g; w += v (Nesterov: w += m*v - lr*g). */
+class Momentum implements Optimizer {
+  step = 0;
+  readonly slots: OptimizerSlots = new Map();
+  constructor(readonly config: Required<Extract<OptimizerConfig, { type: 'momentum' }>>) {}
+  beginStep(): void {
+    this.step++;
+  }
+  apply(name: string, weights: Float32Array, gradient: Float32Array): void {
+    const { learningRate: lr, momentum: m, nesterov } = this.config;
+    const v = slot(this.slots, name, 'momentum', weights.length);
+    for (let i = 0; i < weights.length; i++) {
+      const g = gradient[i] as number;
+      const vi = m * (v[i] as number) - lr * g;
+      v[i] = vi;
+      weights[i] = (weights[i] as number) + (nesterov ? m * vi - lr * g : vi);
+    }
+  }
+}
+
+/** Adam (Kingma & Ba) with the bias correction folded into the step size, as Keras does. */
+class Adam implements Optimizer {
+  step = 0;
+  readonly slots: OptimizerSlots = new Map();
+  constructor(readonly config: Required<Extract<OptimizerConfig, { type: 'adam' }>>) {}
+  beginStep(): void {
+    this.step++;
+  }
+  apply(name: string, weights: Float32Array, gradient: Float32Array): void {
+    const { learningRate: lr, beta1, beta2, epsilon } = this.config;
+    const m = slot(this.slots, name, 'm', weights.length);
+    const v = slot(this.slots, name, 'v', weights.length);
+    const t = Math.max(1, this.step);
+    const alpha = (lr * Math.sqrt(1 - beta2 ** t)) / (1 - beta1 ** t);
+    for (let i = 0; i < weights.length; i++) {
+      const g = gradient[i] as number;
+      const mi = beta1 * (m[i] as number) + (1 - beta1) * g;
+      const vi = beta2 * (v[i] as number) + (1 - beta2) * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      weights[i] = (weights[i] as number) - (alpha * mi) / (Math.sqrt(vi) + epsilon);
+    }
+  }
+}

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import type { DataReader, Shard } from '@edl/data';
+import { type MasterServer, serveMaster } from './grpc-server.js';
+import type { InstanceManager } from './instance-manager.js';
+import { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
+import { type JobResult, Master, type MasterOptions } from './master.js';
+import { checkInteger } from './validate.js';
+
+/** Options of {@link startMaster}: the master's, where to listen, the data readers and the workers. */
+export interface StartMasterOptions extends MasterOptions {
+  /** Interface to listen on (default 127.0.0.1). */
+  readonly host?: string;
+  /** Port (default 0: any free port). */
+  readonly port?: number;
+  /** Job token (default: 32 random bytes, hex). */
+  readonly token?: string;
+  /** Largest gRPC message, in bytes (default 64 MiB). */
+  readonly maxMessageBytes?: number;
+  /** Readers whose `createShards()` give the shards, when `*Shards` are not given directly. */
+  readonly trainingReader?: DataReader<unknown>;
+  readonly evaluationReader?: DataReader<unknown>;
+  readonly predictionReader?: DataReader<unknown>;
+  /** Local worker processes to run; omit to let workers join from elsewhere. */
+  readonly workers?: Omit<LocalInstanceManagerOptions, 'masterAddress' | 'token'>;
+  /** Or any instance manager (Kubernetes), built once the address and token are known. */
+  readonly instanceManager?: (address: string, token: string, master: Master) => InstanceManager;
+  /** How often leases are checked, in milliseconds (default: a tenth of the lease, at least 50). */
+  readonly leaseCheckIntervalMs?: number;
+  /** After the job ends, how long workers get to exit by themselves (default 10,000 ms). */
+  readonly workerExitGraceMs?: number;
+}
+
+/** A running master. */
+export interface MasterHandle {
+  /** host:port for workers and admin clients. */
+  readonly address: string;
+  readonly token: string;
+  readonly master: Master;
+  readonly instanceManager?: InstanceManager;
+  readonly server: MasterServer;
+  /** Resolves when the job has ended and the workers are gone (never rejects; see `state`). */
+  wait(): Promise<JobResult>;
+  /** Stops workers and server now (the job is left as it is: resume it from its checkpoint). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Creates the shards (from readers if needed), resumes from a checkpoint if there is one, serves
+ * the master over gRPC, starts the workers, and expires leases until the job ends.
+ *
+ * ```ts
+ * const handle = await startMaster({
+ *   jobType: 'training', trainingReader: reader, minibatchSize: 32, numEpochs: 2,
+ *   workers: { args: ['worker.js'], numWorkers: 2 },
+ * });
+ * const result = await handle.wait();
+ * ```
+ */
+export async function startMaster(options: StartMasterOptions): Promise<MasterHandle> {
+  const shards = async (given: readonly Shard[] | undefined, reader: DataReader<unknown> | undefined) =>
+    given ?? (reader ? await reader.createShards() : undefined);
+  const trainingShards = await shards(options.trainingShards, options.trainingReader);
+  const evaluationShards = await shards(options.evaluationShards, options.evaluationReader);
+  const predictionShards = await shards(options.predictionShards, options.predictionReader);
+  const master = await Master.create({
+    ...options,
+    ...(trainingShards ? { trainingShards } : {}),
+    ...(evaluationShards ? { evaluationShards } : {}),
+    ...(predictionShards ? { predictionShards } : {}),
+  });
+  const token = options.token ?? randomBytes(32).toString('hex');
+  let instances: InstanceManager | undefined;
+  const server = await serveMaster(master, {
+    token,
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
+    scaleWorkers: async (n) => {
+      if (instances === undefined)
+        throw new RangeError('Expected a master with an instance manager for scaleWorkers');
+      master.logger.info(`scaling workers to ${n}`, { from: instances.targetWorkers });
+      return instances.scaleTo(n);
+    },
+    numWorkers: () => instances?.runningWorkers ?? 0,
+  });
+  const events = {
+    workerLost: (workerId: string, reason: string, crashed: boolean) => {
+      master.workerLost(workerId, reason, crashed);
+    },
+    giveUp: (code: string, message: string) => master.fail(code, message),
+    jobEnded: () => master.taskManager.finished,
+    requestStop: (workerId: string) => master.requestStop(workerId),
+  };
+  if (options.instanceManager) instances = options.instanceManager(server.address, token, master);
+  else if (options.workers) {
+    instances = new LocalInstanceManager(
+      { ...options.workers, masterAddress: server.address, token },
+      events,
+    );
+  }
+  const interval = checkInteger(
+    options.leaseCheckIntervalMs ?? Math.max(50, Math.floor(master.taskManager.leaseMs / 10)),
+    'leaseCheckIntervalMs',
+    1,
+  );
+  const leaseTimer = setInterval(() => master.taskManager.expireLeases(), interval);
+  leaseTimer.unref();
+  master.logger.info(`master listening on ${server.address}`, {
+    jobType: master.taskManager.jobType,
+    workers: instances?.targetWorkers ?? 0,
+  });
+  await instances?.start();
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      clearInterval(leaseTimer);
+      await instances?.stop();
+      await server.shutdown();
+      await master.flush();
+    })();
+    return stopping;
+  };
+  const finished = master.done.then(async (result) => {
+    const grace = options.workerExitGraceMs ?? 10_000;
+    const deadline = Date.now() + grace;
+    while (instances !== undefined && instances.runningWorkers > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await stop();
+    return result;
+  });
+  return {
+    address: server.address,
+    token,
+    master,
+    ...(instances ? { instanceManager: instances } : {}),
+    server,
+    wait: () => finished,
+    stop,
+  };
+}
