@@ -22,7 +22,7 @@ Napi::Buffer<uint8_t> TakeBuffer(Napi::Env env, recordio::ByteBuffer& b) {
   uint8_t* p = b.Release();
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
   return Napi::Buffer<uint8_t>::New(env, p, n, [cap](Napi::Env e, uint8_t* q) {
-    std::free(q);
+    recordio::FreeBlock(q, cap);
     Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
   });
 }
@@ -34,7 +34,7 @@ Napi::Uint32Array TakeBounds(Napi::Env env, recordio::ByteBuffer& b) {
   uint8_t* p = b.Release();
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
   Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, p, n, [cap](Napi::Env e, void* q) {
-    std::free(q);
+    recordio::FreeBlock(q, cap);
     Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
   });
   return Napi::Uint32Array::New(env, n / 4, ab, 0);

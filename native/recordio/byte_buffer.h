@@ -4,17 +4,19 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
+
+#include "memory.h"
 
 namespace edl::recordio {
 
-/// Like std::vector<uint8_t> but growing never zero-fills (decoders overwrite every byte), and
-/// Release() gives the storage away (to be freed with std::free) so JavaScript can own it.
+/// Like std::vector<uint8_t> but growing never zero-fills (decoders overwrite every byte), large
+/// storage comes from the recycling allocator of memory.h, and Release() gives the storage away
+/// (to be freed with FreeBlock(p, capacity)) so JavaScript can own it.
 class ByteBuffer {
  public:
   ByteBuffer() = default;
-  ~ByteBuffer() { std::free(data_); }
+  ~ByteBuffer() { FreeBlock(data_, capacity_); }
   ByteBuffer(const ByteBuffer&) = delete;
   ByteBuffer& operator=(const ByteBuffer&) = delete;
   ByteBuffer(ByteBuffer&& o) noexcept : data_(o.data_), size_(o.size_), capacity_(o.capacity_) {
@@ -23,7 +25,7 @@ class ByteBuffer {
   }
   ByteBuffer& operator=(ByteBuffer&& o) noexcept {
     if (this != &o) {
-      std::free(data_);
+      FreeBlock(data_, capacity_);
       data_ = o.data_;
       size_ = o.size_;
       capacity_ = o.capacity_;
@@ -43,10 +45,12 @@ class ByteBuffer {
   /// Ensures capacity() >= n. Returns false when memory is exhausted.
   bool Reserve(size_t n) {
     if (n <= capacity_) return true;
-    void* p = std::realloc(data_, n);
+    size_t cap = 0;
+    void* p = data_ == nullptr ? AllocateBlock(n, &cap)
+                               : ReallocateBlock(data_, capacity_, size_, n, &cap);
     if (p == nullptr) return false;
     data_ = static_cast<uint8_t*>(p);
-    capacity_ = n;
+    capacity_ = cap;
     return true;
   }
 
@@ -70,7 +74,7 @@ class ByteBuffer {
     return true;
   }
 
-  /// Gives the storage away; the caller frees it with std::free.
+  /// Gives the storage away; the caller frees it with FreeBlock(p, capacity() before the call).
   uint8_t* Release() {
     uint8_t* p = data_;
     data_ = nullptr;
