@@ -50,4 +50,3 @@ export function parseCsvRecord(text: string, delimiter: string): string[] {
     }
   }
 }
-

@@ -13,8 +13,9 @@
  * - `BAD_KEY`: the key column holds NULLs or duplicates, so keyset reading would lose rows.
  * - `QUERY_FAILED`: PostgreSQL rejected a query (the message has its SQLSTATE).
  * - `CONNECTION_LOST`: the connection dropped and every retry failed.
- * - `READER_MODULE_NOT_FOUND`, `READER_EXPORT_NOT_FOUND`, `READER_EXPORT_NOT_FUNCTION`,
- *   `NOT_A_DATA_READER`: a custom reader could not be loaded (see `loadCustomReader`).
+ * - `READER_MODULE_NOT_FOUND`, `READER_MODULE_FAILED` (it exists but failed to load),
+ *   `READER_EXPORT_NOT_FOUND`, `READER_EXPORT_NOT_FUNCTION`, `NOT_A_DATA_READER`: a custom reader
+ *   could not be loaded (see `loadCustomReader`).
  * - `CLOSED`: the reader was closed.
  */
 export type DataReaderErrorCode =
@@ -32,6 +33,7 @@ export type DataReaderErrorCode =
   | 'QUERY_FAILED'
   | 'CONNECTION_LOST'
   | 'READER_MODULE_NOT_FOUND'
+  | 'READER_MODULE_FAILED'
   | 'READER_EXPORT_NOT_FOUND'
   | 'READER_EXPORT_NOT_FUNCTION'
   | 'NOT_A_DATA_READER'

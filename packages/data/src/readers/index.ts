@@ -1,14 +1,25 @@
-export { DataReaderError, type DataReaderErrorCode } from './errors.js';
+export { type BuiltInReaderType, createDataReader } from './create-data-reader.js';
 export {
-  TextDataReader,
-  type TextDataReaderOptions,
-  type TextFormat,
-  type TextRecord,
-} from './text-data-reader.js';
+  type CustomReaderSpec,
+  type DataReaderFactory,
+  isDataReader,
+  type LoadCustomReaderOptions,
+  loadCustomReader,
+  loadReaderFactory,
+  parseReaderParams,
+  parseReaderSpec,
+} from './custom-reader.js';
+export { DataReaderError, type DataReaderErrorCode } from './errors.js';
+export { RecordIODataReader, type RecordIODataReaderOptions } from './recordio-data-reader.js';
 export {
   type PgConnectionOptions,
   TableDataReader,
   type TableDataReaderOptions,
   type TableRow,
 } from './table-data-reader.js';
-export { RecordIODataReader, type RecordIODataReaderOptions } from './recordio-data-reader.js';
+export {
+  TextDataReader,
+  type TextDataReaderOptions,
+  type TextFormat,
+  type TextRecord,
+} from './text-data-reader.js';

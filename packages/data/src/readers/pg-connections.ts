@@ -89,7 +89,11 @@ export class PgConnections {
         }
         if (error instanceof DataReaderError) throw error;
         if (!isConnectionError(error)) {
-          throw new DataReaderError('QUERY_FAILED', `${what}: ${(error as Error).message} (${errorCodeOf(error)})`, error);
+          throw new DataReaderError(
+            'QUERY_FAILED',
+            `${what}: ${(error as Error).message} (${errorCodeOf(error)})`,
+            error,
+          );
         }
         if (attempt >= this.maxRetries) {
           throw new DataReaderError(

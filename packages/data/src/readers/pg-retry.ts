@@ -9,7 +9,14 @@ const RETRYABLE_SQLSTATES = new Set([
 ]);
 
 /** Socket errors of a dropped or refused connection. */
-const RETRYABLE_SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+const RETRYABLE_SOCKET_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+]);
 
 /**
  * Whether `error` means the connection was lost (or could not be made) rather than that the query is
@@ -19,7 +26,8 @@ const RETRYABLE_SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABOR
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || RETRYABLE_SQLSTATES.has(code);
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))
+    return code.startsWith('08') || RETRYABLE_SQLSTATES.has(code);
   if (typeof code === 'string' && RETRYABLE_SOCKET_CODES.has(code)) return true;
   return /connection terminated|not queryable|connection error|client was closed|timeout exceeded when trying to connect/i.test(
     error.message,

@@ -10,7 +10,7 @@ export type TextFormat = 'csv' | 'lines';
 /** Receives each record's byte range `[start, end)`, the line ending excluded. */
 export type RecordSink = (start: number, end: number) => void;
 
-const enum State {
+enum State {
   /** Outside quotes: in an unquoted field, or at a field or record start. */
   Outside,
   /** Inside a quoted field. */
@@ -145,7 +145,8 @@ export class RecordBoundaryScanner {
           break;
         }
         case State.AfterQuoteCr: {
-          if (bytes[pos] !== NEWLINE) this.#fail(`unexpected character after a closing quote at byte ${base + pos}`);
+          if (bytes[pos] !== NEWLINE)
+            this.#fail(`unexpected character after a closing quote at byte ${base + pos}`);
           this.#state = State.Outside;
           this.#endRecord(bytes, base, pos);
           pos += 1;
@@ -171,6 +172,9 @@ export class RecordBoundaryScanner {
   }
 
   #fail(what: string): never {
-    throw new DataReaderError('BAD_CSV', `${what}, in record ${this.#records} (counting from 0, header included) of ${this.#path}`);
+    throw new DataReaderError(
+      'BAD_CSV',
+      `${what}, in record ${this.#records} (counting from 0, header included) of ${this.#path}`,
+    );
   }
 }

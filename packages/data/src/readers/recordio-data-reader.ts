@@ -1,7 +1,14 @@
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { RecordIOReader } from '@edl/recordio';
-import type { DataReader, JsonObject, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
+import type {
+  DataReader,
+  JsonObject,
+  ReaderDescription,
+  ReaderMetadata,
+  RecordRange,
+  Shard,
+} from '../protocols.js';
 import { DataReaderError } from './errors.js';
 import { ReaderCache } from './reader-cache.js';
 import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
@@ -152,7 +159,8 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new DataReaderError('CLOSED', `the RecordIO reader of ${this.#dataDir ?? 'its files'} is closed`);
+    if (this.#closed)
+      throw new DataReaderError('CLOSED', `the RecordIO reader of ${this.#dataDir ?? 'its files'} is closed`);
   }
 }
 

@@ -1,7 +1,14 @@
-import pg from 'pg';
-import type { DataReader, JsonObject, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
+import type pg from 'pg';
+import type {
+  DataReader,
+  JsonObject,
+  ReaderDescription,
+  ReaderMetadata,
+  RecordRange,
+  Shard,
+} from '../protocols.js';
 import { DataReaderError } from './errors.js';
-import { PgConnections, type PgSession, PgParams } from './pg-connections.js';
+import { PgConnections, type PgParams, type PgSession } from './pg-connections.js';
 import { isConnectionError } from './pg-retry.js';
 import { quoteIdentifier, quoteQualified } from './sql-identifier.js';
 import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
@@ -64,7 +71,12 @@ interface ResolvedTable {
   readonly name: string;
   readonly oid: string;
   readonly columns: readonly { readonly name: string; readonly type: string }[];
-  readonly key: { readonly name: string; readonly type: string; readonly unique: boolean; readonly notNull: boolean };
+  readonly key: {
+    readonly name: string;
+    readonly type: string;
+    readonly unique: boolean;
+    readonly notNull: boolean;
+  };
 }
 
 /** What a shard name holds: the first record's number and the key range `(after, upTo]`. */
@@ -131,14 +143,20 @@ export class TableDataReader implements DataReader<TableRow> {
     const clientConfig = toClientConfig(options);
     const table = options.table;
     const tableIsParts =
-      Array.isArray(table) && table.length >= 1 && table.length <= 2 && table.every((p) => typeof p === 'string');
+      Array.isArray(table) &&
+      table.length >= 1 &&
+      table.length <= 2 &&
+      table.every((p) => typeof p === 'string');
     if (!tableIsParts && (typeof table !== 'string' || table.trim() === '')) {
       throw new TypeError(expectedMessage('a table name or [schema, table]', 'options.table', table));
     }
     if (options.columns !== undefined) {
-      const ok = Array.isArray(options.columns) && options.columns.every((c) => typeof c === 'string' && c !== '');
+      const ok =
+        Array.isArray(options.columns) && options.columns.every((c) => typeof c === 'string' && c !== '');
       if (!ok || options.columns.length === 0) {
-        throw new TypeError(expectedMessage('a non-empty array of column names', 'options.columns', options.columns));
+        throw new TypeError(
+          expectedMessage('a non-empty array of column names', 'options.columns', options.columns),
+        );
       }
     }
     if (options.where !== undefined) checkNonEmptyString(options.where, 'options.where');
@@ -204,7 +222,11 @@ export class TableDataReader implements DataReader<TableRow> {
         await client.query('COMMIT');
         const shards: Shard[] = [];
         for (let i = 0, start = 0; start < total; i++, start += per) {
-          const bounds: ShardBounds = { start, after: boundaries[i - 1] ?? null, upTo: boundaries[i] ?? null };
+          const bounds: ShardBounds = {
+            start,
+            after: boundaries[i - 1] ?? null,
+            upTo: boundaries[i] ?? null,
+          };
           shards.push({ name: this.#shardName(bounds), start, count: Math.min(per, total - start) });
         }
         return shards;
@@ -239,11 +261,15 @@ export class TableDataReader implements DataReader<TableRow> {
       const skip = start - bounds.start;
       if (skip > 0) {
         // The task starts inside the shard: its lower bound is the key of the shard's skip-th row.
-        const found = await this.#connections.query<string[]>(session, `finding row ${start} of ${shardName}`, (p) => ({
-          text:
-            `SELECT s.k::text FROM (SELECT ${key} AS k FROM ${this.#qualified} WHERE ${this.#rangeSql(key, after, bounds.upTo, p)}` +
-            `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(skip)}) s ORDER BY s.k DESC LIMIT 1`,
-        }));
+        const found = await this.#connections.query<string[]>(
+          session,
+          `finding row ${start} of ${shardName}`,
+          (p) => ({
+            text:
+              `SELECT s.k::text FROM (SELECT ${key} AS k FROM ${this.#qualified} WHERE ${this.#rangeSql(key, after, bounds.upTo, p)}` +
+              `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(skip)}) s ORDER BY s.k DESC LIMIT 1`,
+          }),
+        );
         const row = found.rows[0];
         if (row === undefined) return;
         after = row[0]!;
@@ -251,11 +277,15 @@ export class TableDataReader implements DataReader<TableRow> {
       while (remaining > 0) {
         const limit = Math.min(this.#pageSize, remaining);
         const lower = after;
-        const page = await this.#connections.query<unknown[]>(session, `reading ${shardName} after key ${lower}`, (p) => ({
-          text:
-            `SELECT ${selectList} FROM ${this.#qualified} WHERE ${this.#rangeSql(key, lower, bounds.upTo, p)}` +
-            `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(limit)}`,
-        }));
+        const page = await this.#connections.query<unknown[]>(
+          session,
+          `reading ${shardName} after key ${lower}`,
+          (p) => ({
+            text:
+              `SELECT ${selectList} FROM ${this.#qualified} WHERE ${this.#rangeSql(key, lower, bounds.upTo, p)}` +
+              `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(limit)}`,
+          }),
+        );
         for (const values of page.rows) {
           const row: TableRow = {};
           for (let c = 0; c < keyIndex; c++) row[columns[c]!] = values[c];
@@ -326,7 +356,10 @@ export class TableDataReader implements DataReader<TableRow> {
         // Falls through to the error below.
       }
     }
-    throw new DataReaderError('UNKNOWN_SHARD', `shard ${JSON.stringify(name)} is not a shard of table ${this.#qualified}`);
+    throw new DataReaderError(
+      'UNKNOWN_SHARD',
+      `shard ${JSON.stringify(name)} is not a shard of table ${this.#qualified}`,
+    );
   }
 
   #checkOpen(): void {
@@ -340,14 +373,21 @@ function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
     options.applicationName === undefined
       ? 'edl-table-reader'
       : checkNonEmptyString(options.applicationName, 'options.applicationName');
-  const connectionTimeoutMillis = checkInteger(options.connectTimeoutMs, 'options.connectTimeoutMs', 10_000, 1);
+  const connectionTimeoutMillis = checkInteger(
+    options.connectTimeoutMs,
+    'options.connectTimeoutMs',
+    10_000,
+    1,
+  );
   if (typeof connection === 'string' && connection !== '') {
     return { connectionString: connection, application_name, connectionTimeoutMillis };
   }
   if (typeof connection === 'object' && connection !== null && !Array.isArray(connection)) {
     return { ...connection, application_name, connectionTimeoutMillis };
   }
-  throw new TypeError(expectedMessage('a postgres:// URL or connection settings', 'options.connection', connection));
+  throw new TypeError(
+    expectedMessage('a postgres:// URL or connection settings', 'options.connection', connection),
+  );
 }
 
 /** Finds the table, its selected columns with their types, and its key column in the catalog. */
@@ -363,11 +403,18 @@ async function resolveTable(client: pg.Client, options: TableDataReaderOptions):
     });
   } catch (error) {
     if (isConnectionError(error)) throw error;
-    throw new DataReaderError('TABLE_NOT_FOUND', `${spec} is not a valid table name: ${(error as Error).message}`, error);
+    throw new DataReaderError(
+      'TABLE_NOT_FOUND',
+      `${spec} is not a valid table name: ${(error as Error).message}`,
+      error,
+    );
   }
   const table = found.rows[0];
   if (table === undefined) {
-    throw new DataReaderError('TABLE_NOT_FOUND', `table ${spec} does not exist (or is not on the search path)`);
+    throw new DataReaderError(
+      'TABLE_NOT_FOUND',
+      `table ${spec} does not exist (or is not on the search path)`,
+    );
   }
   const attributes = await client.query<{ name: string; type: string; not_null: boolean; unique: boolean }>({
     text:

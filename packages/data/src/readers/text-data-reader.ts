@@ -4,8 +4,21 @@ import type { DataReader, ReaderDescription, ReaderMetadata, RecordRange, Shard 
 import { parseCsvRecord } from './csv-record.js';
 import { DataReaderError } from './errors.js';
 import type { TextFormat } from './record-boundary-scanner.js';
-import { buildTextIndex, readHeaderText, readRecordTexts, type TextIndex, type TextLayout } from './text-index.js';
-import { checkBoolean, checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
+import {
+  buildTextIndex,
+  readHeaderText,
+  readRecordTexts,
+  type TextIndex,
+  type TextLayout,
+} from './text-index.js';
+import {
+  checkBoolean,
+  checkInteger,
+  checkNonEmptyString,
+  checkObject,
+  checkRange,
+  expectedMessage,
+} from './validate.js';
 
 export type { TextFormat } from './record-boundary-scanner.js';
 
@@ -72,7 +85,9 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
   }
 
   /** Checks the options, reads the header (if any) and returns the reader. */
-  static async open<F extends TextFormat = TextFormat>(options: TextDataReaderOptions<F>): Promise<TextDataReader<F>> {
+  static async open<F extends TextFormat = TextFormat>(
+    options: TextDataReaderOptions<F>,
+  ): Promise<TextDataReader<F>> {
     checkObject(options, 'options');
     const path = resolve(checkNonEmptyString(options.path, 'options.path'));
     const extension = extname(path).toLowerCase();
@@ -89,10 +104,16 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       delimiter === '\n' ||
       delimiter === '\r'
     ) {
-      throw new TypeError(expectedMessage('one ASCII character other than a quote, CR or LF', 'options.delimiter', delimiter));
+      throw new TypeError(
+        expectedMessage('one ASCII character other than a quote, CR or LF', 'options.delimiter', delimiter),
+      );
     }
     const header = checkBoolean(options.header, 'options.header', false);
-    const recordsPerShard = checkInteger(options.recordsPerShard, 'options.recordsPerShard', DEFAULT_RECORDS_PER_SHARD);
+    const recordsPerShard = checkInteger(
+      options.recordsPerShard,
+      'options.recordsPerShard',
+      DEFAULT_RECORDS_PER_SHARD,
+    );
     const stride = checkInteger(options.indexStride, 'options.indexStride', DEFAULT_INDEX_STRIDE, 1, 1 << 24);
     if (options.onIndexProgress !== undefined && typeof options.onIndexProgress !== 'function') {
       throw new TypeError(expectedMessage('a function', 'options.onIndexProgress', options.onIndexProgress));
@@ -114,7 +135,14 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       const names = format === 'csv' ? (text === '' ? [] : parseCsvRecord(text, delimiter)) : [text];
       metadata.columns = names.map((name) => ({ name, type: 'string' }));
     }
-    return new TextDataReader<F>(layout, delimiter, recordsPerShard, stride, metadata, options.onIndexProgress);
+    return new TextDataReader<F>(
+      layout,
+      delimiter,
+      recordsPerShard,
+      stride,
+      metadata,
+      options.onIndexProgress,
+    );
   }
 
   /** Number of data records (builds the index on first use). */
@@ -201,7 +229,10 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     const prefix = `${this.#layout.path}:`;
     const bounds = shardName.startsWith(prefix) ? /^(\d+)-(\d+)$/.exec(shardName.slice(prefix.length)) : null;
     if (bounds === null) {
-      throw new DataReaderError('UNKNOWN_SHARD', `shard ${JSON.stringify(shardName)} is not a shard of ${this.#layout.path}`);
+      throw new DataReaderError(
+        'UNKNOWN_SHARD',
+        `shard ${JSON.stringify(shardName)} is not a shard of ${this.#layout.path}`,
+      );
     }
     const shardStart = Number(bounds[1]);
     const shardEnd = Number(bounds[2]);

@@ -108,7 +108,8 @@ export async function readHeaderText(layout: TextLayout): Promise<string | undef
   const handle = await openFile(layout.path);
   try {
     const from = await firstRecordOffset(handle);
-    for await (const text of readRecordTexts(handle, layout, from, 0, 1, Number.POSITIVE_INFINITY)) return text;
+    for await (const text of readRecordTexts(handle, layout, from, 0, 1, Number.POSITIVE_INFINITY))
+      return text;
     return undefined;
   } finally {
     await handle.close();

@@ -2,7 +2,8 @@
 
 /** Renders a received value for an error message: strings quoted, objects as short JSON. */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}...` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}...` : value);
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
   if (typeof value === 'bigint') return `${value}n`;
   if (value === undefined || typeof value === 'number' || typeof value === 'boolean') return String(value);
@@ -21,7 +22,8 @@ export function expectedMessage(what: string, name: string, value: unknown): str
 
 /** Throws a TypeError unless `value` is a non-empty string. */
 export function checkNonEmptyString(value: unknown, name: string): string {
-  if (typeof value !== 'string' || value === '') throw new TypeError(expectedMessage('a non-empty string', name, value));
+  if (typeof value !== 'string' || value === '')
+    throw new TypeError(expectedMessage('a non-empty string', name, value));
   return value;
 }
 
@@ -40,7 +42,8 @@ export function checkInteger(
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw new TypeError(expectedMessage(`an integer in [${min}, ${max}]`, name, value));
   }
-  if (value < min || value > max) throw new RangeError(expectedMessage(`an integer in [${min}, ${max}]`, name, value));
+  if (value < min || value > max)
+    throw new RangeError(expectedMessage(`an integer in [${min}, ${max}]`, name, value));
   return value;
 }
 
@@ -65,6 +68,7 @@ export function checkRange(range: unknown): { shardName: string; start: number; 
   const shardName = checkNonEmptyString(r.shardName, 'range.shardName');
   const start = checkInteger(r.start, 'range.start', undefined, 0);
   const end = checkInteger(r.end, 'range.end', undefined, 0);
-  if (end < start) throw new RangeError(expectedMessage(`an integer >= range.start (${start})`, 'range.end', end));
+  if (end < start)
+    throw new RangeError(expectedMessage(`an integer >= range.start (${start})`, 'range.end', end));
   return { shardName, start, end };
 }

@@ -111,7 +111,9 @@ describe('RecordIODataReader', () => {
       for (let start = 0; start < 333; start += 50) {
         for (const shard of shards) {
           if (start >= shard.count) continue;
-          got.get(shard.name)!.push(...(await drain(reader, shard.name, start, Math.min(shard.count, start + 50))));
+          got
+            .get(shard.name)!
+            .push(...(await drain(reader, shard.name, start, Math.min(shard.count, start + 50))));
           open = Math.max(open, reader.openFiles.open);
         }
       }
@@ -144,7 +146,9 @@ describe('RecordIODataReader', () => {
     expect(error).toBeInstanceOf(RecordIOError);
     expect(error).toMatchObject({ path: join(junk, 'a.rio') });
     await bad.close();
-    await expect(RecordIODataReader.open({ dataDir: join(dir, 'none') })).rejects.toMatchObject({ code: 'IO' });
+    await expect(RecordIODataReader.open({ dataDir: join(dir, 'none') })).rejects.toMatchObject({
+      code: 'IO',
+    });
     await mkdir(join(dir, 'emptydir'));
     await expect(RecordIODataReader.open({ dataDir: join(dir, 'emptydir') })).rejects.toThrow(
       `NO_FILES: ${join(dir, 'emptydir')} holds no RecordIO file`,

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Shard } from '../../src/protocols.js';
-import { type TableRow, TableDataReader } from '../../src/readers/index.js';
+import { createDataReader, TableDataReader, type TableRow } from '../../src/readers/index.js';
 import { startPostgres, type TestPostgres } from '../setup/postgres.js';
 
 let server: TestPostgres;
@@ -38,7 +38,12 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function drain(reader: TableDataReader, shardName: string, start: number, end: number): Promise<TableRow[]> {
+async function drain(
+  reader: TableDataReader,
+  shardName: string,
+  start: number,
+  end: number,
+): Promise<TableRow[]> {
   const rows: TableRow[] = [];
   for await (const row of reader.readRecords({ shardName, start, end })) rows.push(row);
   return rows;
@@ -114,7 +119,9 @@ describe('TableDataReader', () => {
         expect(rows).toHaveLength(shard.count);
         all.push(...rows);
       }
-      expect(all).toEqual(await expectedRows(`SELECT * FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`));
+      expect(all).toEqual(
+        await expectedRows(`SELECT * FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`),
+      );
       expect(all[0]).toEqual({ 'Key Col': 3, value: 1, Grüße: 'row 1', big: '10000000000' });
     } finally {
       await reader.close();
@@ -130,7 +137,9 @@ describe('TableDataReader', () => {
       pageSize: 16,
     });
     try {
-      const expected = await expectedRows(`SELECT "value", "Key Col" FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`);
+      const expected = await expectedRows(
+        `SELECT "value", "Key Col" FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`,
+      );
       const shards = await reader.createShards();
       const all: TableRow[] = [];
       for (const shard of shards) {
@@ -173,7 +182,11 @@ describe('TableDataReader', () => {
   });
 
   it('uses text keys that need care (quotes, commas, empty, case)', async () => {
-    const reader = await TableDataReader.open({ connection: server.connectionString, table: 'words', recordsPerShard: 3 });
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: 'words',
+      recordsPerShard: 3,
+    });
     try {
       const shards = await reader.createShards();
       expect(shards.map((s) => s.count)).toEqual([3, 3, 2]);
@@ -250,7 +263,9 @@ describe('TableDataReader', () => {
       expect((await iterator.next()).value).toMatchObject({ 'Key Col': 3 });
       // No new connection of that role is accepted any more (SQLSTATE 53300, retryable).
       await admin.query('ALTER ROLE edl_reader CONNECTION LIMIT 0');
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'edl-lost-test'`);
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'edl-lost-test'`,
+      );
       let count = 1;
       const error = await (async () => {
         try {
@@ -281,21 +296,31 @@ describe('TableDataReader', () => {
     await expect(TableDataReader.open({ connection, table: 'My "odd" Table' })).rejects.toMatchObject({
       code: 'TABLE_NOT_FOUND',
     });
-    await expect(TableDataReader.open({ connection, table: [SCHEMA, TABLE], columns: ['nope'] })).rejects.toThrow(
+    await expect(
+      TableDataReader.open({ connection, table: [SCHEMA, TABLE], columns: ['nope'] }),
+    ).rejects.toThrow(
       `COLUMN_NOT_FOUND: "Data Set"."My ""odd"" Table" has no column "nope"; it has "Key Col", "value", "Grüße", "big"`,
     );
-    await expect(TableDataReader.open({ connection, table: 'pairs' })).rejects.toMatchObject({ code: 'NO_KEY_COLUMN' });
+    await expect(TableDataReader.open({ connection, table: 'pairs' })).rejects.toMatchObject({
+      code: 'NO_KEY_COLUMN',
+    });
     const dupes = await TableDataReader.open({ connection, table: 'dupes', keyColumn: 'k' });
     await expect(dupes.createShards()).rejects.toThrow(
       'BAD_KEY: key column "k" of "public"."dupes" has 0 NULL and 1 duplicate values among the selected rows',
     );
     await dupes.close();
     const bad = await TableDataReader.open({ connection, table: 'words', where: 'no_such_column > 1' });
-    await expect(bad.createShards()).rejects.toThrow(/^QUERY_FAILED: creating shards of "public"\."words": column "no_such_column" does not exist \(42703\)$/);
+    await expect(bad.createShards()).rejects.toThrow(
+      /^QUERY_FAILED: creating shards of "public"\."words": column "no_such_column" does not exist \(42703\)$/,
+    );
     await expect(drain(bad, 'other:{}', 0, 1)).rejects.toMatchObject({ code: 'UNKNOWN_SHARD' });
     await bad.close();
-    await expect(TableDataReader.open({ connection: 42 as unknown as string, table: 'words' })).rejects.toThrow(
-      new TypeError('Expected a postgres:// URL or connection settings for options.connection but received 42'),
+    await expect(
+      TableDataReader.open({ connection: 42 as unknown as string, table: 'words' }),
+    ).rejects.toThrow(
+      new TypeError(
+        'Expected a postgres:// URL or connection settings for options.connection but received 42',
+      ),
     );
   });
 
@@ -315,6 +340,41 @@ describe('TableDataReader', () => {
       expect(rows).toEqual(await expectedRows('SELECT * FROM words ORDER BY word'));
     } finally {
       await worker.close();
+    }
+  });
+
+  it('is created from postgres:// and postgresql:// URLs by createDataReader, and re-created from describe()', async () => {
+    const url = server.connectionString.replace(/^postgresql:/, 'postgres:');
+    const reader = await createDataReader(url, { table: 'words', recordsPerShard: 3, pageSize: 2 });
+    expect(reader).toBeInstanceOf(TableDataReader);
+    const again = await createDataReader(JSON.parse(JSON.stringify(reader.describe())));
+    const other = await createDataReader(server.connectionString, {
+      table: '"words"',
+      recordsPerShard: 3,
+      pageSize: 2,
+    });
+    try {
+      expect(again.describe()).toEqual(reader.describe());
+      expect(other.describe()).toEqual({
+        ...reader.describe(),
+        params: { ...reader.describe().params, connection: server.connectionString },
+      });
+      const shards = await reader.createShards();
+      expect(await again.createShards()).toEqual(shards);
+      const rows: unknown[] = [];
+      for (const s of shards) {
+        for await (const row of again.readRecords({
+          shardName: s.name,
+          start: s.start,
+          end: s.start + s.count,
+        }))
+          rows.push(row);
+      }
+      expect(rows).toEqual(await expectedRows('SELECT * FROM words ORDER BY word'));
+    } finally {
+      await reader.close?.();
+      await again.close?.();
+      await other.close?.();
     }
   });
 });

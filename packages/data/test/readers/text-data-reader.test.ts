@@ -25,10 +25,32 @@ function rng(seed: number): () => number {
   };
 }
 
-const PIECES = ['', 'a', 'bc', ' x ', ',', ';', '"', '""', '\n', '\r\n', 'é', '日本', '😀', 'plain text', '\t', '|'];
+const PIECES = [
+  '',
+  'a',
+  'bc',
+  ' x ',
+  ',',
+  ';',
+  '"',
+  '""',
+  '\n',
+  '\r\n',
+  'é',
+  '日本',
+  '😀',
+  'plain text',
+  '\t',
+  '|',
+];
 
 /** Random CSV text: quoted when needed (and sometimes when not), mixed line endings, empty lines. */
-function randomCsv(random: () => number, records: number, delimiter: string, trailingNewline: boolean): string {
+function randomCsv(
+  random: () => number,
+  records: number,
+  delimiter: string,
+  trailingNewline: boolean,
+): string {
   const lines: string[] = [];
   for (let r = 0; r < records; r++) {
     const fieldCount = 2 + Math.floor(random() * 4);
@@ -88,7 +110,8 @@ describe('TextDataReader (csv)', () => {
     const expected = referenceParse(text, c.delimiter);
     // The data really has the hard cases: newlines, quotes and delimiters inside fields, empty lines.
     const fields = expected.flat();
-    for (const hard of ['\n', '\r\n', '"', c.delimiter]) expect(fields.some((f) => f.includes(hard))).toBe(true);
+    for (const hard of ['\n', '\r\n', '"', c.delimiter])
+      expect(fields.some((f) => f.includes(hard))).toBe(true);
     expect(text).toMatch(/\n\r?\n/);
     const reader = await TextDataReader.open({
       path,
@@ -107,7 +130,8 @@ describe('TextDataReader (csv)', () => {
       const start = shard.start + Math.floor(random() * shard.count);
       const end = start + Math.floor(random() * (shard.start + shard.count - start + 1));
       const got: string[][] = [];
-      for await (const r of reader.readRecords({ shardName: shard.name, start, end })) got.push(r as string[]);
+      for await (const r of reader.readRecords({ shardName: shard.name, start, end }))
+        got.push(r as string[]);
       expect(got).toEqual(expected.slice(start, end));
     }
   });
@@ -186,7 +210,8 @@ describe('TextDataReader (lines)', () => {
   it('matches split on newlines for random text, with a header line', async () => {
     const random = rng(5);
     const lines: string[] = ['the header'];
-    for (let i = 0; i < 3000; i++) lines.push(i % 17 === 0 ? '' : `line ${i} ${'z'.repeat(Math.floor(random() * 300))}`);
+    for (let i = 0; i < 3000; i++)
+      lines.push(i % 17 === 0 ? '' : `line ${i} ${'z'.repeat(Math.floor(random() * 300))}`);
     const path = join(dir, 'many.txt');
     await writeFile(path, `${lines.join('\n')}\n`);
     const reader = await TextDataReader.open({ path, header: true, recordsPerShard: 333, indexStride: 64 });
@@ -201,10 +226,14 @@ describe('TextDataReader errors', () => {
     const path = join(dir, 'small.txt');
     await writeFile(path, 'a\nb\nc\n');
     await expect(TextDataReader.open({ path, delimiter: '"' })).rejects.toThrow(
-      new TypeError(`Expected one ASCII character other than a quote, CR or LF for options.delimiter but received "\\""`),
+      new TypeError(
+        `Expected one ASCII character other than a quote, CR or LF for options.delimiter but received "\\""`,
+      ),
     );
     await expect(TextDataReader.open({ path, recordsPerShard: 0 })).rejects.toThrow(RangeError);
-    await expect(TextDataReader.open({ path: join(dir, 'missing.txt') })).rejects.toMatchObject({ code: 'IO' });
+    await expect(TextDataReader.open({ path: join(dir, 'missing.txt') })).rejects.toMatchObject({
+      code: 'IO',
+    });
     const reader = await TextDataReader.open({ path, recordsPerShard: 2 });
     const drain = async (range: { shardName: string; start: number; end: number }) => {
       for await (const _ of reader.readRecords(range)) {

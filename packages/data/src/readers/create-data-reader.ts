@@ -1,0 +1,152 @@
+import { stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DataReader, JsonObject, ReaderDescription } from '../protocols.js';
+import { type LoadCustomReaderOptions, loadCustomReader } from './custom-reader.js';
+import { DataReaderError } from './errors.js';
+import { RecordIODataReader } from './recordio-data-reader.js';
+import { TableDataReader } from './table-data-reader.js';
+import { TextDataReader } from './text-data-reader.js';
+import { checkObject, describeValue, expectedMessage } from './validate.js';
+
+/** The built-in reader types; any other type is a custom reader spec `<module>[#export]`. */
+export type BuiltInReaderType = 'recordio' | 'text' | 'table';
+
+const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
+  recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk'],
+  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride'],
+  table: [
+    'connection',
+    'table',
+    'columns',
+    'where',
+    'keyColumn',
+    'recordsPerShard',
+    'pageSize',
+    'maxRetries',
+    'retryDelayMs',
+    'connectTimeoutMs',
+    'applicationName',
+  ],
+};
+
+const TEXT_EXTENSIONS = new Set(['.csv', '.tsv', '.txt']);
+const RECORDIO_EXTENSIONS = new Set(['.rio', '.recordio']);
+
+/**
+ * Creates the reader for a data origin, or re-creates one from its `describe()` output.
+ *
+ * The reader is picked, in order, by:
+ * 1. an explicit type: `params.type` (or the description's `type`): `recordio`, `text`, `table`, or
+ *    a custom reader spec `<module>[#export]` (see `loadCustomReader`; `params` go to its factory,
+ *    with `origin` added when one is given);
+ * 2. the origin's URL scheme: `postgres://` or `postgresql://` is a table (`params.table` names it;
+ *    the URL is the connection), `file:` is a local path;
+ * 3. the path: `.csv`, `.tsv`, `.txt` is a text file; `.rio`, `.recordio` a RecordIO file; a
+ *    directory holds RecordIO files.
+ *
+ * The origin fills the reader's main option (`path`, `files`/`dataDir`, `connection`) unless
+ * `params` already has it. Unknown params are refused, so that a typo is not silently ignored.
+ *
+ * @throws DataReaderError `UNKNOWN_ORIGIN` when no rule applies; whatever the reader's `open` throws.
+ */
+export async function createDataReader(
+  origin: string | ReaderDescription | undefined,
+  params: JsonObject = {},
+  options: LoadCustomReaderOptions = {},
+): Promise<DataReader<unknown>> {
+  if (typeof origin === 'object' && origin !== null) {
+    const description = checkObject(origin, 'description');
+    if (typeof description.type !== 'string' || description.type === '') {
+      throw new TypeError(expectedMessage('a reader description { type, params }', 'origin', origin));
+    }
+    const params = checkObject(description.params ?? {}, 'description.params') as JsonObject;
+    return createByType(description.type, undefined, params, options);
+  }
+  if (origin !== undefined && (typeof origin !== 'string' || origin === '')) {
+    throw new TypeError(expectedMessage('a path, URL or reader description', 'origin', origin));
+  }
+  const { type, ...rest } = checkObject(params, 'params');
+  if (type !== undefined) {
+    if (typeof type !== 'string' || type === '')
+      throw new TypeError(expectedMessage('a reader type', 'params.type', type));
+    return createByType(type, origin, rest as JsonObject, options);
+  }
+  if (origin === undefined) {
+    throw new DataReaderError(
+      'UNKNOWN_ORIGIN',
+      'no data origin and no reader type: give a path or URL, or params.type',
+    );
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(origin)?.[1]?.toLowerCase();
+  if (scheme === 'postgres' || scheme === 'postgresql')
+    return createByType('table', origin, rest as JsonObject, options);
+  let path = origin;
+  if (scheme === 'file') {
+    path = fileURLToPath(origin);
+  } else if (scheme !== undefined && scheme.length > 1) {
+    // One letter is a Windows drive, not a scheme.
+    throw unknownOrigin(origin, `the URL scheme ${scheme}: is not supported`);
+  }
+  const extension = extname(path).toLowerCase();
+  if (TEXT_EXTENSIONS.has(extension)) return createByType('text', path, rest as JsonObject, options);
+  if (RECORDIO_EXTENSIONS.has(extension)) return createByType('recordio', path, rest as JsonObject, options);
+  const info = await stat(path).catch(() => undefined);
+  if (info?.isDirectory()) return createByType('recordio', path, rest as JsonObject, options);
+  throw unknownOrigin(
+    origin,
+    info === undefined
+      ? 'no such file or directory'
+      : `the extension ${JSON.stringify(extension)} is not known`,
+  );
+}
+
+function unknownOrigin(origin: string, why: string): DataReaderError {
+  return new DataReaderError(
+    'UNKNOWN_ORIGIN',
+    `cannot tell which reader reads ${describeValue(origin)}: ${why}. Known: postgres:// or postgresql:// URLs, ` +
+      '.csv/.tsv/.txt text files, .rio/.recordio files, directories of RecordIO files, or params.type ' +
+      "('recordio', 'text', 'table' or a custom reader '<module>[#export]')",
+  );
+}
+
+async function createByType(
+  type: string,
+  origin: string | undefined,
+  params: JsonObject,
+  options: LoadCustomReaderOptions,
+): Promise<DataReader<unknown>> {
+  if (type !== 'recordio' && type !== 'text' && type !== 'table') {
+    return loadCustomReader(type, origin === undefined ? params : { ...params, origin }, options);
+  }
+  const allowed = PARAM_KEYS[type];
+  for (const key of Object.keys(params)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(
+        expectedMessage(`one of ${allowed.join(', ')}`, `a param of a ${type} reader`, key),
+      );
+    }
+  }
+  const p = params as Record<string, unknown>;
+  switch (type) {
+    case 'text':
+      return TextDataReader.open({ ...p, path: p.path ?? origin } as Parameters<
+        typeof TextDataReader.open
+      >[0]);
+    case 'table':
+      return TableDataReader.open({ ...p, connection: p.connection ?? origin } as Parameters<
+        typeof TableDataReader.open
+      >[0]);
+    case 'recordio': {
+      if (p.dataDir === undefined && p.files === undefined && origin !== undefined) {
+        const path = origin.startsWith('file:') ? fileURLToPath(origin) : origin;
+        const isDir = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+        return RecordIODataReader.open({
+          ...p,
+          ...(isDir ? { dataDir: path } : { files: [path] }),
+        } as Parameters<typeof RecordIODataReader.open>[0]);
+      }
+      return RecordIODataReader.open(p as Parameters<typeof RecordIODataReader.open>[0]);
+    }
+  }
+}
