@@ -417,6 +417,25 @@ export class TaskManager {
     return ids.length;
   }
 
+  /** Tasks in flight with their progress (status pages, tests that kill workers mid-task). */
+  inFlight(): Array<{
+    taskId: number;
+    workerId: string;
+    kind: string;
+    start: number;
+    end: number;
+    progress: number;
+  }> {
+    return [...this.#doing.values()].map((r) => ({
+      taskId: r.id,
+      workerId: r.worker ?? '',
+      kind: r.kind,
+      start: r.dispatchedAt,
+      end: r.end,
+      progress: r.progress,
+    }));
+  }
+
   /** Ids of the tasks a worker holds now. */
   tasksOf(workerId: string): number[] {
     return [...(this.#byWorker.get(workerId) ?? [])];

@@ -1,0 +1,199 @@
+import { MasterClient, TaskType } from '@edl/proto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LocalInstanceManager } from '../src/local-instance-manager.js';
+import { silentLogger } from '../src/logger.js';
+import { type MasterHandle, startMaster } from '../src/start-master.js';
+import { buildDist, simWorker, sleep, waitFor } from './helpers.js';
+
+beforeAll(() => buildDist(['-b packages/proto']), 120_000);
+
+const shards = [
+  { name: 'shard-a', start: 0, count: 330 },
+  { name: 'shard-b', start: 330, count: 270 },
+];
+const RECORDS = 600;
+
+/**
+ * Collects, for every accepted gradient, the record ids it carries (where `counts` is -1) and the
+ * epoch the master was in when it applied it. Epochs never overlap, so that is the task's epoch.
+ */
+function recorder() {
+  const applied = new Map<string, number>();
+  let mismatches = 0;
+  let handle: MasterHandle | undefined;
+  return {
+    bind(h: MasterHandle) {
+      handle = h;
+    },
+    onGradientApplied(g: {
+      rangeStart: number;
+      rangeEnd: number;
+      gradients: readonly { values: Float32Array }[];
+    }) {
+      const epoch = handle?.master.taskManager.status().epoch ?? 0;
+      const values = g.gradients[0]!.values;
+      let n = 0;
+      values.forEach((v, id) => {
+        if (v !== 0) {
+          n++;
+          if (id < g.rangeStart || id >= g.rangeEnd) mismatches++;
+          const key = `${epoch}:${id}`;
+          applied.set(key, (applied.get(key) ?? 0) + 1);
+        }
+      });
+      if (n !== g.rangeEnd - g.rangeStart) mismatches++;
+    },
+    applied,
+    mismatches: () => mismatches,
+  };
+}
+
+function expectEveryRecordOncePerEpoch(applied: Map<string, number>, epochs: number): void {
+  const wrong: string[] = [];
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    for (let id = 0; id < RECORDS; id++) {
+      const n = applied.get(`${epoch}:${id}`) ?? 0;
+      if (n !== 1) wrong.push(`epoch ${epoch} record ${id}: ${n}`);
+    }
+  }
+  expect(wrong.slice(0, 10)).toEqual([]);
+  expect(applied.size).toBe(RECORDS * epochs);
+}
+
+describe('real gRPC master with real worker processes', () => {
+  it('trains every record of every epoch exactly once while workers are SIGKILLed mid-task and rescaled', async () => {
+    const rec = recorder();
+    const output: string[] = [];
+    const epochs = 2;
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: shards,
+      minibatchSize: 10,
+      numMinibatchesPerTask: 4,
+      numEpochs: epochs,
+      shuffle: true,
+      seed: 11,
+      leaseMs: 3_000,
+      maxTaskFailures: 20,
+      parameterStore: { mode: 'async', maxStaleness: 1_000, optimizer: { type: 'sgd', learningRate: 1 } },
+      logger: silentLogger,
+      onGradientApplied: rec.onGradientApplied,
+      workers: {
+        args: [simWorker],
+        numWorkers: 3,
+        maxRestarts: 20,
+        env: {
+          SIM_RECORDS: String(RECORDS),
+          SIM_MINIBATCH: '10',
+          SIM_STEP_DELAY_MS: '8',
+          SIM_DUPLICATE_EVERY: '7',
+        },
+        onOutput: (id, line) => output.push(`${id}: ${line}`),
+      },
+    });
+    rec.bind(handle);
+    const instances = handle.instanceManager as LocalInstanceManager;
+
+    // Kill workers while they hold a half-done task: after at least one applied minibatch.
+    const killed: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      let victim: { workerId: string; taskId: number } | undefined;
+      await waitFor(() => {
+        const busy = handle.master.taskManager
+          .inFlight()
+          .find((t) => t.kind === 'training' && t.progress > t.start && t.progress < t.end);
+        const pid = busy && instances.workers().find((w) => w.workerId === busy.workerId)?.pid;
+        if (busy && pid) victim = { workerId: busy.workerId, taskId: busy.taskId };
+        return victim !== undefined || handle.master.taskManager.finished;
+      }, 'a worker in mid-task');
+      if (victim === undefined) break;
+      const pid = instances.workers().find((w) => w.workerId === victim!.workerId)?.pid;
+      if (pid !== undefined) {
+        process.kill(pid, 'SIGKILL');
+        killed.push(victim.workerId);
+      }
+      if (i === 1) {
+        const admin = await MasterClient.connect(handle.address, handle.token);
+        expect(await admin.scaleWorkers(5)).toBe(5);
+        await waitFor(() => instances.runningWorkers >= 5, 'scale-up to 5 workers');
+        expect((await admin.getJobStatus()).state).toBe('running');
+        admin.close();
+      }
+      if (i === 3) {
+        const admin = await MasterClient.connect(handle.address, handle.token);
+        expect(await admin.scaleWorkers(2)).toBe(2);
+        expect(instances.runningWorkers).toBe(2);
+        admin.close();
+      }
+      await sleep(150);
+    }
+
+    const result = await handle.wait();
+    expect(result.state).toBe('succeeded');
+    expect(killed.length).toBeGreaterThanOrEqual(3);
+    expectEveryRecordOncePerEpoch(rec.applied, epochs);
+    expect(rec.mismatches()).toBe(0);
+    // The weights tell the same story: counts[id] = number of applications = epochs.
+    const counts = handle.master.store.getModel().variables[0]!.values;
+    expect(Array.from(new Set(counts))).toEqual([epochs]);
+    // Resent gradients (as after a lost reply) were refused as duplicates.
+    expect(output.some((l) => l.includes('answered ALREADY_APPLIED'))).toBe(true);
+    expect(output.filter((l) => l.includes('answered ACCEPTED'))).toEqual([]);
+    expect(instances.runningWorkers).toBe(0);
+  }, 120_000);
+
+  it('rejects calls without the job token, and fails the job loudly when workers keep crashing', async () => {
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: shards,
+      minibatchSize: 10,
+      numMinibatchesPerTask: 4,
+      logger: silentLogger,
+      workers: {
+        args: ['-e', 'process.exit(7)'],
+        numWorkers: 1,
+        maxRestarts: 2,
+        onOutput: () => {},
+      },
+    });
+    const stranger = new MasterClient(handle.address, 'not-the-token');
+    await expect(stranger.getTask('intruder')).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    stranger.close();
+    const result = await handle.wait();
+    expect(result.state).toBe('failed');
+    expect(result.error?.code).toBe('WORKER_RESTARTS_EXHAUSTED');
+    expect(result.error?.message).toMatch(
+      /Worker slot 0 ended 3 times, more than maxRestarts \(2\); last: worker-2 exited with code 7/,
+    );
+  }, 60_000);
+
+  it('runs evaluation rounds during training and writes their metrics', async () => {
+    const handle = await startMaster({
+      jobType: 'training-with-evaluation',
+      trainingShards: shards,
+      evaluationShards: [{ name: 'val', start: 0, count: 100 }],
+      evaluationSteps: 20,
+      minibatchSize: 10,
+      numMinibatchesPerTask: 2,
+      parameterStore: { mode: 'async', maxStaleness: 1_000, optimizer: { type: 'sgd', learningRate: 1 } },
+      logger: silentLogger,
+      workers: {
+        args: [simWorker],
+        numWorkers: 2,
+        env: { SIM_RECORDS: String(RECORDS) },
+        onOutput: () => {},
+      },
+    });
+    const result = await handle.wait();
+    expect(result.state).toBe('succeeded');
+    // 60 minibatches -> versions 20, 40 (unless still running) and the final 60.
+    expect(result.evaluations.length).toBeGreaterThanOrEqual(2);
+    expect(result.evaluations.at(-1)?.modelVersion).toBe(60);
+    for (const e of result.evaluations) {
+      expect(e.records).toBe(100);
+      // The sim worker's predictions are wrong exactly when id % 3 === 0: 34 of 100.
+      expect(e.metrics.accuracy).toBeCloseTo(0.66, 10);
+    }
+    void TaskType;
+  }, 60_000);
+});
