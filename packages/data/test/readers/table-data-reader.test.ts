@@ -243,6 +243,49 @@ describe('TableDataReader', () => {
     }
   });
 
+  it('resumes when its connection is killed while a page query is running', async () => {
+    const applicationName = 'edl-kill-active-test';
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      // An uncorrelated subquery runs once per query: every page query takes 150 ms.
+      where: '(SELECT pg_sleep(0.15)) IS NOT NULL',
+      recordsPerShard: 5000,
+      pageSize: 150,
+      retryDelayMs: 10,
+      applicationName,
+    });
+    try {
+      const expected = await expectedRows(`SELECT * FROM "Data Set"."My ""odd"" Table" ORDER BY "Key Col"`);
+      const [shard] = await reader.createShards();
+      const iterator = reader.readRecords({ shardName: shard!.name, start: 0, end: shard!.count });
+      const delivered: TableRow[] = [];
+      let kills = 0;
+      for (;;) {
+        const pending = iterator.next();
+        if (delivered.length % 300 === 150) {
+          // The next() above started a page query; kill the backend while it runs.
+          await new Promise((r) => setTimeout(r, 60));
+          const killed = await admin.query<{ pid: number; ok: boolean }>(
+            `SELECT pid, pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+             WHERE application_name = $1 AND state = 'active'`,
+            [applicationName],
+          );
+          expect(killed.rows.map((r) => r.ok)).toEqual([true]);
+          await waitUntilGone(killed.rows[0]!.pid);
+          kills += 1;
+        }
+        const next = await pending;
+        if (next.done) break;
+        delivered.push(next.value);
+      }
+      expect(kills).toBe(3);
+      expect(delivered).toEqual(expected);
+    } finally {
+      await reader.close();
+    }
+  });
+
   it('fails with CONNECTION_LOST after its bounded retries', async () => {
     await admin.query(`CREATE ROLE edl_reader LOGIN; GRANT USAGE ON SCHEMA "Data Set" TO edl_reader;
       GRANT SELECT ON ALL TABLES IN SCHEMA "Data Set" TO edl_reader`);
