@@ -94,7 +94,12 @@ export function ensureFile(RecordIOWriter, path, set, compressor, targetBytes, l
     }
     writer.writeBatch({ data, bounds: Uint32Array.from(bounds) });
     written += at;
-    if (log) log(`\r  generating ${path}: ${(written / 2 ** 20).toFixed(0)} MiB`);
+    // Progress: redrawn in place on a terminal, every 256 MiB in a log file.
+    if (log && (process.stderr.isTTY || written % (256 << 20) < batchBytes)) {
+      log(
+        `${process.stderr.isTTY ? '\r' : ''}  generating ${path}: ${(written / 2 ** 20).toFixed(0)} MiB${process.stderr.isTTY ? '' : '\n'}`,
+      );
+    }
   }
   writer.close();
   renameSync(tmp, path);

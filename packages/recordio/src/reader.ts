@@ -3,6 +3,7 @@ import { captureCallSite, fromThrown, RecordIOError, withCallSite } from './erro
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
 import { RecordBatch } from './record-batch.js';
+import { RecordIterator } from './record-iterator.js';
 import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
 
 /** Options of {@link RecordIOReader.open}. */
@@ -169,7 +170,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     const total =
       count ?? (Number.isSafeInteger(start) && start >= 0 ? Math.max(this.numRecords - start, 0) : 0);
     this.#checkRange(start, total, callSite);
-    return this.#iterate(start, total, callSite);
+    return new RecordIterator(this.#iterateBatches(start, total, callSite));
   }
 
   /**

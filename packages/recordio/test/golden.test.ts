@@ -89,6 +89,22 @@ describe('golden files written by the Go reference', () => {
     expect(hash.digest()).toBe(entry.streamSha256);
   });
 
+  it('serves next() calls made without waiting, in order', async () => {
+    const reader = await open(intact.find((e) => e.file === 'seq-snappy-64k.rio')!.path);
+    const iterator = reader.records(609, 4)[Symbol.asyncIterator]();
+    const results = await Promise.all([
+      iterator.next(),
+      iterator.next(),
+      iterator.next(),
+      iterator.next(),
+      iterator.next(),
+    ]);
+    expect(results.slice(0, 4).map((r) => Buffer.from(r.value!))).toEqual(
+      [609, 610, 611, 612].map(seqRecord),
+    );
+    expect(results[4]!.done).toBe(true);
+  });
+
   it('stops cleanly when the consumer breaks early', async () => {
     const reader = await open(intact.find((e) => e.file === 'seq-none-64k.rio')!.path);
     let seen = 0;
