@@ -100,7 +100,9 @@ export const cifar10DatasetFn: DatasetFn<Uint8Array> = async function* (records,
 export function cifar10Definition(options: Cifar10ModelOptions = {}): ModelDefinition<Uint8Array> {
   return {
     model: () => buildCifar10Model(options),
-    loss: (labels, outputs) => tf.losses.softmaxCrossEntropy(labels, outputs) as tf.Scalar,
+    // The model ends in softmax, so this is cross-entropy on probabilities (not on logits).
+    loss: (labels, outputs) =>
+      tf.mean(tf.neg(tf.sum(tf.mul(labels, tf.log(tf.clipByValue(outputs, 1e-7, 1))), -1))) as tf.Scalar,
     optimizer: { name: 'momentum', params: { learningRate: options.learningRate ?? 0.05, momentum: 0.9 } },
     datasetFn: cifar10DatasetFn,
     evalMetrics: { accuracy: 'accuracy' },

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import * as tf from '@tensorflow/tfjs-core';
+import { registerConv2DBackpropFilter } from './conv2d-backprop-filter.js';
 import { registerCpuFallbackKernels } from './cpu-fallback-kernels.js';
 
 /** What was found when the WebAssembly backend was tried. */
@@ -27,6 +28,8 @@ export async function activateWasm(): Promise<WasmProbe> {
       'dist',
     );
     setWasmPaths(`${dir}${path.sep}`);
+    // Composed from wasm's own kernels: fast, unlike the CPU backend's version.
+    registerConv2DBackpropFilter('wasm');
     prepared = { delegated: registerCpuFallbackKernels('wasm'), dir };
   }
   let ok = false;
