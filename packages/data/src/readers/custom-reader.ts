@@ -55,7 +55,9 @@ export function parseReaderSpec(spec: string, cwd: string = process.cwd()): Cust
   // Node's resolution from this package).
   let module = modulePart;
   try {
-    module = pathToFileURL(createRequire(join(cwd, 'package.json')).resolve(modulePart)).href;
+    const resolved = createRequire(join(cwd, 'package.json')).resolve(modulePart);
+    // Built-in modules (`node:fs`) resolve to themselves, packages to a file.
+    if (isAbsolute(resolved)) module = pathToFileURL(resolved).href;
   } catch {
     // import() below reports it if it really is missing.
   }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Shard } from '../../src/protocols.js';
 import { createDataReader, TableDataReader, type TableRow } from '../../src/readers/index.js';
 import { startPostgres, type TestPostgres } from '../setup/postgres.js';
@@ -11,27 +11,38 @@ const SCHEMA = 'Data Set';
 const TABLE = 'My "odd" Table';
 const ROWS = 1003;
 
+/** Why the server could not be started: every test then fails with it (never a skip). */
+let setupError: unknown;
+
 beforeAll(async () => {
-  server = await startPostgres();
-  admin = new pg.Client({ connectionString: server.connectionString });
-  await admin.connect();
-  await admin.query(`
-    CREATE SCHEMA "Data Set";
-    CREATE TABLE "Data Set"."My ""odd"" Table" (
-      "Key Col" integer PRIMARY KEY,
-      "value" integer NOT NULL,
-      "Grüße" text,
-      big int8
-    );
-    INSERT INTO "Data Set"."My ""odd"" Table"
-      SELECT i * 3, i % 10, 'row ' || i, i::int8 * 10000000000 FROM generate_series(1, ${ROWS}) AS i;
-    CREATE TABLE words (word text PRIMARY KEY, n integer);
-    INSERT INTO words VALUES ('b', 2), ('a', 1), ('a b', 3), ('A', 4), ('é', 5), ('z''q', 6), ('', 7), ('a,b', 8);
-    CREATE TABLE pairs (a integer, b integer, PRIMARY KEY (a, b));
-    CREATE TABLE dupes (k integer, v integer);
-    INSERT INTO dupes VALUES (1, 1), (1, 2), (2, 3);
-  `);
+  try {
+    server = await startPostgres();
+    admin = new pg.Client({ connectionString: server.connectionString });
+    await admin.connect();
+    await admin.query(`
+      CREATE SCHEMA "Data Set";
+      CREATE TABLE "Data Set"."My ""odd"" Table" (
+        "Key Col" integer PRIMARY KEY,
+        "value" integer NOT NULL,
+        "Grüße" text,
+        big int8
+      );
+      INSERT INTO "Data Set"."My ""odd"" Table"
+        SELECT i * 3, i % 10, 'row ' || i, i::int8 * 10000000000 FROM generate_series(1, ${ROWS}) AS i;
+      CREATE TABLE words (word text PRIMARY KEY, n integer);
+      INSERT INTO words VALUES ('b', 2), ('a', 1), ('a b', 3), ('A', 4), ('é', 5), ('z''q', 6), ('', 7), ('a,b', 8);
+      CREATE TABLE pairs (a integer, b integer, PRIMARY KEY (a, b));
+      CREATE TABLE dupes (k integer, v integer);
+      INSERT INTO dupes VALUES (1, 1), (1, 2), (2, 3);
+    `);
+  } catch (error) {
+    setupError = error;
+  }
 }, 120_000);
+
+beforeEach(() => {
+  if (setupError !== undefined) throw setupError;
+});
 
 afterAll(async () => {
   await admin?.end();
