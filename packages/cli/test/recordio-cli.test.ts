@@ -1,6 +1,6 @@
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,6 +100,30 @@ describe('edl recordio inspect', () => {
   it('an empty file', () => {
     const report = JSON.parse(run(['inspect', '--json', join(golden, 'empty-file.rio')]).stdout.toString());
     expect(report).toMatchObject({ numRecords: 0, numChunks: 0, chunks: [] });
+  });
+});
+
+describe('edl recordio inspect on damaged files', () => {
+  it('reports a damaged header after the last good chunk and exits 1', () => {
+    const path = join(scratch, 'tail.rio');
+    writeFileSync(path, Buffer.concat([readFileSync(join(golden, 'hello-none.rio')), Buffer.alloc(25, 7)]));
+    const result = run(['inspect', path]);
+    expect(result.stdout.toString()).toContain('records   3\n');
+    expect(result.stdout.toString()).toContain(`damaged   BAD_MAGIC: chunk 1 at byte 52 of ${path}: `);
+    expectOneLineError(
+      result,
+      1,
+      `edl recordio: the chunk index stops early: BAD_MAGIC: chunk 1 at byte 52 of ${path}`,
+    );
+    const json = JSON.parse(run(['inspect', '--json', path]).stdout.toString());
+    expect(json.damage).toMatchObject({ code: 'BAD_MAGIC', offset: 52 });
+    expect(
+      JSON.parse(run(['inspect', '--json', join(golden, 'hello-none.rio')]).stdout.toString()).damage,
+    ).toBeNull();
+  });
+
+  it('headers only: a bad CRC inside a chunk is not seen by inspect', () => {
+    expect(run(['inspect', join(golden, 'bad-crc-none-64k.rio')]).status).toBe(0);
   });
 });
 
@@ -205,6 +229,11 @@ describe('edl recordio write', () => {
     const out64 = join(scratch, 'b64.rio');
     expect(run(['write', out64, '--format', 'base64'], 'SGVsbG8=\n\n').status).toBe(0);
     expect(run(['cat', out64]).stdout.toString()).toBe('Hello\n\n');
+  });
+
+  it('an output that cannot be created: exit 1, one line', () => {
+    const out = join(scratch, 'no-such-dir', 'x.rio');
+    expectOneLineError(run(['write', out], 'a\n'), 1, `edl recordio: IO: ${out}: `);
   });
 
   it('empty input writes an empty file', () => {

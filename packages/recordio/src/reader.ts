@@ -186,6 +186,24 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return this.#iterateBatches(start, total, callSite);
   }
 
+  /**
+   * The fault that ended the chunk index early — a damaged or partial chunk header after the last
+   * good chunk (`chunk` is then `numChunks`) — or undefined when the index reached the end of the
+   * file. Reads only what the index scan already read; no payload is decoded. (Reads that reach
+   * `numRecords` report this fault too, after every record.)
+   */
+  tailFault(): RecordIOError | undefined {
+    const callSite = captureCallSite(this.tailFault);
+    this.#checkOpen(callSite);
+    let result: NativeReadResult;
+    try {
+      result = this.#native.readSync(this.numRecords, 0, false);
+    } catch (error) {
+      throw fromThrown(error, callSite, this.path);
+    }
+    return result.error === null ? undefined : RecordIOError.fromNative(result.error, callSite);
+  }
+
   /** Releases the file. Idempotent; a read in flight finishes first. */
   close(): void {
     if (this.#closed) return;

@@ -117,6 +117,7 @@ describe('corrupt files', () => {
     writeFileSync(path, Buffer.concat([readFileSync(`${GOLDEN_DIR}seq-gzip-64k.rio`), tail]));
     const reader = await RecordIOReader.open(path);
     expect([reader.numChunks, reader.numRecords]).toEqual([15, 8192]);
+    expect(reader.tailFault()).toMatchObject({ code, chunk: 15, offset: 44527, path });
     const { records, error } = await collect(reader);
     expect(records).toHaveLength(8192);
     const e = expectRecordIOError(error, code);

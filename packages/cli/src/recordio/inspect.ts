@@ -13,15 +13,24 @@ export interface InspectReport {
   /** Sum of the stored payload sizes. */
   readonly payloadBytes: number;
   readonly chunks: readonly ChunkInfo[];
+  /** A damaged header after the last good chunk (the index stops there), or null. */
+  readonly damage: { readonly code: string; readonly offset: number | null; readonly message: string } | null;
 }
 
-/** `edl recordio inspect FILE [--json]`: chunks, records, compressors, sizes. */
+/**
+ * `edl recordio inspect FILE [--json]`: chunks, records, compressors, sizes, from the chunk headers
+ * alone. A damaged header after the last good chunk is reported, and the exit status is then 1.
+ */
 export async function inspect(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(argv, { json: { type: 'boolean' } }, ['FILE']);
   const reader = await RecordIOReader.open(positionals[0] as string);
   try {
     const report = buildReport(reader);
     io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+    if (report.damage !== null) {
+      io.stderr.write(`edl recordio: the chunk index stops early: ${report.damage.message}\n`);
+      return 1;
+    }
   } finally {
     reader.close();
   }
@@ -36,6 +45,7 @@ function buildReport(reader: RecordIOReader): InspectReport {
     compressors[key] = (compressors[key] ?? 0) + 1;
     payloadBytes += chunk.compressedSize;
   }
+  const fault = reader.tailFault();
   return {
     path: reader.path,
     fileSize: reader.fileSize,
@@ -44,6 +54,8 @@ function buildReport(reader: RecordIOReader): InspectReport {
     compressors,
     payloadBytes,
     chunks: reader.chunks,
+    damage:
+      fault === undefined ? null : { code: fault.code, offset: fault.offset ?? null, message: fault.message },
   };
 }
 
@@ -58,6 +70,7 @@ function formatReport(report: InspectReport): string {
     `chunks    ${report.numChunks}${mix === '' ? '' : ` (${mix})`}`,
     `payloads  ${report.payloadBytes} bytes stored`,
   ];
+  if (report.damage !== null) lines.push(`damaged   ${report.damage.message}`);
   if (report.chunks.length > 0) {
     const header = ['chunk', 'offset', 'compressor', 'stored', 'records', 'first'];
     const rows = report.chunks.map((c) =>
