@@ -30,7 +30,8 @@ export interface RecordSlice {
 export interface TaskFeedOptions<TRecord> {
   readonly master: MasterConnection;
   readonly workerId: string;
-  readonly reader: DataReader<TRecord>;
+  /** The reader of a task's records: training, validation and prediction data may differ. */
+  readonly readerFor: (task: WorkerTask) => DataReader<TRecord>;
   readonly timers: Timers;
   readonly logger?: WorkerLogger;
   /** First pause after a WAIT answer, in milliseconds; doubles up to 1 s (default 50). */
@@ -188,8 +189,8 @@ export class TaskFeed<TRecord> {
     const pending: PendingTask = { task, total, read: 0, consumed: 0 };
     this.#pending.push(pending);
     if (total === 0) return;
-    const { reader, timers } = this.#options;
-    const iterator = reader
+    const { readerFor, timers } = this.#options;
+    const iterator = readerFor(task)
       .readRecords({ shardName: task.shardName, start: task.start, end: task.end })
       [Symbol.asyncIterator]();
     try {

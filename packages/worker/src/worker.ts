@@ -17,7 +17,12 @@ export interface WorkerOptions<TRecord> {
   readonly workerId: string;
   readonly master: MasterConnection;
   readonly modelDefinition: ModelDefinition<TRecord>;
+  /** Reader of training tasks' records (and of the others when they have none of their own). */
   readonly reader: DataReader<TRecord>;
+  /** Reader of evaluation tasks' records (`--validation-data`). */
+  readonly evaluationReader?: DataReader<TRecord>;
+  /** Reader of prediction tasks' records. */
+  readonly predictionReader?: DataReader<TRecord>;
   /** Records per minibatch, handed to `datasetFn`. */
   readonly minibatchSize: number;
   /** Pull the model every this many training steps (default 1, as ElasticDL). */
@@ -105,7 +110,7 @@ class WorkerLoop<TRecord> {
     this.#feed = new TaskFeed({
       master: options.master,
       workerId: options.workerId,
-      reader: options.reader,
+      readerFor: (task) => this.#readerFor(task.kind),
       timers: this.#timers,
       logger: this.#logger,
     });
@@ -115,6 +120,12 @@ class WorkerLoop<TRecord> {
       (options.predictionOutput === undefined
         ? undefined
         : new JsonLinesPredictionWriter(options.predictionOutput));
+  }
+
+  #readerFor(kind: string): DataReader<TRecord> {
+    if (kind === 'evaluation') return this.#o.evaluationReader ?? this.#o.reader;
+    if (kind === 'prediction') return this.#o.predictionReader ?? this.#o.reader;
+    return this.#o.reader;
   }
 
   async run(): Promise<WorkerResult> {
@@ -165,7 +176,7 @@ class WorkerLoop<TRecord> {
     const { modelDefinition, minibatchSize: size } = this.#o;
     const batches = modelDefinition.datasetFn(this.#feed.records(head), mode, {
       minibatchSize: size,
-      reader: this.#o.reader.metadata,
+      reader: this.#readerFor(mode).metadata,
     });
     const iterator = prefetch(this.#timeInputFn(batches), this.#o.prefetch ?? 2);
     try {

@@ -1,0 +1,134 @@
+/**
+ * The worker loop against a real master over real gRPC, with the workers in this process: training
+ * with evaluation, then evaluation-only and prediction-only jobs from the checkpoint.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createDataReader } from '@edl/data';
+import { type StartMasterOptions, silentLogger as silentMasterLogger, startMaster } from '@edl/master';
+import { censusDefinition, generateCensusCsv } from '@edl/model-zoo';
+import { MasterClient } from '@edl/proto';
+import { runWorker, selectBackend, type WorkerResult } from '@edl/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let dir: string;
+let trainCsv: string;
+let validCsv: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'edl-loop-'));
+  trainCsv = await generateCensusCsv({ file: path.join(dir, 'train.csv'), rows: 2000, seed: 1 });
+  validCsv = await generateCensusCsv({ file: path.join(dir, 'valid.csv'), rows: 400, seed: 2 });
+  await selectBackend({ backend: 'cpu' });
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const definition = censusDefinition(0.02);
+
+async function runJob(options: Partial<StartMasterOptions>, workers: number, predictionOutput?: string) {
+  const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
+  const evaluationReader = await createDataReader(validCsv, { header: true, recordsPerShard: 200 });
+  const handle = await startMaster({
+    jobType: 'training',
+    minibatchSize: 50,
+    numMinibatchesPerTask: 4,
+    logger: silentMasterLogger,
+    parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
+    ...options,
+    ...(options.jobType === 'prediction'
+      ? { predictionReader: evaluationReader }
+      : { trainingReader, evaluationReader }),
+  } as StartMasterOptions);
+  const results: WorkerResult[] = await Promise.all(
+    Array.from({ length: workers }, async (_, i) => {
+      const client = await MasterClient.connect(handle.address, handle.token);
+      try {
+        return await runWorker({
+          workerId: `worker-${i}`,
+          master: client,
+          modelDefinition: definition as never,
+          reader: trainingReader as never,
+          evaluationReader: evaluationReader as never,
+          predictionReader: evaluationReader as never,
+          minibatchSize: 50,
+          ...(predictionOutput ? { predictionOutput: `${predictionOutput}.${i}.jsonl` } : {}),
+        });
+      } finally {
+        client.close();
+      }
+    }),
+  );
+  const job = await handle.wait();
+  return { job, results };
+}
+
+describe('runWorker with a real master', () => {
+  const checkpointDir = () => path.join(dir, 'ckpt');
+
+  it('trains with 2 workers, evaluating each round, down to a loss threshold', async () => {
+    const { job, results } = await runJob(
+      {
+        jobType: 'training-with-evaluation',
+        numEpochs: 4,
+        evaluationSteps: 20,
+        checkpointDir: checkpointDir(),
+      },
+      2,
+    );
+    expect(job.state).toBe('succeeded');
+    const trained = results.reduce((n, r) => n + r.records.training, 0);
+    expect(trained).toBe(4 * 2000);
+    expect(results.every((r) => r.steps > 0 && r.tasksFailed === 0)).toBe(true);
+    expect(job.modelVersion).toBe(results.reduce((n, r) => n + r.steps, 0));
+    const last = job.evaluations.at(-1);
+    expect(last?.records).toBe(400);
+    expect(last?.metrics.accuracy).toBeGreaterThan(0.75);
+    expect(last?.metrics.auc).toBeGreaterThan(0.8);
+    const losses = results.map((r) => r.lastLoss as number);
+    expect(Math.min(...losses)).toBeLessThan(0.5);
+    for (const r of results) {
+      expect(r.timers.job.compute_loss.count).toBeGreaterThan(0);
+      expect(r.timers.job.get_task.count).toBeGreaterThan(0);
+      expect(r.timers.tasks.length).toBeGreaterThan(0);
+    }
+  }, 120_000);
+
+  it('runs an evaluation-only job on the trained checkpoint', async () => {
+    const { job, results } = await runJob({ jobType: 'evaluation', modelCheckpoint: checkpointDir() }, 1);
+    expect(job.state).toBe('succeeded');
+    expect(results[0]?.records.evaluation).toBe(400);
+    expect(results[0]?.records.training).toBe(0);
+    expect(job.evaluations[0]?.metrics.accuracy).toBeGreaterThan(0.75);
+  }, 60_000);
+
+  it('runs a prediction-only job and writes one output per record', async () => {
+    const out = path.join(dir, 'pred');
+    const { job, results } = await runJob(
+      { jobType: 'prediction', modelCheckpoint: checkpointDir() },
+      2,
+      out,
+    );
+    expect(job.state).toBe('succeeded');
+    expect(results.reduce((n, r) => n + r.records.prediction, 0)).toBe(400);
+    const lines = results
+      .flatMap((_, i) => {
+        try {
+          return readFileSync(`${out}.${i}.jsonl`, 'utf8').trim().split('\n');
+        } catch {
+          return [];
+        }
+      })
+      .map((l) => JSON.parse(l) as { record: number; output: number[] });
+    expect(lines.map((l) => l.record).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 400 }, (_, i) => i),
+    );
+    expect(
+      lines.every(
+        (l) => l.output.length === 1 && (l.output[0] as number) >= 0 && (l.output[0] as number) <= 1,
+      ),
+    ).toBe(true);
+  }, 60_000);
+});
