@@ -238,12 +238,10 @@ function packBatch(records: unknown): { data: Uint8Array; bounds: Uint32Array } 
     const begin = bounds[i] as number;
     const end = bounds[i + 1] as number;
     if (begin > end || end > data.byteLength) {
+      // The pair itself is the useful "received" value, so the message is built here.
       throw new RangeError(
-        expectedMessage(
-          `offsets within the ${data.byteLength} bytes of data`,
-          `records.bounds[${i}..${i + 1}]`,
-          [begin, end],
-        ),
+        `Expected offsets within the ${data.byteLength} bytes of data for records.bounds[${i}..${i + 1}] ` +
+          `but received [${begin}, ${end})`,
       );
     }
   }

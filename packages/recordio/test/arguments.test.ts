@@ -80,7 +80,7 @@ describe('argument validation', () => {
     );
     expect(() => writer.writeBatch({ data: new Uint8Array(4), bounds: Uint32Array.of(0, 5) })).toThrow(
       new RangeError(
-        'Expected offsets within the 4 bytes of data for records.bounds[0..1] but received an array of length 2',
+        'Expected offsets within the 4 bytes of data for records.bounds[0..1] but received [0, 5)',
       ),
     );
     expect(() => writer.writeBatch('abc' as never)).toThrow(TypeError);
