@@ -186,10 +186,9 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       const from = index.blockOffsets[block]!;
       const skip = start - block * index.stride;
       const texts = readRecordTexts(handle, this.#layout, from, skip, end - start, index.size);
-      if (this.#layout.format === 'csv') {
-        for await (const text of texts) yield parseCsvRecord(text, this.#delimiter) as TextRecord<F>;
-      } else {
-        for await (const text of texts) yield text as TextRecord<F>;
+      const csv = this.#layout.format === 'csv';
+      for await (const batch of texts) {
+        for (const text of batch) yield (csv ? parseCsvRecord(text, this.#delimiter) : text) as TextRecord<F>;
       }
     } finally {
       await handle.close();

@@ -108,8 +108,9 @@ export async function readHeaderText(layout: TextLayout): Promise<string | undef
   const handle = await openFile(layout.path);
   try {
     const from = await firstRecordOffset(handle);
-    for await (const text of readRecordTexts(handle, layout, from, 0, 1, Number.POSITIVE_INFINITY))
-      return text;
+    for await (const texts of readRecordTexts(handle, layout, from, 0, 1, Number.POSITIVE_INFINITY)) {
+      return texts[0];
+    }
     return undefined;
   } finally {
     await handle.close();
@@ -118,7 +119,8 @@ export async function readHeaderText(layout: TextLayout): Promise<string | undef
 
 /**
  * Yields the raw text of `count` records, skipping `skip` records first, starting at byte `from`
- * (a record start). Reads 64 KiB pieces and keeps only the record in progress between them.
+ * (a record start), in batches (one per piece read: one await per batch, not per record). Reads
+ * 64 KiB pieces and keeps only the record in progress between them.
  * `fileSize` is the size the index saw: a file that ends sooner has changed.
  */
 export async function* readRecordTexts(
@@ -128,7 +130,7 @@ export async function* readRecordTexts(
   skip: number,
   count: number,
   fileSize: number,
-): AsyncGenerator<string> {
+): AsyncGenerator<string[]> {
   const found: number[] = [];
   const scanner = new RecordBoundaryScanner(
     layout.format,
@@ -155,15 +157,17 @@ export async function* readRecordTexts(
       window = window.length === 0 ? piece : Buffer.concat([window, piece]);
       position += bytesRead;
     }
+    const texts: string[] = [];
     for (let i = 0; i < found.length && remaining > 0; i += 2) {
       if (toSkip > 0) {
         toSkip -= 1;
         continue;
       }
-      yield window.toString('utf8', found[i]! - windowBase, found[i + 1]! - windowBase);
+      texts.push(window.toString('utf8', found[i]! - windowBase, found[i + 1]! - windowBase));
       remaining -= 1;
     }
     found.length = 0;
+    if (texts.length > 0) yield texts;
     const keepFrom = scanner.pendingStart - windowBase;
     window = keepFrom >= window.length ? Buffer.alloc(0) : window.subarray(keepFrom);
     windowBase = scanner.pendingStart;
