@@ -9,8 +9,8 @@ import { expectInteger, expectSeed } from './validate.js';
 const ROUNDS = 4;
 /** Largest bit width handled with pure int32 operations (the whole value fits in 31 bits). */
 const INT_PATH_MAX_BITS = 30;
-/** Largest supported domain: every safe integer index. */
-export const MAX_SHUFFLE_LENGTH = 2 ** 53;
+/** Largest supported domain: 2^53 - 1, so every index and result is a safe integer. */
+export const MAX_SHUFFLE_LENGTH = Number.MAX_SAFE_INTEGER;
 
 /**
  * The key of one epoch of a shuffle: a mixing hash of `(seed, epoch)`, never `seed + epoch`, so epoch
@@ -47,7 +47,7 @@ export class IndexShuffler {
   readonly #lengthLow: number;
 
   /**
-   * @param length - size of the domain, an integer in `[0, 2^53]`.
+   * @param length - size of the domain, an integer in `[0, 2^53 - 1]`.
    * @param seed - any safe integer; different seeds give unrelated permutations.
    */
   constructor(length: number, seed: number) {

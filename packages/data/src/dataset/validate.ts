@@ -17,10 +17,13 @@ export function describeValue(value: unknown): string {
   return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
 }
 
-/** Throws the standard argument error: `TypeError` for a wrong type, `RangeError` for a bad value. */
-export function invalidArgument(what: string, name: string, value: unknown): never {
+/**
+ * Throws the standard argument error: a `RangeError` for a number out of range, else a `TypeError`
+ * (or as `kind` says, for a number of the wrong kind, e.g. where a function is expected).
+ */
+export function invalidArgument(what: string, name: string, value: unknown, kind?: 'type' | 'range'): never {
   const message = `Expected ${what} for ${name} but received ${describeValue(value)}`;
-  if (typeof value === 'number') throw new RangeError(message);
+  if ((kind ?? (typeof value === 'number' ? 'range' : 'type')) === 'range') throw new RangeError(message);
   throw new TypeError(message);
 }
 
@@ -49,7 +52,7 @@ export function expectSeed(value: unknown, name: string): number {
 
 /** A function. */
 export function expectFunction<F>(value: F, name: string): F {
-  if (typeof value !== 'function') invalidArgument('a function', name, value);
+  if (typeof value !== 'function') invalidArgument('a function', name, value, 'type');
   return value;
 }
 

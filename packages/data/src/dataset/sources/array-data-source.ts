@@ -10,7 +10,7 @@ export class ArrayDataSource<T> implements RandomAccessDataSource<T> {
 
   constructor(items: ArrayLike<T>) {
     if (items === null || typeof items !== 'object' || !Number.isSafeInteger(items.length)) {
-      invalidArgument('an array or array-like', 'items', items);
+      invalidArgument('an array or array-like', 'items', items, 'type');
     }
     this.#items = items;
   }

@@ -26,7 +26,9 @@ export class ToIterDatasetIterator<T> extends DatasetIteratorBase<T> {
   readonly #prefetch: number;
   /** Index of the next element to return: the whole state. */
   #nextIndex = 0;
-  /** Reads of indices `[#nextIndex, #nextIndex + #buffer.length)`, in order. */
+  /** Next index to start a read of; reads of `[#nextIndex, #readIndex)` are started. */
+  #readIndex = 0;
+  /** The started reads not yet consumed, in index order (the head may be awaited by `advance`). */
   #buffer: Array<Settled<T> | Promise<Settled<T>>> = [];
   #inFlight = 0;
   /** Bumped on restore, so reads started before it no longer count as in flight. */
@@ -60,11 +62,11 @@ export class ToIterDatasetIterator<T> extends DatasetIteratorBase<T> {
   #fill(capacity: number): void {
     const length = this.#node.length;
     while (
-      this.#buffer.length < capacity &&
+      this.#readIndex - this.#nextIndex < capacity &&
       this.#inFlight < this.#threads &&
-      this.#nextIndex + this.#buffer.length < length
+      this.#readIndex < length
     ) {
-      this.#buffer.push(this.#read(this.#nextIndex + this.#buffer.length));
+      this.#buffer.push(this.#read(this.#readIndex++));
     }
   }
 
@@ -97,6 +99,7 @@ export class ToIterDatasetIterator<T> extends DatasetIteratorBase<T> {
 
   #discardReadAhead(): void {
     this.#buffer = [];
+    this.#readIndex = this.#nextIndex;
     this.#inFlight = 0;
     this.#generation++;
   }
@@ -107,8 +110,8 @@ export class ToIterDatasetIterator<T> extends DatasetIteratorBase<T> {
 
   protected restore(state: JsonObject): void {
     const nextIndex = stateCount(expectStateObject(state, 'ToIterDataset'), 'nextIndex', 'ToIterDataset');
-    this.#discardReadAhead();
     this.#nextIndex = nextIndex;
+    this.#discardReadAhead();
   }
 
   toString(): string {

@@ -1,0 +1,92 @@
+/**
+ * Global index shuffle: nanoseconds per index of IndexShuffler.get (a Feistel network over the next
+ * power of two with cycle walking) for domains from 10^6 to 2^53 - 1, against two baselines measured
+ * in the same run: a bare Math.imul hash of the index (the cost floor of any computed mapping) and a
+ * lookup in a materialized Uint32Array permutation (what a shuffle costs when the permutation fits in
+ * memory; 4 bytes per element, so impossible for the large domains).
+ *
+ * Domains of the form 2^k + 1 are the worst case: about half of the 2^(k+1) Feistel outputs fall
+ * outside the domain, so the walk takes 2 passes on average.
+ *
+ * EDL_BENCH_INDICES (default 4000000) indices per measurement, EDL_BENCH_REPEAT (default 5) rounds;
+ * the best round is kept.
+ */
+import { IndexShuffler } from '@edl/data';
+import { machineLine } from './lib/machine.mjs';
+
+const INDICES = Number(process.env.EDL_BENCH_INDICES ?? 4_000_000);
+const REPEAT = Number(process.env.EDL_BENCH_REPEAT ?? 5);
+const DOMAINS = [
+  ['10^6', 1_000_000],
+  ['2^20', 2 ** 20],
+  ['2^20 + 1', 2 ** 20 + 1],
+  ['2^32 + 1', 2 ** 32 + 1],
+  ['2^40', 2 ** 40],
+  ['2^40 + 1', 2 ** 40 + 1],
+  ['2^53 - 1', 2 ** 53 - 1],
+];
+
+/** Best ns per index over REPEAT rounds of fn(0 .. count-1); results are summed so the JIT keeps them. */
+function measure(fn, count = INDICES) {
+  let best = Number.POSITIVE_INFINITY;
+  let sink = 0;
+  for (let round = 0; round < REPEAT; round++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < count; i++) sink += fn(i);
+    const ns = Number(process.hrtime.bigint() - t0) / count;
+    best = Math.min(best, ns);
+  }
+  if (sink === -1) console.log('unreachable');
+  return best;
+}
+
+function fmix32(x) {
+  let h = x | 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+// A materialized permutation of 2^22 elements (Fisher-Yates), read at shuffled positions.
+const TABLE_SIZE = 2 ** 22;
+const table = new Uint32Array(TABLE_SIZE);
+for (let i = 0; i < TABLE_SIZE; i++) table[i] = i;
+for (let i = TABLE_SIZE - 1, s = 12345; i > 0; i--) {
+  s = fmix32(s + 0x9e3779b9);
+  const j = s % (i + 1);
+  const t = table[i];
+  table[i] = table[j];
+  table[j] = t;
+}
+const mask = TABLE_SIZE - 1;
+
+console.log(`# index-shuffle: ${machineLine()}`);
+console.log(`# ${INDICES} indices per measurement, best of ${REPEAT}`);
+const hashNs = measure((i) => fmix32(i));
+const tableNs = measure((i) => table[table[i & mask]]);
+console.log(`baseline Math.imul hash (fmix32):          ${hashNs.toFixed(2)} ns/index`);
+console.log(`baseline Uint32Array permutation lookup:   ${tableNs.toFixed(2)} ns/index (2^22 table, 16 MiB)`);
+console.log('');
+console.log('| domain n | ns/index | x hash | x table lookup | passes/index |');
+console.log('|---|---|---|---|---|');
+const rows = [];
+for (const [label, n] of DOMAINS) {
+  const shuffler = new IndexShuffler(n, 42);
+  // Large domains are measured on a run of indices from their middle.
+  const count = Math.min(INDICES, n);
+  const start = n > INDICES ? Math.floor(n / 3) : 0;
+  const ns =
+    start === 0 ? measure((i) => shuffler.get(i), count) : measure((i) => shuffler.get(start + i), count);
+  let bits = 0;
+  while (2 ** bits < n) bits++;
+  const passes = 2 ** bits / n; // expected cycle-walk passes
+  rows.push(ns);
+  console.log(
+    `| ${label} | ${ns.toFixed(2)} | ${(ns / hashNs).toFixed(1)} | ${(ns / tableNs).toFixed(1)} | ${passes.toFixed(2)} |`,
+  );
+}
+console.log('');
+console.log(`worst case ${Math.max(...rows).toFixed(2)} ns/index (target <= 50)`);

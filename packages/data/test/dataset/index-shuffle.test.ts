@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { epochSeed, IndexShuffler, indexShuffle } from '../../src/dataset/index-shuffle.js';
+
+/** Every `IndexShuffler(n, seed).get(i)` for i < n, checked to be a permutation with a reused stamp array. */
+function expectPermutation(n: number, seed: number, stamp: Uint32Array, mark: number): void {
+  const shuffler = new IndexShuffler(n, seed);
+  for (let i = 0; i < n; i++) {
+    const x = shuffler.get(i);
+    if (!(x >= 0 && x < n) || stamp[x] === mark) {
+      throw new Error(`n=${n} seed=${seed}: index ${i} maps to ${x}, out of range or already taken`);
+    }
+    stamp[x] = mark;
+  }
+}
+
+describe('IndexShuffler', () => {
+  it('is a permutation for EVERY n <= 70,000', () => {
+    // For each width b, IndexShuffler(2^b, seed) is the bare Feistel permutation P of [0, 2^b) (no
+    // cycle walking happens). Starting from g = P, the test walks n down from 2^b to 2^(b-1) + 1 and
+    // keeps g equal to the cycle walk of P into [0, n): removing n - 1 from the domain only redirects
+    // the one index that mapped to n - 1 to where n - 1 mapped. For EVERY n it checks that g is a
+    // permutation of [0, n) (a stamp array, reused) and that the real IndexShuffler(n, seed) agrees
+    // with g: at every index for n <= 4096, at 64 spread indices (ends included) above.
+    const seed = 1234;
+    const maxN = 70_000;
+    const stamp = new Uint32Array(2 ** 17);
+    let mark = 0;
+    expectPermutation(1, seed, stamp, ++mark);
+    let checked = 1;
+    for (let bits = 1; 2 ** (bits - 1) < maxN; bits++) {
+      const size = 2 ** bits;
+      const bare = new IndexShuffler(size, seed);
+      const g = new Int32Array(size);
+      const inverse = new Int32Array(size);
+      mark++;
+      for (let i = 0; i < size; i++) {
+        const x = bare.get(i);
+        if (stamp[x] === mark) throw new Error(`bare permutation of width ${bits} repeats ${x}`);
+        stamp[x] = mark;
+        g[i] = x;
+        inverse[x] = i;
+      }
+      for (let n = size; n > size / 2; n--) {
+        if (n <= maxN) {
+          mark++;
+          for (let i = 0; i < n; i++) {
+            const x = g[i]!;
+            if (x >= n || stamp[x] === mark)
+              throw new Error(`n=${n}: index ${i} maps to ${x}, taken or out of range`);
+            stamp[x] = mark;
+          }
+          const real = new IndexShuffler(n, seed);
+          const samples = n <= 4096 ? n : 64;
+          for (let s = 0; s < samples; s++) {
+            const i = samples === n ? s : Math.floor((s * (n - 1)) / (samples - 1));
+            if (real.get(i) !== g[i])
+              throw new Error(`n=${n}: get(${i}) = ${real.get(i)} but the cycle walk gives ${g[i]}`);
+          }
+          checked++;
+        }
+        const from = inverse[n - 1]!;
+        const to = g[n - 1]!;
+        if (from !== n - 1) {
+          g[from] = to;
+          inverse[to] = from;
+        }
+      }
+    }
+    expect(checked).toBe(maxN);
+  }, 120_000);
+
+  it('is a permutation at n = 2^k + 1, 2^k - 1 and 2^k for k up to 24 (where Grain repeats an index)', () => {
+    const stamp = new Uint32Array(2 ** 24 + 2);
+    let mark = 0;
+    for (let k = 1; k <= 24; k++) {
+      for (const n of k <= 20 ? [2 ** k - 1, 2 ** k, 2 ** k + 1] : [2 ** k + 1]) {
+        if (n > 0) expectPermutation(n, 99 + k, stamp, ++mark);
+      }
+    }
+  }, 120_000);
+
+  it('stays in range and injective on samples of huge domains (up to 2^53 - 1)', () => {
+    for (const n of [2 ** 31 + 1, 2 ** 32, 2 ** 40 + 1, 2 ** 47 - 3, 2 ** 53 - 1]) {
+      const shuffler = new IndexShuffler(n, 5);
+      const seen = new Set<number>();
+      // A contiguous run at the start and one at the end: both must map to distinct in-range values.
+      for (const start of [0, n - 50_000]) {
+        for (let i = start; i < start + 50_000; i++) {
+          const x = shuffler.get(i);
+          if (!(Number.isSafeInteger(x) && x >= 0 && x < n)) throw new Error(`n=${n}: get(${i}) = ${x}`);
+          seen.add(x);
+        }
+      }
+      expect(seen.size).toBe(100_000);
+      // The images are spread over the whole domain, not near the inputs.
+      let high = 0;
+      for (const x of seen) if (x >= n / 2) high++;
+      expect(high / seen.size).toBeGreaterThan(0.45);
+      expect(high / seen.size).toBeLessThan(0.55);
+    }
+  });
+
+  it('looks random: few fixed points, neighbours land far apart, seeds give unrelated orders', () => {
+    const n = 100_000;
+    const a = new IndexShuffler(n, 1);
+    const b = new IndexShuffler(n, 2);
+    let fixed = 0;
+    let same = 0;
+    let near = 0;
+    for (let i = 0; i < n; i++) {
+      if (a.get(i) === i) fixed++;
+      if (a.get(i) === b.get(i)) same++;
+      if (i > 0 && Math.abs(a.get(i) - a.get(i - 1)) < n / 100) near++;
+    }
+    // A random permutation has ~1 fixed point and ~1 agreement; ~2% of neighbours within n/100.
+    expect(fixed).toBeLessThan(10);
+    expect(same).toBeLessThan(10);
+    expect(near / n).toBeLessThan(0.03);
+  });
+
+  it('is deterministic and indexShuffle matches the class', () => {
+    const s = new IndexShuffler(1000, 42);
+    const viaFunction = Array.from({ length: 1000 }, (_, i) => indexShuffle(i, 1000, 42));
+    const viaNew = Array.from({ length: 1000 }, (_, i) => new IndexShuffler(1000, 42).get(i));
+    const viaOne = Array.from({ length: 1000 }, (_, i) => s.get(i));
+    expect(viaFunction).toEqual(viaOne);
+    expect(viaNew).toEqual(viaOne);
+    expect(new Set(viaOne).size).toBe(1000);
+  });
+
+  it('epoch keys do not alias: epoch e of seed s differs from epoch e-1 of seed s+1', () => {
+    const n = 10_000;
+    const keys = new Set<number>();
+    for (let seed = 0; seed < 50; seed++) {
+      for (let epoch = 0; epoch < 50; epoch++) keys.add(epochSeed(seed, epoch));
+    }
+    expect(keys.size).toBe(2500);
+    for (const [s, e] of [
+      [0, 1],
+      [7, 3],
+      [123456789, 1000],
+    ] as const) {
+      const x = new IndexShuffler(n, epochSeed(s, e));
+      const y = new IndexShuffler(n, epochSeed(s + 1, e - 1));
+      let equal = 0;
+      for (let i = 0; i < n; i++) if (x.get(i) === y.get(i)) equal++;
+      expect(equal).toBeLessThan(10);
+    }
+  });
+
+  it('rejects bad arguments with the standard messages', () => {
+    expect(() => new IndexShuffler(-1, 0)).toThrow(
+      new RangeError('Expected a non-negative integer for length but received -1 of type number'),
+    );
+    expect(() => new IndexShuffler(10, 1.5)).toThrow(
+      new RangeError('Expected a safe integer for seed but received 1.5 of type number'),
+    );
+    const s = new IndexShuffler(10, 0);
+    expect(() => s.get(10)).toThrow(
+      new RangeError('Expected an integer in [0, 9] for index but received 10 of type number'),
+    );
+    expect(() => s.get(0.5)).toThrow(RangeError);
+    expect(() => new IndexShuffler(0, 0).get(0)).toThrow(RangeError);
+  });
+});
