@@ -4,6 +4,7 @@ import { UsageError } from './command.js';
 /** Commands load lazily: `edl recordio cat` must not pay for TensorFlow.js start-up. */
 const commandLoaders: Record<string, () => Promise<{ command: Command }>> = {
   recordio: () => import('./commands/recordio.js'),
+  master: () => import('./commands/master.js'),
 };
 
 function topUsage(): string {

@@ -1,0 +1,81 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/main.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const simWorker = fileURLToPath(new URL('../../master/test/fixtures/sim-worker.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'edl-cli-master-'));
+
+beforeAll(() => {
+  // The simulated workers import the built @edl/proto.
+  execFileSync('pnpm', ['exec', 'tsc', '-b', 'packages/proto'], { cwd: repoRoot, stdio: 'pipe' });
+}, 120_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function io() {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: string[] = [];
+  const err: string[] = [];
+  stdout.on('data', (d) => out.push(String(d)));
+  stderr.on('data', (d) => err.push(String(d)));
+  return { io: { stdout, stderr, stdin: new PassThrough(), isTTY: false }, out, err };
+}
+
+describe('edl master', () => {
+  it('runs a training job over a CSV file with local workers, checkpoints it and prints the result', async () => {
+    const csv = join(dir, 'train.csv');
+    writeFileSync(csv, `x,y\n${Array.from({ length: 120 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+    process.env.SIM_RECORDS = '120';
+    const { io: cliIo, out, err } = io();
+    const code = await runCli(
+      [
+        'master',
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--minibatch-size',
+        '10',
+        '--num-minibatches-per-task',
+        '2',
+        '--num-epochs',
+        '2',
+        '--optimizer',
+        'sgd',
+        '--learning-rate',
+        '1',
+        '--checkpoint-dir',
+        join(dir, 'ckpt'),
+        '--num-workers',
+        '2',
+        '--worker-command',
+        JSON.stringify([process.execPath, simWorker]),
+      ],
+      cliIo,
+    );
+    const stdout = out.join('');
+    expect(err.join('')).toContain('job succeeded');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^EDL_MASTER_ADDR=127\.0\.0\.1:\d+\nEDL_JOB_TOKEN=[0-9a-f]{64}\n/);
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    expect(result).toMatchObject({ state: 'succeeded', modelVersion: 24 });
+    expect(readFileSync(result.checkpoint).subarray(0, 8).toString()).toBe('EDLCKPT1');
+  }, 60_000);
+
+  it('refuses bad arguments with a usage error', async () => {
+    const { io: cliIo, err } = io();
+    expect(await runCli(['master', '--training-data', 'x.csv', '--mode', 'fast'], cliIo)).toBe(2);
+    expect(err.join('')).toContain("edl master: expected sync or async for --mode but received 'fast'");
+    const second = io();
+    expect(await runCli(['master'], second.io)).toBe(2);
+    expect(second.err.join('')).toContain(
+      'no data: give --training-data, --validation-data or --prediction-data',
+    );
+  });
+});
