@@ -5,6 +5,11 @@ import { UsageError } from './command.js';
 const commandLoaders: Record<string, () => Promise<{ command: Command }>> = {
   recordio: () => import('./commands/recordio.js'),
   master: () => import('./commands/master.js'),
+  train: () => import('./commands/train.js'),
+  evaluate: () => import('./commands/evaluate.js'),
+  predict: () => import('./commands/predict.js'),
+  demo: () => import('./commands/demo.js'),
+  worker: () => import('./commands/worker.js'),
 };
 
 function topUsage(): string {

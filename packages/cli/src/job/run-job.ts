@@ -1,0 +1,258 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DataReader } from '@edl/data';
+import {
+  type JobResult,
+  type JobType,
+  type MasterLogger,
+  type StartMasterOptions,
+  startMaster,
+} from '@edl/master';
+import { formatTimerTable, sumTimerTotals, type TimersReport } from '@edl/worker';
+import type { CommandIO } from '../command.js';
+import { UsageError } from '../command.js';
+import { type JobOptions, workerArgs } from './job-options.js';
+import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
+import { ProgressBar } from './progress.js';
+
+/** What a worker process leaves in the stats directory when it ends. */
+export interface WorkerStatsFile {
+  readonly workerId: string;
+  readonly backend: string;
+  readonly steps: number;
+  readonly records: Record<string, number>;
+  readonly lastLoss?: number;
+  readonly timers: TimersReport;
+}
+
+/** What {@link runJob} hands back besides printing. */
+export interface JobOutcome {
+  readonly result: JobResult;
+  readonly workers: readonly WorkerStatsFile[];
+  readonly exitCode: number;
+}
+
+/** The `edl` executable the workers run: this package's bin, compiled. */
+function edlBin(): string {
+  const here = fileURLToPath(import.meta.url);
+  const bin = path.join(path.dirname(here), '..', 'bin', here.endsWith('.ts') ? 'edl.ts' : 'edl.js');
+  if (here.endsWith('.ts')) {
+    // Running from sources (tests): use the compiled CLI, which `pnpm build` produces.
+    return fileURLToPath(new URL('../../dist/bin/edl.js', import.meta.url));
+  }
+  return bin;
+}
+
+function jobTypeOf(kind: 'train' | 'evaluate' | 'predict', options: JobOptions): JobType {
+  if (kind === 'train') {
+    if (options.trainingData === undefined) throw new UsageError('--training-data is required');
+    return options.validationData === undefined ? 'training' : 'training-with-evaluation';
+  }
+  if (kind === 'evaluate') {
+    if (options.validationData === undefined) throw new UsageError('--validation-data is required');
+    if (options.modelCheckpoint === undefined && options.checkpointDir === undefined) {
+      throw new UsageError(
+        '--model-checkpoint (or --checkpoint-dir) is required: evaluation needs a trained model',
+      );
+    }
+    return 'evaluation';
+  }
+  if (options.predictionData === undefined) throw new UsageError('--prediction-data is required');
+  if (options.modelCheckpoint === undefined && options.checkpointDir === undefined) {
+    throw new UsageError(
+      '--model-checkpoint (or --checkpoint-dir) is required: prediction needs a trained model',
+    );
+  }
+  return 'prediction';
+}
+
+function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger {
+  const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
+    if (bar !== undefined) {
+      if (level !== 'info') bar.log(`${level}: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
+      return;
+    }
+    io.stderr.write(
+      `${JSON.stringify({ ts: new Date().toISOString(), level, source: 'master', message, ...fields })}\n`,
+    );
+  };
+  return {
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+/**
+ * Runs a job end to end in this process: a master over gRPC on 127.0.0.1, `numWorkers` local
+ * `edl worker` processes, progress (a bar on a terminal, JSON lines otherwise), and at the end the
+ * evaluation metrics and seed 004's timing table (JSON too with `--stats`).
+ */
+export async function runJob(
+  kind: 'train' | 'evaluate' | 'predict',
+  options: JobOptions,
+  io: CommandIO,
+): Promise<JobOutcome> {
+  const jobType = jobTypeOf(kind, options);
+  const modelDefPath = resolveModelDef(options.modelDef);
+  const definition = await loadModel(options.modelDef);
+  const open = (origin: string | undefined): Promise<DataReader<unknown>> | undefined =>
+    origin === undefined
+      ? undefined
+      : openReader(origin, definition, options.dataReader, options.dataReaderParams);
+  const trainingReader = jobType.startsWith('training') ? await open(options.trainingData) : undefined;
+  const evaluationReader = jobType === 'prediction' ? undefined : await open(options.validationData);
+  const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
+  const statsDir = await mkdtemp(path.join(tmpdir(), 'edl-stats-'));
+  const predictionOutput =
+    kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
+  const bar = io.isTTY ? new ProgressBar(io.stderr) : undefined;
+  let lastLoss: number | undefined;
+
+  const onOutput = (workerId: string, line: string) => {
+    let event: Record<string, unknown> | undefined;
+    try {
+      event = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      event = undefined;
+    }
+    if (event !== undefined && typeof event.loss === 'number') lastLoss = event.loss;
+    if (bar !== undefined) {
+      if (
+        event === undefined ||
+        event.level === 'warn' ||
+        event.level === 'error' ||
+        event.event === 'backend.selected'
+      ) {
+        bar.log(
+          `[${workerId}] ${event ? `${String(event.event)} ${JSON.stringify({ ...event, ts: undefined, level: undefined, event: undefined, worker: undefined })}` : line}`,
+        );
+      }
+      return;
+    }
+    io.stderr.write(event === undefined ? `[${workerId}] ${line}\n` : `${line}\n`);
+  };
+
+  const masterOptions: StartMasterOptions = {
+    jobType,
+    ...(trainingReader ? { trainingReader } : {}),
+    ...(evaluationReader ? { evaluationReader } : {}),
+    ...(predictionReader ? { predictionReader } : {}),
+    minibatchSize: options.minibatchSize,
+    numMinibatchesPerTask: options.numMinibatchesPerTask,
+    numEpochs: options.numEpochs,
+    evaluationSteps: options.evaluationSteps,
+    shuffle: options.shuffle,
+    seed: options.seed,
+    leaseMs: options.leaseMs,
+    parameterStore: {
+      gradsToWait: options.gradsToWait,
+      optimizer: { type: definition.optimizer.name, ...definition.optimizer.params } as never,
+    },
+    ...(options.checkpointDir ? { checkpointDir: path.resolve(options.checkpointDir) } : {}),
+    checkpointSteps: options.checkpointSteps,
+    ...(options.modelCheckpoint ? { modelCheckpoint: path.resolve(options.modelCheckpoint) } : {}),
+    ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
+    logger: masterLogger(io, bar),
+    workers: {
+      command: process.execPath,
+      args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
+      numWorkers: options.numWorkers,
+      maxRestarts: options.maxRestarts,
+      onOutput,
+    },
+  };
+  const handle = await startMaster(masterOptions);
+  const timer = setInterval(
+    () => {
+      const status = handle.master.status();
+      const state = {
+        phase: status.phase,
+        epoch: status.epoch,
+        numEpochs: jobType.startsWith('training') ? status.numEpochs : 0,
+        recordsDone: status.recordsDone,
+        recordsTotal: status.recordsTotal,
+        ...(lastLoss === undefined ? {} : { loss: lastLoss }),
+        modelVersion: status.modelVersion,
+      };
+      if (bar !== undefined) bar.update(state);
+    },
+    bar === undefined ? 5000 : 250,
+  );
+  timer.unref();
+  let result: JobResult;
+  try {
+    result = await handle.wait();
+  } finally {
+    clearInterval(timer);
+    bar?.clear();
+  }
+
+  const workers = readdirSync(statsDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(path.join(statsDir, f), 'utf8')) as WorkerStatsFile);
+  if (predictionOutput !== undefined) await mergePredictions(predictionOutput, statsDir);
+  await rm(statsDir, { recursive: true, force: true });
+  await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
+
+  for (const evaluation of result.evaluations) {
+    const metrics = Object.entries(evaluation.metrics)
+      .map(([name, value]) => `${name}=${value.toFixed(4)}`)
+      .join(' ');
+    io.stdout.write(
+      `evaluation round ${evaluation.round} (model v${evaluation.modelVersion}, ${evaluation.records} records): ${metrics}\n`,
+    );
+  }
+  if (predictionOutput !== undefined) io.stdout.write(`predictions written to ${predictionOutput}\n`);
+  if (workers.length > 0) {
+    const rows = workers.map((w) => ({
+      label: w.workerId,
+      totalSeconds: w.timers.totalSeconds,
+      job: w.timers.job,
+    }));
+    if (rows.length > 1) {
+      rows.push({
+        label: 'all workers',
+        totalSeconds: Math.max(...workers.map((w) => w.timers.totalSeconds)),
+        job: sumTimerTotals(workers.map((w) => w.timers)),
+      });
+    }
+    io.stdout.write(
+      `\nTiming (seconds; wall-clock spans, which overlap when the pipeline prefetches):\n${formatTimerTable(rows)}\n`,
+    );
+  }
+  if (options.stats) {
+    io.stdout.write(
+      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, evaluations: result.evaluations, workers })}\n`,
+    );
+  }
+  if (result.state === 'succeeded') {
+    io.stdout.write(
+      `job ${result.state}: model v${result.modelVersion}${result.checkpoint ? `, checkpoint ${result.checkpoint}` : ''}\n`,
+    );
+    return { result, workers, exitCode: 0 };
+  }
+  io.stderr.write(`job failed: ${result.error?.message ?? 'unknown error'}\n`);
+  return { result, workers, exitCode: 1 };
+}
+
+/** Concatenates the workers' prediction part files into `output`, ordered by shard and record. */
+async function mergePredictions(output: string, statsDir: string): Promise<void> {
+  const parts = readdirSync(statsDir).filter((f) => f.endsWith('.predictions.jsonl'));
+  const lines: Array<{ shard: string; record: number; text: string }> = [];
+  for (const part of parts) {
+    for (const text of readFileSync(path.join(statsDir, part), 'utf8').split('\n')) {
+      if (text === '') continue;
+      const { shard, record } = JSON.parse(text) as { shard: string; record: number };
+      lines.push({ shard, record, text });
+    }
+  }
+  lines.sort((a, b) => (a.shard === b.shard ? a.record - b.record : a.shard < b.shard ? -1 : 1));
+  await writeFile(output, '');
+  if (lines.length > 0) await appendFile(output, `${lines.map((l) => l.text).join('\n')}\n`);
+  if (!existsSync(output)) throw new Error(`could not write ${output}`);
+}
