@@ -35,7 +35,7 @@ export function expectSameShape(a: JsonValue, b: JsonValue, path = 'state'): voi
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) {
       throw new Error(`${path}: array shape changed from ${JSON.stringify(a)} to ${JSON.stringify(b)}`);
     }
-    a.forEach((item, i) => expectSameShape(item, b[i]!, `${path}[${i}]`));
+    for (let i = 0; i < a.length; i++) expectSameShape(a[i]!, b[i]!, `${path}[${i}]`);
     return;
   }
   if (typeof a !== typeof b) throw new Error(`${path}: type changed from ${typeof a} to ${typeof b}`);
@@ -54,7 +54,8 @@ function clone(state: JsonObject): JsonObject {
 
 /**
  * Grain's `assert_equal_output_after_checkpoint` for our iterators. It reads `steps` results from a
- * fresh iterator, saving the state before each, then checks that:
+ * fresh iterator, saving the state before each (after letting background read-ahead run), then
+ * checks that:
  * - every state is plain JSON (survives JSON.stringify/parse unchanged) of one fixed shape;
  * - a fresh iterator restored to the state saved before step k (for EVERY k, and the final state)
  *   reports that state back and produces exactly the results k, k+1, ...;
@@ -73,6 +74,8 @@ export async function assertCheckpointRoundTrip<T>(
   const states: JsonObject[] = [];
   const results: IteratorResult<T>[] = [];
   for (let k = 0; k < steps; k++) {
+    // Let background read-ahead progress first: the state must not depend on it.
+    await delay(3);
     const state = reference.getState();
     states.push(clone(state));
     expect(state, `state before step ${k} is plain JSON`).toEqual(states[k]);
