@@ -43,7 +43,7 @@ describe('MixSchedule', () => {
         counts[k]!++;
         expect(schedule.positionOf(k, element)).toBe(p);
       }
-      counts.forEach((count, k) => expect(count).toBe(3 * schedule.counts[k]!));
+      for (const [k, count] of counts.entries()) expect(count).toBe(3 * schedule.counts[k]!);
     }
     expect(new MixSchedule([0.2, 0.3, 0.5]).counts).toEqual([2, 3, 5]);
     expect(new MixSchedule([6, 4]).counts).toEqual([3, 2]);
