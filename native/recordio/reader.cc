@@ -134,11 +134,15 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
   const uint64_t end = start + count;
   const auto& chunks = index.chunks;
   // First chunk holding record `start` (zero-record chunks before it hold nothing requested).
-  size_t first = static_cast<size_t>(
-      std::partition_point(
-          chunks.begin(), chunks.end(),
-          [start](const ChunkInfo& c) { return c.first_record + c.header.num_records <= start; }) -
-      chunks.begin());
+  // An empty range touches no chunk (and so meets no fault) except the bad tail below.
+  size_t first =
+      count == 0 ? chunks.size()
+                 : static_cast<size_t>(
+                       std::partition_point(chunks.begin(), chunks.end(),
+                                            [start](const ChunkInfo& c) {
+                                              return c.first_record + c.header.num_records <= start;
+                                            }) -
+                       chunks.begin());
 
   // One reservation for the whole batch: exact for stored chunks, an estimate otherwise.
   uint64_t data_estimate = 0;

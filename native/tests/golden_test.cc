@@ -157,6 +157,16 @@ TEST(BadCrcStopsAtChunkZero) {
   CHECK_EQ(Delivered(out), 0u);
 }
 
+TEST(EmptyRangeTouchesNoChunk) {
+  Opened o = Open("bad-crc-none-64k.rio");
+  for (uint64_t start : {0, 5, 611, 8192}) {
+    ReadOutput out;
+    CHECK_OK(ReadRecords(*o.file, o.index, start, 0, false, &out));
+    CHECK(!out.has_error);
+    CHECK_EQ(out.data.size(), 0u);
+  }
+}
+
 TEST(BadCrcSkipDeliversChunksOneToFourteen) {
   Opened o = Open("bad-crc-none-64k.rio");
   ReadOutput out;
