@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import {
+  CallErrorSchema,
   DEFAULT_MAX_MESSAGE_BYTES,
   fromTensorMessage,
   GetJobStatusResponseSchema,
@@ -15,6 +16,9 @@ import {
   ReportTaskResultResponseSchema,
   ReportVariablesResponseSchema,
   ScaleWorkersResponseSchema,
+  type TaskStreamRequest,
+  type TaskStreamResponse,
+  TaskStreamResponseSchema,
   toSafeNumber,
   toTaskMessage,
   toTensorMessage,
@@ -24,6 +28,7 @@ import {
   type Metadata,
   Server,
   ServerCredentials,
+  type ServerDuplexStream,
   type ServerUnaryCall,
   type ServiceError,
   type sendUnaryData,
@@ -122,25 +127,68 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   const d = masterServiceDefinition;
   type In<K extends keyof typeof d> = Parameters<(typeof d)[K]['requestSerialize']>[0];
 
+  const getTask = (r: In<'getTask'>) => {
+    const reply = master.getTask(checkString(r.workerId, 'workerId'));
+    return create(GetTaskResponseSchema, {
+      ...(reply.task ? { task: toTaskMessage(reply.task) } : {}),
+      jobFinished: reply.jobFinished,
+      jobError: reply.jobError,
+    });
+  };
+  const reportTaskResult = (r: In<'reportTaskResult'>) =>
+    create(ReportTaskResultResponseSchema, {
+      accepted: master.reportTaskResult(
+        checkString(r.workerId, 'workerId'),
+        toSafeNumber(r.taskId, 'taskId'),
+        toSafeNumber(r.recordsDone, 'recordsDone'),
+        r.error,
+      ),
+    });
+  const heartbeat = (r: In<'heartbeat'>) => {
+    const reply = master.heartbeat(checkString(r.workerId, 'workerId'));
+    return create(HeartbeatResponseSchema, {
+      shouldStop: reply.shouldStop,
+      modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
+    });
+  };
+
+  /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
+  const taskStream = (call: ServerDuplexStream<TaskStreamRequest, TaskStreamResponse>) => {
+    if (!authorized(call.metadata)) {
+      call.emit(
+        'error',
+        grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
+      );
+      return;
+    }
+    call.on('data', (request: TaskStreamRequest) => {
+      let result: TaskStreamResponse['result'];
+      try {
+        const c = request.call;
+        if (c.case === 'getTask') result = { case: 'getTask', value: getTask(c.value) };
+        else if (c.case === 'reportTaskResult')
+          result = { case: 'reportTaskResult', value: reportTaskResult(c.value) };
+        else if (c.case === 'heartbeat') result = { case: 'heartbeat', value: heartbeat(c.value) };
+        else throw new RangeError('Expected a call in a TaskStreamRequest but received none');
+      } catch (error) {
+        const failure = toStatus(error);
+        result = {
+          case: 'error',
+          value: create(CallErrorSchema, {
+            code: failure.code ?? status.INTERNAL,
+            details: failure.details ?? '',
+          }),
+        };
+      }
+      call.write(create(TaskStreamResponseSchema, { callId: request.callId, result }));
+    });
+    call.on('end', () => call.end());
+    call.on('error', () => {});
+  };
+
   const implementation = {
-    getTask: unary((r: In<'getTask'>) => {
-      const reply = master.getTask(checkString(r.workerId, 'workerId'));
-      return create(GetTaskResponseSchema, {
-        ...(reply.task ? { task: toTaskMessage(reply.task) } : {}),
-        jobFinished: reply.jobFinished,
-        jobError: reply.jobError,
-      });
-    }),
-    reportTaskResult: unary((r: In<'reportTaskResult'>) =>
-      create(ReportTaskResultResponseSchema, {
-        accepted: master.reportTaskResult(
-          checkString(r.workerId, 'workerId'),
-          toSafeNumber(r.taskId, 'taskId'),
-          toSafeNumber(r.recordsDone, 'recordsDone'),
-          r.error,
-        ),
-      }),
-    ),
+    getTask: unary(getTask),
+    reportTaskResult: unary(reportTaskResult),
     getModel: unary((r: In<'getModel'>) => {
       const model = master.getModel(toSafeNumber(r.version, 'version'));
       return create(GetModelResponseSchema, {
@@ -187,13 +235,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
       });
     }),
-    heartbeat: unary((r: In<'heartbeat'>) => {
-      const reply = master.heartbeat(checkString(r.workerId, 'workerId'));
-      return create(HeartbeatResponseSchema, {
-        shouldStop: reply.shouldStop,
-        modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
-      });
-    }),
+    heartbeat: unary(heartbeat),
     scaleWorkers: (call: ServerUnaryCall<In<'scaleWorkers'>, unknown>, callback: sendUnaryData<unknown>) => {
       if (!authorized(call.metadata)) {
         callback(
@@ -233,6 +275,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       });
     }),
     ping: unary((_r: In<'ping'>) => create(PingResponseSchema, {})),
+    taskStream,
   };
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 

@@ -87,6 +87,7 @@ describe('real gRPC master with real worker processes', () => {
           SIM_MINIBATCH: '10',
           SIM_STEP_DELAY_MS: '8',
           SIM_DUPLICATE_EVERY: '7',
+          SIM_TRANSPORT: 'stream',
         },
         onOutput: (id, line) => output.push(`${id}: ${line}`),
       },

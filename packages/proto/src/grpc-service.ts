@@ -29,15 +29,20 @@ function deserializer<D extends DescMessage>(schema: D): (bytes: Buffer) => Mess
 }
 
 function buildDefinition<
-  S extends GenService<Record<string, { methodKind: 'unary'; input: DescMessage; output: DescMessage }>>,
+  S extends GenService<
+    Record<string, { methodKind: 'unary' | 'bidi_streaming'; input: DescMessage; output: DescMessage }>
+  >,
 >(service: S): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const method of service.methods) {
-    if (method.methodKind !== 'unary') throw new Error(`${service.typeName}.${method.name} is not unary`);
+    const bidi = method.methodKind === 'bidi_streaming';
+    if (!bidi && method.methodKind !== 'unary') {
+      throw new Error(`${service.typeName}.${method.name} is neither unary nor bidi-streaming`);
+    }
     definition[method.localName] = {
       path: `/${service.typeName}/${method.name}`,
-      requestStream: false,
-      responseStream: false,
+      requestStream: bidi,
+      responseStream: bidi,
       requestSerialize: serializer(method.input) as (value: unknown) => Buffer,
       requestDeserialize: deserializer(method.input),
       responseSerialize: serializer(method.output) as (value: unknown) => Buffer,

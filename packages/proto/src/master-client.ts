@@ -1,5 +1,13 @@
 import { create } from '@bufbuild/protobuf';
-import { ChannelCredentials, Client, connectivityState, Metadata, type ServiceError } from '@grpc/grpc-js';
+import {
+  ChannelCredentials,
+  Client,
+  type ClientDuplexStream,
+  connectivityState,
+  status as grpcStatus,
+  Metadata,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { MasterRpcError } from './errors.js';
 import {
   GetJobStatusRequestSchema,
@@ -14,6 +22,9 @@ import {
   ReportTaskResultRequestSchema,
   ReportVariablesRequestSchema,
   ScaleWorkersRequestSchema,
+  type TaskStreamRequest,
+  TaskStreamRequestSchema,
+  type TaskStreamResponse,
 } from './generated/edl/v1/master_pb.js';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -32,6 +43,23 @@ export interface MasterClientOptions {
   readonly maxMessageBytes?: number;
   /** How long `connect` waits for the channel to be ready, in milliseconds (default 10,000). */
   readonly connectTimeoutMs?: number;
+  /**
+   * How getTask, reportTaskResult and heartbeat travel: 'unary' calls (default), or 'stream':
+   * multiplexed on one long-lived TaskStream per client, several times cheaper per call. Errors are
+   * the same MasterRpcErrors either way; a broken stream fails its pending calls with UNAVAILABLE and
+   * the next call opens a new one.
+   */
+  readonly transport?: 'unary' | 'stream';
+}
+
+type StreamCall = NonNullable<TaskStreamRequest['call']>;
+type StreamResult = TaskStreamResponse['result'];
+
+interface PendingCall {
+  readonly method: string;
+  readonly resolve: (result: StreamResult) => void;
+  readonly reject: (error: MasterRpcError) => void;
+  readonly timer: NodeJS.Timeout;
 }
 
 /** The model as a worker sees it. */
@@ -117,6 +145,10 @@ export class MasterClient {
   readonly #client: Client;
   readonly #token: string;
   readonly #deadlineMs: number;
+  readonly #useStream: boolean;
+  #stream: ClientDuplexStream<TaskStreamRequest, TaskStreamResponse> | undefined;
+  readonly #pending = new Map<number, PendingCall>();
+  #nextCallId = 1;
   #closed = false;
 
   constructor(
@@ -133,6 +165,7 @@ export class MasterClient {
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.#token = token;
     this.#deadlineMs = options.deadlineMs ?? 30_000;
+    this.#useStream = options.transport === 'stream';
     this.#client = new Client(address, ChannelCredentials.createInsecure(), {
       'grpc.max_receive_message_length': maxBytes,
       'grpc.max_send_message_length': maxBytes,
@@ -171,7 +204,12 @@ export class MasterClient {
 
   /** Asks for the next task. `task` is absent and `jobFinished` true once the job is over. */
   async getTask(workerId: string): Promise<GetTaskResult> {
-    const response = await this.#call('getTask', create(GetTaskRequestSchema, { workerId }));
+    const request = create(GetTaskRequestSchema, { workerId });
+    const response = this.#useStream
+      ? ((await this.#streamCall('getTask', { case: 'getTask', value: request })).value as Awaited<
+          ReturnType<MasterClient['getTaskMessage']>
+        >)
+      : await this.getTaskMessage(request);
     return {
       ...(response.task ? { task: fromTaskMessage(response.task) } : {}),
       jobFinished: response.jobFinished,
@@ -179,17 +217,24 @@ export class MasterClient {
     };
   }
 
+  /** The raw unary GetTask call (benchmarks and tests; prefer getTask). */
+  getTaskMessage(request: ReturnType<typeof create<typeof GetTaskRequestSchema>>) {
+    return this.#call('getTask', request);
+  }
+
   /** Reports the end (or failure) of a task. */
   async reportTaskResult(report: TaskResultReport): Promise<{ accepted: boolean }> {
-    const response = await this.#call(
-      'reportTaskResult',
-      create(ReportTaskResultRequestSchema, {
-        workerId: report.workerId,
-        taskId: toWireInt(report.taskId, 'taskId'),
-        recordsDone: toWireInt(report.recordsDone ?? 0, 'recordsDone'),
-        error: report.error ?? '',
-      }),
-    );
+    const request = create(ReportTaskResultRequestSchema, {
+      workerId: report.workerId,
+      taskId: toWireInt(report.taskId, 'taskId'),
+      recordsDone: toWireInt(report.recordsDone ?? 0, 'recordsDone'),
+      error: report.error ?? '',
+    });
+    if (this.#useStream) {
+      const result = await this.#streamCall('reportTaskResult', { case: 'reportTaskResult', value: request });
+      return { accepted: result.case === 'reportTaskResult' && result.value.accepted };
+    }
+    const response = await this.#call('reportTaskResult', request);
     return { accepted: response.accepted };
   }
 
@@ -263,7 +308,16 @@ export class MasterClient {
 
   /** Renews the leases of every task this worker holds. */
   async heartbeat(workerId: string): Promise<{ shouldStop: boolean; modelVersion: number }> {
-    const response = await this.#call('heartbeat', create(HeartbeatRequestSchema, { workerId }));
+    const request = create(HeartbeatRequestSchema, { workerId });
+    let response: { shouldStop: boolean; modelVersion: bigint };
+    if (this.#useStream) {
+      const result = await this.#streamCall('heartbeat', { case: 'heartbeat', value: request });
+      if (result.case !== 'heartbeat')
+        throw new MasterRpcError('heartbeat', grpcStatus.INTERNAL, 'wrong reply type');
+      response = result.value;
+    } else {
+      response = await this.#call('heartbeat', request);
+    }
     return {
       shouldStop: response.shouldStop,
       modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
@@ -298,11 +352,78 @@ export class MasterClient {
     await this.#call('ping', create(PingRequestSchema, {}));
   }
 
-  /** Closes the channel; idempotent. */
+  /** Closes the channel; idempotent. Calls still pending fail with CANCELLED. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#stream?.end();
+    this.#failPending(grpcStatus.CANCELLED, 'client closed');
     this.#client.close();
+  }
+
+  #openStream(): ClientDuplexStream<TaskStreamRequest, TaskStreamResponse> {
+    const definition = masterServiceDefinition.taskStream;
+    const metadata = new Metadata();
+    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
+    const stream = this.#client.makeBidiStreamRequest(
+      definition.path,
+      definition.requestSerialize as (value: TaskStreamRequest) => Buffer,
+      definition.responseDeserialize as (bytes: Buffer) => TaskStreamResponse,
+      metadata,
+      {},
+    );
+    stream.on('data', (response: TaskStreamResponse) => {
+      const pending = this.#pending.get(response.callId);
+      if (pending === undefined) return;
+      this.#pending.delete(response.callId);
+      clearTimeout(pending.timer);
+      if (response.result.case === 'error') {
+        pending.reject(
+          new MasterRpcError(pending.method, response.result.value.code, response.result.value.details),
+        );
+      } else {
+        pending.resolve(response.result);
+      }
+    });
+    const broken = (code: number, details: string) => {
+      if (this.#stream === stream) this.#stream = undefined;
+      this.#failPending(code, details);
+    };
+    stream.on('error', (error: ServiceError) => broken(error.code, error.details || error.message));
+    stream.on('end', () => broken(grpcStatus.UNAVAILABLE, 'task stream ended'));
+    return stream;
+  }
+
+  #failPending(code: number, details: string): void {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const call of pending) {
+      clearTimeout(call.timer);
+      call.reject(new MasterRpcError(call.method, code, details));
+    }
+  }
+
+  #streamCall(method: string, call: StreamCall): Promise<StreamResult> {
+    if (this.#closed)
+      return Promise.reject(new MasterRpcError(method, grpcStatus.CANCELLED, 'client closed'));
+    this.#stream ??= this.#openStream();
+    const callId = this.#nextCallId;
+    this.#nextCallId = (this.#nextCallId % 0xffffffff) + 1;
+    return new Promise<StreamResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.#pending.delete(callId)) {
+          reject(
+            new MasterRpcError(
+              method,
+              grpcStatus.DEADLINE_EXCEEDED,
+              `no answer within ${this.#deadlineMs} ms`,
+            ),
+          );
+        }
+      }, this.#deadlineMs);
+      this.#pending.set(callId, { method, resolve, reject, timer });
+      this.#stream?.write(create(TaskStreamRequestSchema, { callId, call }));
+    });
   }
 
   #call<K extends keyof typeof masterServiceDefinition>(

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIjUKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAyJbChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvciJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMinQEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yIm4KFlJlcG9ydEdyYWRpZW50UmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDW1vZGVsX3ZlcnNpb24YAiABKAMSFQoNdGFza19wcm9ncmVzcxgDIAEoAyIpCgtNZWFuUGFydGlhbBILCgNzdW0YASABKAESDQoFY291bnQYAiABKAEiMgoKQXVjUGFydGlhbBIRCglwb3NpdGl2ZXMYASADKAESEQoJbmVnYXRpdmVzGAIgAygBIl8KDU1ldHJpY1BhcnRpYWwSIwoEbWVhbhgBIAEoCzITLmVkbC52MS5NZWFuUGFydGlhbEgAEiEKA2F1YxgCIAEoCzISLmVkbC52MS5BdWNQYXJ0aWFsSABCBgoEa2luZCKQAgoeUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgDEhMKC3JhbmdlX3N0YXJ0GAMgASgDEhEKCXJhbmdlX2VuZBgEIAEoAxIVCg1tb2RlbF92ZXJzaW9uGAUgASgDEkQKB21ldHJpY3MYBiADKAsyMy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0Lk1ldHJpY3NFbnRyeRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiJQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSqnAQoIVGFza1R5cGUSGQoVVEFTS19UWVBFX1VOU1BFQ0lGSUVEEAASFgoSVEFTS19UWVBFX1RSQUlOSU5HEAESGAoUVEFTS19UWVBFX0VWQUxVQVRJT04QAhIYChRUQVNLX1RZUEVfUFJFRElDVElPThADEhIKDlRBU0tfVFlQRV9XQUlUEAQSIAocVEFTS19UWVBFX1RSQUlOX0VORF9DQUxMQkFDSxAFKtQBCg5HcmFkaWVudFN0YXR1cxIfChtHUkFESUVOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhHUkFESUVOVF9TVEFUVVNfQUNDRVBURUQQARIZChVHUkFESUVOVF9TVEFUVVNfU1RBTEUQAhIjCh9HUkFESUVOVF9TVEFUVVNfQUxSRUFEWV9BUFBMSUVEEAMSIAocR1JBRElFTlRfU1RBVFVTX09VVF9PRl9PUkRFUhAEEiEKHUdSQURJRU5UX1NUQVRVU19UQVNLX05PVF9IRUxEEAUy/QUKDU1hc3RlclNlcnZpY2USOgoHR2V0VGFzaxIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdBoXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2USVQoQUmVwb3J0VGFza1Jlc3VsdBIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBogLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVzcG9uc2USPQoIR2V0TW9kZWwSFy5lZGwudjEuR2V0TW9kZWxSZXF1ZXN0GhguZWRsLnYxLkdldE1vZGVsUmVzcG9uc2USUgoPUmVwb3J0VmFyaWFibGVzEh4uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QaHy5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USTwoOUmVwb3J0R3JhZGllbnQSHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2USagoXUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3MSJi5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0GicuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZWRsLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5lZGwudjEuSGVhcnRiZWF0UmVzcG9uc2USSQoMU2NhbGVXb3JrZXJzEhsuZWRsLnYxLlNjYWxlV29ya2Vyc1JlcXVlc3QaHC5lZGwudjEuU2NhbGVXb3JrZXJzUmVzcG9uc2USSQoMR2V0Sm9iU3RhdHVzEhsuZWRsLnYxLkdldEpvYlN0YXR1c1JlcXVlc3QaHC5lZGwudjEuR2V0Sm9iU3RhdHVzUmVzcG9uc2USMQoEUGluZxITLmVkbC52MS5QaW5nUmVxdWVzdBoULmVkbC52MS5QaW5nUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIjUKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAyJbChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvciJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMinQEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yIm4KFlJlcG9ydEdyYWRpZW50UmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDW1vZGVsX3ZlcnNpb24YAiABKAMSFQoNdGFza19wcm9ncmVzcxgDIAEoAyIpCgtNZWFuUGFydGlhbBILCgNzdW0YASABKAESDQoFY291bnQYAiABKAEiMgoKQXVjUGFydGlhbBIRCglwb3NpdGl2ZXMYASADKAESEQoJbmVnYXRpdmVzGAIgAygBIl8KDU1ldHJpY1BhcnRpYWwSIwoEbWVhbhgBIAEoCzITLmVkbC52MS5NZWFuUGFydGlhbEgAEiEKA2F1YxgCIAEoCzISLmVkbC52MS5BdWNQYXJ0aWFsSABCBgoEa2luZCKQAgoeUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgDEhMKC3JhbmdlX3N0YXJ0GAMgASgDEhEKCXJhbmdlX2VuZBgEIAEoAxIVCg1tb2RlbF92ZXJzaW9uGAUgASgDEkQKB21ldHJpY3MYBiADKAsyMy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0Lk1ldHJpY3NFbnRyeRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiJQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0KqcBCghUYXNrVHlwZRIZChVUQVNLX1RZUEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1RZUEVfVFJBSU5JTkcQARIYChRUQVNLX1RZUEVfRVZBTFVBVElPThACEhgKFFRBU0tfVFlQRV9QUkVESUNUSU9OEAMSEgoOVEFTS19UWVBFX1dBSVQQBBIgChxUQVNLX1RZUEVfVFJBSU5fRU5EX0NBTExCQUNLEAUq1AEKDkdyYWRpZW50U3RhdHVzEh8KG0dSQURJRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGEdSQURJRU5UX1NUQVRVU19BQ0NFUFRFRBABEhkKFUdSQURJRU5UX1NUQVRVU19TVEFMRRACEiMKH0dSQURJRU5UX1NUQVRVU19BTFJFQURZX0FQUExJRUQQAxIgChxHUkFESUVOVF9TVEFUVVNfT1VUX09GX09SREVSEAQSIQodR1JBRElFTlRfU1RBVFVTX1RBU0tfTk9UX0hFTEQQBTLGBgoNTWFzdGVyU2VydmljZRI6CgdHZXRUYXNrEhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0GhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZRJVChBSZXBvcnRUYXNrUmVzdWx0Eh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0GiAuZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXNwb25zZRI9CghHZXRNb2RlbBIXLmVkbC52MS5HZXRNb2RlbFJlcXVlc3QaGC5lZGwudjEuR2V0TW9kZWxSZXNwb25zZRJSCg9SZXBvcnRWYXJpYWJsZXMSHi5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVxdWVzdBofLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXNwb25zZRJPCg5SZXBvcnRHcmFkaWVudBIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZRJqChdSZXBvcnRFdmFsdWF0aW9uTWV0cmljcxImLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QaJy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXNwb25zZRJACglIZWFydGJlYXQSGC5lZGwudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmVkbC52MS5IZWFydGJlYXRSZXNwb25zZRJJCgxTY2FsZVdvcmtlcnMSGy5lZGwudjEuU2NhbGVXb3JrZXJzUmVxdWVzdBocLmVkbC52MS5TY2FsZVdvcmtlcnNSZXNwb25zZRJJCgxHZXRKb2JTdGF0dXMSGy5lZGwudjEuR2V0Sm9iU3RhdHVzUmVxdWVzdBocLmVkbC52MS5HZXRKb2JTdGF0dXNSZXNwb25zZRIxCgRQaW5nEhMuZWRsLnYxLlBpbmdSZXF1ZXN0GhQuZWRsLnYxLlBpbmdSZXNwb25zZRJHCgpUYXNrU3RyZWFtEhkuZWRsLnYxLlRhc2tTdHJlYW1SZXF1ZXN0GhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -744,6 +744,121 @@ export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
   messageDesc(file_edl_v1_master, 25);
 
 /**
+ * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
+ * message each way instead of a whole unary call (headers, trailers, a new stream).
+ *
+ * @generated from message edl.v1.TaskStreamRequest
+ */
+export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
+  /**
+   * Chosen by the client, echoed in the response (calls may be answered out of order).
+   *
+   * @generated from field: uint32 call_id = 1;
+   */
+  callId: number;
+
+  /**
+   * @generated from oneof edl.v1.TaskStreamRequest.call
+   */
+  call: {
+    /**
+     * @generated from field: edl.v1.GetTaskRequest get_task = 2;
+     */
+    value: GetTaskRequest;
+    case: "getTask";
+  } | {
+    /**
+     * @generated from field: edl.v1.ReportTaskResultRequest report_task_result = 3;
+     */
+    value: ReportTaskResultRequest;
+    case: "reportTaskResult";
+  } | {
+    /**
+     * @generated from field: edl.v1.HeartbeatRequest heartbeat = 4;
+     */
+    value: HeartbeatRequest;
+    case: "heartbeat";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message edl.v1.TaskStreamRequest.
+ * Use `create(TaskStreamRequestSchema)` to create a new message.
+ */
+export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 26);
+
+/**
+ * A failed call on a TaskStream: a gRPC status code and its details.
+ *
+ * @generated from message edl.v1.CallError
+ */
+export type CallError = Message<"edl.v1.CallError"> & {
+  /**
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string details = 2;
+   */
+  details: string;
+};
+
+/**
+ * Describes the message edl.v1.CallError.
+ * Use `create(CallErrorSchema)` to create a new message.
+ */
+export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 27);
+
+/**
+ * @generated from message edl.v1.TaskStreamResponse
+ */
+export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
+  /**
+   * @generated from field: uint32 call_id = 1;
+   */
+  callId: number;
+
+  /**
+   * @generated from oneof edl.v1.TaskStreamResponse.result
+   */
+  result: {
+    /**
+     * @generated from field: edl.v1.GetTaskResponse get_task = 2;
+     */
+    value: GetTaskResponse;
+    case: "getTask";
+  } | {
+    /**
+     * @generated from field: edl.v1.ReportTaskResultResponse report_task_result = 3;
+     */
+    value: ReportTaskResultResponse;
+    case: "reportTaskResult";
+  } | {
+    /**
+     * @generated from field: edl.v1.HeartbeatResponse heartbeat = 4;
+     */
+    value: HeartbeatResponse;
+    case: "heartbeat";
+  } | {
+    /**
+     * @generated from field: edl.v1.CallError error = 5;
+     */
+    value: CallError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message edl.v1.TaskStreamResponse.
+ * Use `create(TaskStreamResponseSchema)` to create a new message.
+ */
+export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 28);
+
+/**
  * What a worker is asked to do with a task.
  *
  * @generated from enum edl.v1.TaskType
@@ -932,6 +1047,16 @@ export const MasterService: GenService<{
     methodKind: "unary";
     input: typeof PingRequestSchema;
     output: typeof PingResponseSchema;
+  },
+  /**
+   * The dispatch fast path: GetTask, ReportTaskResult and Heartbeat multiplexed on one stream.
+   *
+   * @generated from rpc edl.v1.MasterService.TaskStream
+   */
+  taskStream: {
+    methodKind: "bidi_streaming";
+    input: typeof TaskStreamRequestSchema;
+    output: typeof TaskStreamResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_edl_v1_master, 0);

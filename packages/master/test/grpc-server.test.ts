@@ -1,0 +1,101 @@
+import { GradientStatus, MasterClient, TaskType } from '@edl/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MasterServer, serveMaster } from '../src/grpc-server.js';
+import { silentLogger } from '../src/logger.js';
+import { Master } from '../src/master.js';
+
+const TOKEN = 'job-token-for-tests';
+
+describe('gRPC server', () => {
+  let master: Master;
+  let server: MasterServer;
+
+  beforeAll(async () => {
+    master = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 40 }],
+      minibatchSize: 10,
+      numMinibatchesPerTask: 2,
+      logger: silentLogger,
+      parameterStore: { optimizer: { type: 'sgd', learningRate: 0.5 } },
+    });
+    server = await serveMaster(master, { token: TOKEN, maxMessageBytes: 64 * 1024 });
+  });
+  afterAll(() => server.shutdown(1_000));
+
+  it('listens on 127.0.0.1 by default', () => {
+    expect(server.address).toMatch(/^127\.0\.0\.1:\d+$/);
+  });
+
+  for (const transport of ['unary', 'stream'] as const) {
+    it(`serves getTask / reportTaskResult / heartbeat over ${transport} calls`, async () => {
+      const client = await MasterClient.connect(server.address, TOKEN, { transport });
+      const { task } = await client.getTask(`w-${transport}`);
+      expect(task).toMatchObject({ type: TaskType.TRAINING, shardName: 's', end: task!.start + 20 });
+      expect(await client.heartbeat(`w-${transport}`)).toEqual({ shouldStop: false, modelVersion: 0 });
+      // Reported done without any applied gradient: the records go back, nothing is lost.
+      expect(await client.reportTaskResult({ workerId: `w-${transport}`, taskId: task!.id })).toEqual({
+        accepted: true,
+      });
+      const error = await client.reportTaskResult({ workerId: '', taskId: 1 }).catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message:
+          "reportTaskResult failed with INVALID_ARGUMENT: Expected a non-empty string for workerId but received string ''",
+      });
+      client.close();
+    });
+
+    it(`answers UNAUTHENTICATED to ${transport} calls without the right token`, async () => {
+      const client = new MasterClient(server.address, 'wrong', { transport });
+      await expect(client.getTask('w')).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+      await expect(client.heartbeat('w')).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+      client.close();
+    });
+  }
+
+  it('initialises the model once, applies gradients and reports duplicates', async () => {
+    const client = await MasterClient.connect(server.address, TOKEN);
+    expect((await client.getModel('w')).initialized).toBe(false);
+    const variables = [{ name: 'w', shape: [2], values: new Float32Array([1, 1]) }];
+    expect(await client.reportVariables('w', variables)).toEqual({ accepted: true, version: 0 });
+    expect((await client.reportVariables('x', variables)).accepted).toBe(false);
+    const { task } = await client.getTask('w');
+    const report = {
+      workerId: 'w',
+      taskId: task!.id,
+      rangeStart: task!.start,
+      rangeEnd: task!.start + 10,
+      modelVersion: 0,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array([2, -2]) }],
+    };
+    expect(await client.reportGradient(report)).toEqual({
+      status: GradientStatus.ACCEPTED,
+      modelVersion: 1,
+      taskProgress: task!.start + 10,
+    });
+    expect((await client.reportGradient({ ...report, modelVersion: 1 })).status).toBe(
+      GradientStatus.ALREADY_APPLIED,
+    );
+    const next = { ...report, rangeStart: report.rangeEnd, rangeEnd: report.rangeEnd + 10 };
+    expect((await client.reportGradient(next)).status).toBe(GradientStatus.STALE);
+    const model = await client.getModel('w');
+    expect(model.version).toBe(1);
+    expect(Array.from(model.variables[0]!.values)).toEqual([0, 2]);
+    await expect(
+      client.reportGradient({
+        ...next,
+        modelVersion: 1,
+        gradients: [{ name: 'zz', shape: [1], values: new Float32Array(1) }],
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    client.close();
+  });
+
+  it('refuses messages over the size limit', async () => {
+    const client = await MasterClient.connect(server.address, TOKEN);
+    const big = [{ name: 'big', shape: [100_000], values: new Float32Array(100_000) }];
+    await expect(client.reportVariables('w', big)).rejects.toMatchObject({ code: 'RESOURCE_EXHAUSTED' });
+    client.close();
+  });
+});
