@@ -33,7 +33,7 @@ export interface WorkerOptions<TRecord> {
   readonly heartbeatMs?: number;
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
   readonly predictionOutput?: string;
-  /** Times a minibatch is recomputed after STALE answers before its task fails (default 10). */
+  /** Recomputations of a minibatch after STALE answers before its task fails (default: no limit, as ElasticDL). */
   readonly maxStaleRetries?: number;
   readonly logger?: WorkerLogger;
   /** Called after every minibatch. */
@@ -296,7 +296,7 @@ class WorkerLoop<TRecord> {
     const { master, workerId } = this.#o;
     const taskId = slice.task.id;
     if (this.#stepsSincePull >= (this.#o.getModelSteps ?? 1)) await this.#pull(-1, 'training');
-    const retries = this.#o.maxStaleRetries ?? 10;
+    const retries = this.#o.maxStaleRetries ?? Number.POSITIVE_INFINITY;
     for (let attempt = 0; ; attempt++) {
       const step = await this.#timers.time(
         'compute_loss',

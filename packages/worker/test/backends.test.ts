@@ -55,18 +55,35 @@ describe('selectBackend', () => {
     expect((error as Error).message).toContain('@tensorflow/tfjs-node not installed');
   });
 
-  it('picks webgpu first when Dawn finds an adapter (lavapipe in CI) and computes like cpu', async () => {
+  it('skips a software WebGPU adapter (lavapipe here) in the automatic order and picks wasm', async () => {
+    const logger = recordingLogger();
+    const selection = await selectBackend({ logger });
+    expect(selection.name).toBe('wasm');
+    expect(selection.attempts.map((a) => [a.name, a.ok])).toEqual([
+      ['webgpu', false],
+      ['tensorflow', false],
+      ['wasm', true],
+    ]);
+    expect(selection.attempts[0]?.detail).toMatch(/^software adapter \(mesa software llvmpipe/);
+    expect(logger.events.map((e) => e.event)).toEqual([
+      'backend.skipped',
+      'backend.skipped',
+      'backend.selected',
+    ]);
+  });
+
+  it('runs on webgpu over the software Vulkan driver when allowed, computing like cpu', async () => {
     await selectBackend({ backend: 'cpu' });
     const a = tf.tensor2d([1, 2, 3, 4, 5, 6], [2, 3]);
     const expected = await tf.matMul(a, a, false, true).data();
     const cpuStep = await trainingStep();
 
-    const logger = recordingLogger();
-    const selection = await selectBackend({ logger });
+    const selection = await selectBackend({ allowSoftwareWebGpu: true });
     expect(selection.name).toBe('webgpu');
     expect(selection.attempts).toEqual([{ name: 'webgpu', ok: true, detail: selection.detail }]);
     expect(tf.getBackend()).toBe('webgpu');
-    expect(logger.events[0]?.event).toBe('backend.selected');
+    const named = await selectBackend({ backend: 'webgpu' });
+    expect(named.name).toBe('webgpu');
 
     const b = tf.tensor2d([1, 2, 3, 4, 5, 6], [2, 3]);
     const product = tf.matMul(b, b, false, true);

@@ -13,6 +13,11 @@ import { activateWebGpu } from './webgpu.js';
 export interface SelectBackendOptions {
   /** A backend to use instead of trying them in order; `'auto'` (the default) tries them in order. */
   readonly backend?: BackendName | 'auto';
+  /**
+   * Whether the automatic order may pick a software WebGPU adapter (lavapipe, SwiftShader). Default
+   * false: on the CPU, Dawn's software Vulkan is slower than wasm. Naming `webgpu` always allows it.
+   */
+  readonly allowSoftwareWebGpu?: boolean;
   /** Receives one `backend.selected` event, plus `backend.skipped` for each backend that failed. */
   readonly logger?: WorkerLogger;
 }
@@ -31,10 +36,10 @@ export interface BackendSelection {
   readonly attempts: readonly BackendAttempt[];
 }
 
-async function activate(name: BackendName): Promise<{ ok: boolean; detail: string }> {
+async function activate(name: BackendName, allowSoftware: boolean): Promise<{ ok: boolean; detail: string }> {
   switch (name) {
     case 'webgpu':
-      return activateWebGpu();
+      return activateWebGpu({ allowSoftware });
     case 'tensorflow':
       return activateTensorflow();
     case 'wasm':
@@ -48,8 +53,8 @@ async function activate(name: BackendName): Promise<{ ok: boolean; detail: strin
 
 /**
  * Picks and activates the TensorFlow.js backend: the one named by `options.backend`, or the first
- * that starts of webgpu (when Dawn finds an adapter), tensorflow (when tfjs-node is installed), wasm
- * and cpu. The choice is logged. A named backend that cannot start throws `BACKEND_UNAVAILABLE`.
+ * that starts of webgpu (when Dawn finds a hardware adapter, or any adapter with
+ * `allowSoftwareWebGpu`), tensorflow (when tfjs-node is installed), wasm and cpu. The choice is logged. A named backend that cannot start throws `BACKEND_UNAVAILABLE`.
  */
 export async function selectBackend(options: SelectBackendOptions = {}): Promise<BackendSelection> {
   const requested = options.backend ?? 'auto';
@@ -64,7 +69,7 @@ export async function selectBackend(options: SelectBackendOptions = {}): Promise
   for (const name of candidates) {
     let result: { ok: boolean; detail: string };
     try {
-      result = await activate(name);
+      result = await activate(name, requested === 'webgpu' || options.allowSoftwareWebGpu === true);
     } catch (error) {
       result = { ok: false, detail: (error as Error).message };
     }

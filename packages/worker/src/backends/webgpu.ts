@@ -5,6 +5,8 @@ export interface WebGpuProbe {
   readonly ok: boolean;
   /** Adapter vendor / architecture / description, or why there is none. */
   readonly detail: string;
+  /** True for a software (fallback) adapter such as Mesa's lavapipe / llvmpipe. */
+  readonly software?: boolean;
 }
 
 interface AdapterInfoLike {
@@ -12,6 +14,7 @@ interface AdapterInfoLike {
   readonly architecture?: string;
   readonly device?: string;
   readonly description?: string;
+  readonly isFallbackAdapter?: boolean;
 }
 
 let installed: Promise<WebGpuProbe> | undefined;
@@ -23,10 +26,17 @@ let installed: Promise<WebGpuProbe> | undefined;
  * Resolves `{ ok: false }` instead of throwing when there is no adapter: `tf.setBackend` returns
  * false in that case rather than failing.
  */
-export function activateWebGpu(): Promise<WebGpuProbe> {
+export function activateWebGpu(options: { allowSoftware?: boolean } = {}): Promise<WebGpuProbe> {
   installed ??= install();
   return installed.then(async (probe) => {
     if (!probe.ok) return probe;
+    if (probe.software && options.allowSoftware === false) {
+      return {
+        ok: false,
+        software: true,
+        detail: `software adapter (${probe.detail}): slower than wasm, name webgpu to use it`,
+      };
+    }
     const switched = await tf.setBackend('webgpu');
     return switched ? probe : { ok: false, detail: `tf.setBackend('webgpu') failed (${probe.detail})` };
   });
@@ -64,5 +74,6 @@ async function install(): Promise<WebGpuProbe> {
     .filter((part) => typeof part === 'string' && part.length > 0)
     .join(' ');
   await import('@tensorflow/tfjs-backend-webgpu');
-  return { ok: true, detail: detail.length > 0 ? detail : 'unnamed adapter' };
+  const software = info.isFallbackAdapter === true || info.architecture === 'software';
+  return { ok: true, software, detail: detail.length > 0 ? detail : 'unnamed adapter' };
 }
