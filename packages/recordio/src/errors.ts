@@ -66,7 +66,10 @@ export class RecordIOError extends Error {
   readonly path: string | undefined;
   /** Index of the chunk concerned, when there is one. */
   readonly chunk: number | undefined;
-  /** Byte offset in the file, when known. */
+  /**
+   * Byte offset in the file: of the fault itself when the decoder can tell (a bad snappy frame, a
+   * damaged header), else of the chunk's header or payload.
+   */
   readonly offset: number | undefined;
   /** Records of the chunk that were not delivered, when known. */
   readonly records: number | undefined;

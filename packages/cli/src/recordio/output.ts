@@ -55,12 +55,11 @@ export class BufferedOutput {
     if (this.#failure !== undefined) throw this.#failure;
   }
 
-  /** Flushes and stops listening for errors. */
+  /**
+   * Flushes what is queued. The error listener stays: a closed pipe may still report EPIPE after
+   * the last write, and that must not become an uncaught exception with a stack trace.
+   */
   async end(): Promise<void> {
-    try {
-      await this.flush();
-    } finally {
-      this.#stream.off('error', this.#onError);
-    }
+    await this.flush();
   }
 }
