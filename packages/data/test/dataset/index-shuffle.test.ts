@@ -118,6 +118,31 @@ describe('IndexShuffler', () => {
     expect(near / n).toBeLessThan(0.03);
   });
 
+  it('positions are uniform over seeds and outputs are uniform in their low bits (chi-square)', () => {
+    // Where element 7 of [0, 40) lands, over 8000 seeds: uniform over the 40 positions.
+    const n = 40;
+    const counts = new Array<number>(n).fill(0);
+    let ascending = 0;
+    const seeds = 8000;
+    for (let seed = 0; seed < seeds; seed++) {
+      const s = new IndexShuffler(n, seed);
+      counts[s.get(7)]!++;
+      if (s.get(3) < s.get(4)) ascending++;
+    }
+    const expected = seeds / n;
+    const chi = counts.reduce((sum, c) => sum + (c - expected) ** 2 / expected, 0);
+    // 39 degrees of freedom: the 99.9% quantile is about 72.
+    expect(chi).toBeLessThan(72);
+    expect(Math.abs(ascending / seeds - 0.5)).toBeLessThan(0.03);
+    // The low 8 bits of the images of a contiguous run in a huge domain.
+    const big = new IndexShuffler(2 ** 40 + 1, 17);
+    const low = new Array<number>(256).fill(0);
+    for (let i = 0; i < 256 * 200; i++) low[big.get(1_000_000 + i) % 256]!++;
+    const chiLow = low.reduce((sum, c) => sum + (c - 200) ** 2 / 200, 0);
+    // 255 degrees of freedom: the 99.9% quantile is about 330.
+    expect(chiLow).toBeLessThan(330);
+  });
+
   it('is deterministic and indexShuffle matches the class', () => {
     const s = new IndexShuffler(1000, 42);
     const viaFunction = Array.from({ length: 1000 }, (_, i) => indexShuffle(i, 1000, 42));
