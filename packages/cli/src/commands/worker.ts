@@ -66,7 +66,7 @@ export const command: Command = {
     const address = env('EDL_MASTER_ADDR');
     const token = env('EDL_JOB_TOKEN');
     const workerId = env('EDL_WORKER_ID');
-    const logger = jsonLineLogger(io.stdout, { worker: workerId });
+    const logger = jsonLineLogger(io.stdout, { worker: workerId, pid: process.pid });
     const int = (name: string, fallback: number) => {
       const raw = values[name];
       const n = raw === undefined ? fallback : Number(raw);

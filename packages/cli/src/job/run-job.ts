@@ -128,7 +128,7 @@ export async function runJob(
         event.event === 'backend.selected'
       ) {
         bar.log(
-          `[${workerId}] ${event ? `${String(event.event)} ${JSON.stringify({ ...event, ts: undefined, level: undefined, event: undefined, worker: undefined })}` : line}`,
+          `[${workerId}] ${event ? `${String(event.event)} ${JSON.stringify({ ...event, ts: undefined, level: undefined, event: undefined, worker: undefined, pid: undefined })}` : line}`,
         );
       }
       return;
@@ -226,9 +226,16 @@ export async function runJob(
     );
   }
   if (options.stats) {
-    io.stdout.write(
-      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, evaluations: result.evaluations, workers })}\n`,
-    );
+    const status = handle.master.status();
+    const records = { done: status.recordsDone, total: status.recordsTotal };
+    const summary = {
+      state: result.state,
+      modelVersion: result.modelVersion,
+      records,
+      evaluations: result.evaluations,
+      workers,
+    };
+    io.stdout.write(`${JSON.stringify(summary)}\n`);
   }
   if (result.state === 'succeeded') {
     io.stdout.write(

@@ -1,0 +1,212 @@
+/**
+ * `edl train | evaluate | predict` end to end: the built CLI, a real gRPC master, real worker
+ * processes, real files. Needs `pnpm build` (the root `pnpm test` runs it first).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateCensusCsv } from '@edl/model-zoo';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runEdl(args: string[], onStderrLine?: (line: string, child: ChildProcess) => void): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [edl, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let pending = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderr += text;
+      pending += text;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) onStderrLine?.(line, child);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Summary {
+  state: string;
+  modelVersion: number;
+  records: { done: number; total: number };
+  evaluations: Array<{ records: number; metrics: Record<string, number> }>;
+  workers: Array<{ workerId: string; steps: number; lastLoss?: number; records: Record<string, number> }>;
+}
+
+function summaryOf(run: Run): Summary {
+  const line = run.stdout.split('\n').find((l) => l.startsWith('{"state"'));
+  if (line === undefined) throw new Error(`no --stats JSON in stdout:\n${run.stdout}\n${run.stderr}`);
+  return JSON.parse(line) as Summary;
+}
+
+let dir: string;
+let train: string;
+let valid: string;
+const common = [
+  '--model-def',
+  'census',
+  '--data-reader-params',
+  '{"header":true,"recordsPerShard":500}',
+  '--backend',
+  'cpu',
+];
+
+beforeAll(async () => {
+  if (!existsSync(edl)) throw new Error(`${edl} is missing: run 'pnpm build' first`);
+  dir = await mkdtemp(path.join(tmpdir(), 'edl-cli-'));
+  train = await generateCensusCsv({ file: path.join(dir, 'train.csv'), rows: 2000, seed: 1 });
+  valid = await generateCensusCsv({ file: path.join(dir, 'valid.csv'), rows: 400, seed: 2 });
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('edl train | evaluate | predict', () => {
+  const ckpt = () => path.join(dir, 'ckpt');
+
+  it('trains the census model with 2 worker processes down to a loss threshold', async () => {
+    const run = await runEdl([
+      'train',
+      ...common,
+      '--training-data',
+      train,
+      '--validation-data',
+      valid,
+      '--num-workers',
+      '2',
+      '--minibatch-size',
+      '50',
+      '--num-minibatches-per-task',
+      '4',
+      '--num-epochs',
+      '4',
+      '--checkpoint-dir',
+      ckpt(),
+      '--stats',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.state).toBe('succeeded');
+    // The master counts the final evaluation's 400 records as done too.
+    expect(summary.records.total).toBe(8000);
+    expect(summary.workers).toHaveLength(2);
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(8000);
+    expect(Math.min(...summary.workers.map((w) => w.lastLoss ?? 1))).toBeLessThan(0.5);
+    expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.75);
+    expect(run.stdout).toMatch(
+      /Total Time\s+get_task\s+get_batch\s+input_fn\s+data_wait\s+compute_loss\s+get_model\s+report_gradient/,
+    );
+    expect(run.stdout).toMatch(/^all workers\s+[\d.]+/m);
+    // Not a terminal: structured logs, one JSON object per line, including the chosen backend.
+    const events = run.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events.filter((e) => e.event === 'backend.selected').map((e) => e.backend)).toEqual([
+      'cpu',
+      'cpu',
+    ]);
+  }, 120_000);
+
+  it('evaluates the checkpoint (evaluation-only job)', async () => {
+    const run = await runEdl([
+      'evaluate',
+      ...common,
+      '--validation-data',
+      valid,
+      '--model-checkpoint',
+      ckpt(),
+      '--stats',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.evaluations).toHaveLength(1);
+    expect(summary.evaluations[0]?.records).toBe(400);
+    expect(summary.evaluations[0]?.metrics.accuracy).toBeGreaterThan(0.75);
+    expect(run.stdout).toMatch(
+      /evaluation round 1 \(model v\d+, 400 records\): accuracy=0\.\d{4} auc=0\.\d{4}/,
+    );
+  }, 60_000);
+
+  it('predicts with the checkpoint into a JSON-lines file (prediction-only job)', async () => {
+    const output = path.join(dir, 'predictions.jsonl');
+    const run = await runEdl([
+      'predict',
+      ...common,
+      '--prediction-data',
+      valid,
+      '--model-checkpoint',
+      ckpt(),
+      '--num-workers',
+      '2',
+      '--output',
+      output,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = readFileSync(output, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { record: number; output: number[] });
+    expect(lines.map((l) => l.record)).toEqual(Array.from({ length: 400 }, (_, i) => i));
+    expect(
+      lines.every((l) => l.output.length === 1 && (l.output[0] as number) > 0 && (l.output[0] as number) < 1),
+    ).toBe(true);
+  }, 60_000);
+
+  it('finishes the job exactly once when a worker is SIGKILLed mid-job', async () => {
+    let killed: number | undefined;
+    const run = await runEdl(
+      [
+        'train',
+        ...common,
+        '--training-data',
+        train,
+        '--num-workers',
+        '2',
+        '--minibatch-size',
+        '10',
+        '--num-minibatches-per-task',
+        '10',
+        '--num-epochs',
+        '3',
+        '--stats',
+      ],
+      (line) => {
+        if (killed !== undefined || !line.startsWith('{')) return;
+        const event = JSON.parse(line) as { event?: string; records?: number; pid?: number; worker?: string };
+        if (
+          event.event === 'progress' &&
+          (event.records ?? 0) >= 100 &&
+          event.pid !== undefined &&
+          event.worker === 'worker-1'
+        ) {
+          killed = event.pid;
+          process.kill(event.pid, 'SIGKILL');
+        }
+      },
+    );
+    expect(killed).toBeDefined();
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.records).toEqual({ done: 6000, total: 6000 });
+    // The killed worker left no stats; its replacement (a new id) and the other worker did.
+    expect(summary.workers.map((w) => w.workerId)).not.toContain('worker-1');
+    expect(summary.workers.length).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+});
