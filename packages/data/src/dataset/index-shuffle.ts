@@ -41,6 +41,8 @@ export class IndexShuffler {
   readonly #lowMask: number;
   readonly #highMask: number;
   readonly #lowScale: number;
+  /** 1 / #lowScale, exact (a power of two): a multiply instead of a division. */
+  readonly #lowScaleInverse: number;
   readonly #keys: Int32Array;
   readonly #intPath: boolean;
   readonly #lengthHigh: number;
@@ -61,6 +63,7 @@ export class IndexShuffler {
     this.#lowMask = 2 ** this.#lowBits - 1;
     this.#highMask = 2 ** highBits - 1;
     this.#lowScale = 2 ** this.#lowBits;
+    this.#lowScaleInverse = 2 ** -this.#lowBits;
     this.#intPath = bits <= INT_PATH_MAX_BITS;
     this.#lengthHigh = Math.floor(length / this.#lowScale);
     this.#lengthLow = length - this.#lengthHigh * this.#lowScale;
@@ -95,7 +98,7 @@ export class IndexShuffler {
       high = index >>> this.#lowBits;
       low = index & lowMask;
     } else {
-      high = Math.floor(index / this.#lowScale);
+      high = Math.floor(index * this.#lowScaleInverse);
       low = index - high * this.#lowScale;
     }
     do {
