@@ -1,0 +1,55 @@
+/**
+ * `edl demo`: synthetic CIFAR-10-like RecordIO data, the small CNN (conv, batch norm, pooling)
+ * trained by 2 worker processes on wasm, evaluation, and the timing table. Needs `pnpm build`.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'edl-demo-test-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('edl demo', () => {
+  it('prints its help', () => {
+    const run = spawnSync(process.execPath, [edl, 'demo', '--help'], { encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/^Usage: edl demo/);
+  });
+
+  it('generates CIFAR-10-like RecordIO data and trains the CNN with 2 workers on wasm', () => {
+    const keep = path.join(dir, 'data');
+    const run = spawnSync(
+      process.execPath,
+      [edl, 'demo', '--records', '768', '--num-epochs', '1', '--backend', 'wasm', '--keep', keep, '--stats'],
+      { encoding: 'utf8', timeout: 150_000 },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    expect(readdirSync(path.join(keep, 'train')).filter((f) => f.endsWith('.rio'))).toHaveLength(4);
+    const summary = JSON.parse(run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string) as {
+      state: string;
+      records: { total: number };
+      evaluations: Array<{ metrics: Record<string, number> }>;
+      workers: Array<{ backend: string; records: { training: number } }>;
+    };
+    expect(summary.state).toBe('succeeded');
+    expect(summary.records.total).toBe(768);
+    expect(summary.workers.map((w) => w.backend)).toEqual(['wasm', 'wasm']);
+    expect(summary.workers.reduce((n, w) => n + w.records.training, 0)).toBe(768);
+    // Ten classes: chance is 0.1.
+    expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.5);
+    expect(run.stdout).toMatch(
+      /Total Time\s+get_task\s+get_batch\s+input_fn\s+data_wait\s+compute_loss\s+get_model\s+report_gradient/,
+    );
+    expect(existsSync(path.join(keep, 'checkpoints'))).toBe(true);
+  }, 160_000);
+});
