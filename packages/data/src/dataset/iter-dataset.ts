@@ -2,7 +2,7 @@ import type { DatasetIterator, IterDatasetLike } from '../protocols.js';
 import { MixSchedule } from './mix-schedule.js';
 import { BatchIterator, type BatchOptions } from './transforms/batch.js';
 import { FilterIterator, type Predicate } from './transforms/filter.js';
-import { type IterableFactory, IterableIterator } from './transforms/from-iterable.js';
+import { FromIterableIterator, type IterableFactory } from './transforms/from-iterable.js';
 import { type InterleaveFn, InterleaveIterator } from './transforms/interleave.js';
 import { type MapFn, MapIterator } from './transforms/map.js';
 import { MixIterator } from './transforms/mix.js';
@@ -47,7 +47,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
    */
   static fromIterable<T>(factory: IterableFactory<T>, name = 'IterableDataset'): IterDataset<T> {
     expectFunction(factory, 'factory');
-    return new IterDataset(() => new IterableIterator(factory, name), name);
+    return new IterDataset(() => new FromIterableIterator(factory, name), name);
   }
 
   /**

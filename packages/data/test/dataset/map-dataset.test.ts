@@ -304,6 +304,8 @@ describe('MapDataset', () => {
       );
       expect(dropped.flat()).toEqual(Array.from({ length: Math.floor(n / count) * count }, (_, i) => i));
     }
+    // Each shard iterates and checkpoints like any dataset.
+    await expectIteration(MapDataset.range(n).shard({ index: 2, count: 4 }), [12, 13, 14, 15, 16, 17]);
     expect(() => MapDataset.range(5).shard({ index: 3, count: 3 })).toThrow(
       new RangeError('Expected an integer in [0, 2] for options.index but received 3 of type number'),
     );

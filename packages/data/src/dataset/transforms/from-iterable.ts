@@ -11,7 +11,7 @@ export type IterableFactory<T> = () => AsyncIterable<T> | Iterable<T>;
  * many, so resumption is exact when the factory yields the same sequence every time. For a source
  * that can seek, implement a `DatasetIterator` and use `IterDataset.fromIterator` instead.
  */
-export class IterableIterator<T> extends DatasetIteratorBase<T> {
+export class FromIterableIterator<T> extends DatasetIteratorBase<T> {
   readonly #factory: IterableFactory<T>;
   readonly #name: string;
   #iterator: AsyncIterator<T> | Iterator<T> | undefined;
