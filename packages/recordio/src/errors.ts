@@ -98,7 +98,7 @@ export class RecordIOError extends Error {
    * Rebuilds a fault reported by the addon as a RecordIOError whose stack is the one captured at the
    * public API call (`callSite`), since the native stack says nothing useful about the caller.
    */
-  static fromNative(fault: NativeFault, callSite?: Error): RecordIOError {
+  static fromNative(fault: NativeFault, callSite?: CallSite): RecordIOError {
     const error = new RecordIOError(toCode(fault.code), fault.message, {
       path: fault.path || undefined,
       chunk: fault.chunk >= 0 ? fault.chunk : undefined,
@@ -113,7 +113,7 @@ export class RecordIOError extends Error {
  * Turns anything the addon threw into a RecordIOError with the caller's stack (errors with a known
  * `code`), or returns it unchanged (anything else, e.g. a TypeError from a binding assertion).
  */
-export function fromThrown(thrown: unknown, callSite?: Error, fallbackPath?: string): unknown {
+export function fromThrown(thrown: unknown, callSite?: CallSite, fallbackPath?: string): unknown {
   if (!(thrown instanceof Error) || thrown instanceof RecordIOError) return thrown;
   const candidate = thrown as Error & { code?: unknown; path?: unknown; chunk?: unknown; offset?: unknown };
   if (typeof candidate.code !== 'string' || !KNOWN_CODES.has(candidate.code)) return thrown;
@@ -128,16 +128,29 @@ export function fromThrown(thrown: unknown, callSite?: Error, fallbackPath?: str
   return withCallSite(error, callSite);
 }
 
+/** A public API function on the current stack. */
+export type ApiFunction = (...args: never[]) => unknown;
+
+/**
+ * Where an error should appear to come from. Synchronous paths pass the public API function: the
+ * stack is captured only if an error is thrown, cut at that function. Paths that throw after an
+ * `await` pass an Error captured at the call ({@link captureCallSite}), since by then the caller's
+ * frames are gone; capturing costs a few microseconds, once per call.
+ */
+export type CallSite = Error | ApiFunction;
+
 /** Captures the stack of a public API call, to be given to errors that surface later. */
-export function captureCallSite(api: (...args: never[]) => unknown): Error {
+export function captureCallSite(api: ApiFunction): Error {
   const site = new Error();
   Error.captureStackTrace(site, api);
   return site;
 }
 
-/** Gives `error` the stack of `callSite` (from {@link captureCallSite}) and returns it. */
-export function withCallSite(error: RecordIOError, callSite: Error | undefined): RecordIOError {
-  if (callSite?.stack !== undefined) {
+/** Gives `error` the stack of `callSite` and returns it. */
+export function withCallSite(error: RecordIOError, callSite: CallSite | undefined): RecordIOError {
+  if (typeof callSite === 'function') {
+    Error.captureStackTrace(error, callSite);
+  } else if (callSite?.stack !== undefined) {
     const frames = callSite.stack.slice(callSite.stack.indexOf('\n') + 1);
     error.stack = `${error.name}: ${error.message}\n${frames}`;
   }

@@ -1,5 +1,5 @@
 import { type ChunkInfo, chunkInfosFromTable, planChunkAlignedRanges } from './chunk-info.js';
-import { captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
+import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
 import { RecordBatch } from './record-batch.js';
@@ -84,16 +84,16 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
    * read, `BAD_MAGIC` / `TRUNCATED` when a chunk header is damaged.
    */
   static async open(path: string, options?: RecordIOReaderOptions): Promise<RecordIOReader> {
-    const callSite = captureCallSite(RecordIOReader.open);
-    return RecordIOReader.#open(path, options, callSite);
+    // Everything up to the native open runs before the first await: the stack is still the caller's.
+    return RecordIOReader.#open(path, options, RecordIOReader.open);
   }
 
   /** Synchronous {@link RecordIOReader.open}, for command-line tools and scripts. */
   static openSync(path: string, options?: RecordIOReaderOptions): RecordIOReader {
-    return RecordIOReader.#open(path, options, captureCallSite(RecordIOReader.openSync));
+    return RecordIOReader.#open(path, options, RecordIOReader.openSync);
   }
 
-  static #open(path: unknown, options: unknown, callSite: Error): RecordIOReader {
+  static #open(path: unknown, options: unknown, callSite: CallSite): RecordIOReader {
     const file = checkPath(path, 'path');
     const opts = checkOptions(options, 'options', OPTION_KEYS);
     const onCorruptChunk =
@@ -144,7 +144,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
 
   /** Synchronous {@link RecordIOReader.read}: decodes on the calling thread. */
   readSync(start: number, count: number): RecordBatch {
-    const callSite = captureCallSite(this.readSync);
+    const callSite = this.readSync;
     this.#checkRange(start, count, callSite);
     if (count === 0) return RecordBatch.empty(start);
     this.#checkOpen(callSite);
@@ -193,7 +193,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
    * `numRecords` report this fault too, after every record.)
    */
   tailFault(): RecordIOError | undefined {
-    const callSite = captureCallSite(this.tailFault);
+    const callSite = this.tailFault;
     this.#checkOpen(callSite);
     let result: NativeReadResult;
     try {
@@ -219,16 +219,6 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   /** Same as {@link RecordIOReader.close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.close();
-  }
-
-  async *#iterate(
-    start: number,
-    count: number,
-    callSite: Error,
-  ): AsyncGenerator<Uint8Array, void, undefined> {
-    for await (const batch of this.#iterateBatches(start, count, callSite)) {
-      for (let i = 0; i < batch.length; i++) yield batch.get(i);
-    }
   }
 
   async *#iterateBatches(
@@ -266,7 +256,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   /** Records skip-mode faults, and throws the fault in error mode when `throwOnFault`. */
-  #toBatch(result: NativeReadResult, start: number, callSite: Error, throwOnFault: boolean): RecordBatch {
+  #toBatch(result: NativeReadResult, start: number, callSite: CallSite, throwOnFault: boolean): RecordBatch {
     let first = start;
     for (const fault of result.skipped) {
       if (!this.#skippedChunks.has(fault.chunk)) {
@@ -283,13 +273,13 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return new RecordBatch(result.data, result.bounds, Math.max(first, result.firstRecord));
   }
 
-  #checkOpen(callSite: Error): void {
+  #checkOpen(callSite: CallSite): void {
     if (this.#closed) {
       throw withCallSite(new RecordIOError('CLOSED', 'the reader is closed', { path: this.path }), callSite);
     }
   }
 
-  #checkRange(start: unknown, count: unknown, callSite: Error): void {
+  #checkRange(start: unknown, count: unknown, callSite: CallSite): void {
     checkInteger(start, 'start', 0, Number.MAX_SAFE_INTEGER);
     checkInteger(count, 'count', 0, Number.MAX_SAFE_INTEGER);
     const s = start as number;

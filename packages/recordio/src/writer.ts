@@ -1,5 +1,5 @@
 import { COMPRESSORS, type CompressorName, compressorId } from './compressor.js';
-import { captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
+import { type CallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeWriter } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
 import {
@@ -91,15 +91,15 @@ export class RecordIOWriter implements Disposable, AsyncDisposable {
    * @throws TypeError / RangeError for bad arguments; RecordIOError `IO` when the file cannot be created.
    */
   static async create(path: string, options?: RecordIOWriterOptions): Promise<RecordIOWriter> {
-    return RecordIOWriter.#create(path, options, captureCallSite(RecordIOWriter.create));
+    return RecordIOWriter.#create(path, options, RecordIOWriter.create);
   }
 
   /** Synchronous {@link RecordIOWriter.create}. */
   static createSync(path: string, options?: RecordIOWriterOptions): RecordIOWriter {
-    return RecordIOWriter.#create(path, options, captureCallSite(RecordIOWriter.createSync));
+    return RecordIOWriter.#create(path, options, RecordIOWriter.createSync);
   }
 
-  static #create(path: unknown, options: unknown, callSite: Error): RecordIOWriter {
+  static #create(path: unknown, options: unknown, callSite: CallSite): RecordIOWriter {
     const file = checkPath(path, 'path');
     const opts = checkOptions(options, 'options', OPTION_KEYS);
     const compressor =
@@ -162,7 +162,7 @@ export class RecordIOWriter implements Disposable, AsyncDisposable {
   /** Flushes the last chunk and closes the file. Idempotent. */
   close(): void {
     if (this.#finalStats !== undefined) return;
-    const callSite = captureCallSite(this.close);
+    const callSite = this.close;
     const stats = this.stats;
     try {
       this.#native.close();
@@ -190,12 +190,12 @@ export class RecordIOWriter implements Disposable, AsyncDisposable {
   #call(api: (...args: never[]) => unknown, fn: () => void): void {
     if (this.#finalStats !== undefined) {
       const error = new RecordIOError('CLOSED', 'the writer is closed', { path: this.path });
-      throw withCallSite(error, captureCallSite(api));
+      throw withCallSite(error, api);
     }
     try {
       fn();
     } catch (error) {
-      throw fromThrown(error, captureCallSite(api), this.path);
+      throw fromThrown(error, api, this.path);
     }
   }
 }
