@@ -28,41 +28,76 @@ afterAll(async () => {
 
 const definition = censusDefinition(0.02);
 
+/**
+ * Runs `count` workers in this process through the master's InstanceManager interface, so that the
+ * master keeps serving until they have all left (as it does for worker processes).
+ */
+async function startWithWorkers(
+  options: StartMasterOptions,
+  count: number,
+  worker: (i: number, client: MasterClient) => Promise<WorkerResult>,
+) {
+  let running = 0;
+  const done: Array<Promise<WorkerResult>> = [];
+  const handle = await startMaster({
+    ...options,
+    instanceManager: (address, token) => ({
+      targetWorkers: count,
+      get runningWorkers() {
+        return running;
+      },
+      async start() {
+        for (let i = 0; i < count; i++) {
+          running++;
+          done.push(
+            (async () => {
+              const client = await MasterClient.connect(address, token);
+              try {
+                return await worker(i, client);
+              } finally {
+                client.close();
+                running--;
+              }
+            })(),
+          );
+        }
+      },
+      scaleTo: async () => count,
+      stop: async () => {},
+    }),
+  });
+  const results = await Promise.all(done);
+  return { job: await handle.wait(), results };
+}
+
 async function runJob(options: Partial<StartMasterOptions>, workers: number, predictionOutput?: string) {
   const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
   const evaluationReader = await createDataReader(validCsv, { header: true, recordsPerShard: 200 });
-  const handle = await startMaster({
-    jobType: 'training',
-    minibatchSize: 50,
-    numMinibatchesPerTask: 4,
-    logger: silentMasterLogger,
-    parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
-    ...options,
-    ...(options.jobType === 'prediction'
-      ? { predictionReader: evaluationReader }
-      : { trainingReader, evaluationReader }),
-  } as StartMasterOptions);
-  const results: WorkerResult[] = await Promise.all(
-    Array.from({ length: workers }, async (_, i) => {
-      const client = await MasterClient.connect(handle.address, handle.token);
-      try {
-        return await runWorker({
-          workerId: `worker-${i}`,
-          master: client,
-          modelDefinition: definition as never,
-          reader: trainingReader as never,
-          evaluationReader: evaluationReader as never,
-          predictionReader: evaluationReader as never,
-          minibatchSize: 50,
-          ...(predictionOutput ? { predictionOutput: `${predictionOutput}.${i}.jsonl` } : {}),
-        });
-      } finally {
-        client.close();
-      }
-    }),
+  return startWithWorkers(
+    {
+      jobType: 'training',
+      minibatchSize: 50,
+      numMinibatchesPerTask: 4,
+      logger: silentMasterLogger,
+      parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
+      ...options,
+      ...(options.jobType === 'prediction'
+        ? { predictionReader: evaluationReader }
+        : { trainingReader, evaluationReader }),
+    } as StartMasterOptions,
+    workers,
+    (i, client) =>
+      runWorker({
+        workerId: `worker-${i}`,
+        master: client,
+        modelDefinition: definition as never,
+        reader: trainingReader as never,
+        evaluationReader: evaluationReader as never,
+        predictionReader: evaluationReader as never,
+        minibatchSize: 50,
+        ...(predictionOutput ? { predictionOutput: `${predictionOutput}.${i}.jsonl` } : {}),
+      }),
   );
-  const job = await handle.wait();
-  return { job, results };
 }
 
 describe('runWorker with a real master', () => {
@@ -132,3 +167,59 @@ describe('runWorker with a real master', () => {
     ).toBe(true);
   }, 60_000);
 });
+
+describe('runWorker: minibatches that do not line up with tasks', () => {
+  it('splits a minibatch that spans two tasks and reports each part with its own range', async () => {
+    const { job, results } = await runJobWith({ minibatchSize: 64 }, { numEpochs: 2 });
+    expect(job.state).toBe('succeeded');
+    expect(results.reduce((n, r) => n + r.records.training, 0)).toBe(2 * 2000);
+    expect(results.every((r) => r.tasksFailed === 0)).toBe(true);
+    // 2000 records in tasks of 200: 64-record minibatches straddle task ends, so steps exceed 4000 / 64.
+    expect(results.reduce((n, r) => n + r.steps, 0)).toBeGreaterThan(Math.ceil(4000 / 64));
+  }, 60_000);
+
+  it('fails the job loudly when datasetFn drops records', async () => {
+    const dropping = {
+      ...definition,
+      datasetFn: async function* (records: AsyncIterable<unknown>, mode: never, meta: never) {
+        async function* everyOther() {
+          let i = 0;
+          for await (const record of records) if (i++ % 2 === 0) yield record;
+        }
+        yield* definition.datasetFn(everyOther() as never, mode, meta);
+      },
+    };
+    const { job, results } = await runJobWith(
+      { modelDefinition: dropping as never },
+      { numEpochs: 1, maxTaskFailures: 2 },
+    );
+    expect(job.state).toBe('failed');
+    expect(job.error?.message).toMatch(/datasetFn consumed \d+ of the \d+ records of task \d+/);
+    expect(results[0]?.tasksFailed).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+async function runJobWith(worker: Record<string, unknown>, master: Partial<StartMasterOptions>) {
+  const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
+  return startWithWorkers(
+    {
+      jobType: 'training',
+      minibatchSize: 50,
+      numMinibatchesPerTask: 4,
+      logger: silentMasterLogger,
+      parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
+      trainingReader,
+      ...master,
+    } as StartMasterOptions,
+    1,
+    (_, client) =>
+      runWorker({
+        workerId: 'worker-0',
+        master: client,
+        modelDefinition: definition as never,
+        reader: trainingReader as never,
+        minibatchSize: 50,
+        ...worker,
+      }),
+  );
+}

@@ -128,13 +128,29 @@ class WorkerLoop<TRecord> {
     return this.#o.reader;
   }
 
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #heartbeatPeriod = Number.POSITIVE_INFINITY;
+
+  /** (Re)arms the heartbeat so that it beats at least three times per lease of the tasks held. */
+  #armHeartbeat(leaseMs: number): void {
+    const period = Math.max(
+      20,
+      Math.min(this.#o.heartbeatMs ?? 2000, leaseMs > 0 ? Math.floor(leaseMs / 3) : 2000),
+    );
+    if (period >= this.#heartbeatPeriod) return;
+    this.#heartbeatPeriod = period;
+    clearInterval(this.#heartbeatTimer);
+    this.#heartbeatTimer = setInterval(() => void this.#heartbeat(), period);
+    this.#heartbeatTimer.unref();
+  }
+
   async run(): Promise<WorkerResult> {
-    const heartbeat = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs ?? 2000);
-    heartbeat.unref();
+    this.#armHeartbeat(0);
     try {
       while (!this.#stopRequested) {
         const head = await this.#feed.nextHead();
         if (head === undefined) break;
+        this.#armHeartbeat(head.leaseMs);
         if (head.kind === 'train_end_callback') {
           await this.#finishTask(head, 0);
           continue;
@@ -142,7 +158,7 @@ class WorkerLoop<TRecord> {
         await this.#runSegment(head);
       }
     } finally {
-      clearInterval(heartbeat);
+      clearInterval(this.#heartbeatTimer);
       this.#timers.stop();
       await this.#processor?.close?.();
     }

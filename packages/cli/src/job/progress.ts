@@ -32,7 +32,7 @@ export class ProgressBar {
       state.phase,
       state.numEpochs > 0 ? `epoch ${Math.min(state.epoch + 1, state.numEpochs)}/${state.numEpochs}` : '',
       `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`,
-      `${state.recordsDone}/${state.recordsTotal} records`,
+      `${Math.min(state.recordsDone, state.recordsTotal)}/${state.recordsTotal} records`,
       state.loss === undefined ? '' : `loss ${state.loss.toFixed(4)}`,
       `v${state.modelVersion}`,
       `${rate.toFixed(0)} rec/s`,

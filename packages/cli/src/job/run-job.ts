@@ -35,6 +35,8 @@ export interface JobOutcome {
   readonly exitCode: number;
 }
 
+const DAWN_NOISE = /^Warning: maxDynamic\w+ artificially reduced/;
+
 /** The `edl` executable the workers run: this package's bin, compiled. */
 function edlBin(): string {
   const here = fileURLToPath(import.meta.url);
@@ -113,6 +115,8 @@ export async function runJob(
   let lastLoss: number | undefined;
 
   const onOutput = (workerId: string, line: string) => {
+    // Dawn's notice about its own limits, printed whenever the webgpu package probes an adapter.
+    if (DAWN_NOISE.test(line)) return;
     let event: Record<string, unknown> | undefined;
     try {
       event = JSON.parse(line) as Record<string, unknown>;
