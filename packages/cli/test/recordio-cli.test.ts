@@ -158,6 +158,16 @@ describe('edl recordio cat', () => {
     expect(tail.status).toBe(0);
   });
 
+  it('--start past the end is an error naming the range', () => {
+    const path = join(golden, 'hello-none.rio');
+    expectOneLineError(
+      run(['cat', path, '--start', '4']),
+      1,
+      `edl recordio: OUT_OF_RANGE: ${path}: records [4, 4) are outside the file's 3 records`,
+    );
+    expect(run(['cat', path, '--start', '3']).status).toBe(0);
+  });
+
   it('jsonl: text when UTF-8, base64 otherwise', () => {
     const result = run(['cat', '--format', 'jsonl', '--count', '2', join(golden, 'hello-snappy.rio')]);
     expect(lines(result.stdout).map((l) => JSON.parse(l))).toEqual([
