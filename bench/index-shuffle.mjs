@@ -11,6 +11,7 @@
  * EDL_BENCH_INDICES (default 4000000) indices per measurement, EDL_BENCH_REPEAT (default 5) rounds;
  * the best round is kept.
  */
+import os from 'node:os';
 import { IndexShuffler } from '@edl/data';
 import { machineLine } from './lib/machine.mjs';
 
@@ -64,7 +65,12 @@ for (let i = TABLE_SIZE - 1, s = 12345; i > 0; i--) {
 const mask = TABLE_SIZE - 1;
 
 console.log(`# index-shuffle: ${machineLine()}`);
-console.log(`# ${INDICES} indices per measurement, best of ${REPEAT}`);
+console.log(
+  `# ${INDICES} indices per measurement, best of ${REPEAT}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
 const hashNs = measure((i) => fmix32(i));
 const tableNs = measure((i) => table[table[i & mask]]);
 console.log(`baseline Math.imul hash (fmix32):          ${hashNs.toFixed(2)} ns/index`);
