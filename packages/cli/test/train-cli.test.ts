@@ -210,3 +210,43 @@ describe('edl train | evaluate | predict', () => {
     expect(summary.workers.length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 });
+
+describe('edl train with a user-written TypeScript model definition', () => {
+  it('loads the .ts file through tsx in the worker processes and trains', async () => {
+    const modelDef = fileURLToPath(new URL('../../worker/test/fixtures/tiny-model.ts', import.meta.url));
+    const run = await runEdl([
+      'train',
+      '--model-def',
+      modelDef,
+      '--training-data',
+      train,
+      '--validation-data',
+      valid,
+      '--data-reader-params',
+      '{"header":true}',
+      '--backend',
+      'cpu',
+      '--num-workers',
+      '2',
+      '--minibatch-size',
+      '50',
+      '--num-epochs',
+      '3',
+      '--stats',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(6000);
+    expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.7);
+  }, 120_000);
+
+  it('names the member that a broken model definition lacks', async () => {
+    const broken = path.join(dir, 'broken-model.mjs');
+    await import('node:fs/promises').then((fs) => fs.writeFile(broken, 'export const model = () => null;\n'));
+    const run = await runEdl(['train', '--model-def', broken, '--training-data', train]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `Expected a function (labels, outputs) => tf.Scalar for loss in ${broken} but received undefined`,
+    );
+  }, 30_000);
+});
