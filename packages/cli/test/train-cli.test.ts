@@ -8,8 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateCensusCsv } from '@edl/model-zoo';
+import { generateCensusCsv, loadCensusTable } from '@edl/model-zoo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../../data/test/setup/postgres.js';
 
 const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
 
@@ -249,4 +250,46 @@ describe('edl train with a user-written TypeScript model definition', () => {
       `Expected a function (labels, outputs) => tf.Scalar for loss in ${broken} but received undefined`,
     );
   }, 30_000);
+});
+
+describe('edl train on a PostgreSQL table', () => {
+  let server: TestPostgres;
+  beforeAll(async () => {
+    server = await startPostgres();
+    await loadCensusTable({
+      connectionString: server.connectionString,
+      table: 'census_train',
+      rows: 1500,
+      seed: 3,
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('trains the census model from the table with 2 workers', async () => {
+    const run = await runEdl([
+      'train',
+      '--model-def',
+      'census',
+      '--training-data',
+      server.connectionString,
+      '--data-reader-params',
+      '{"table":"census_train","keyColumn":"id","recordsPerShard":500}',
+      '--backend',
+      'cpu',
+      '--num-workers',
+      '2',
+      '--minibatch-size',
+      '50',
+      '--num-epochs',
+      '3',
+      '--stats',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.records).toEqual({ done: 4500, total: 4500 });
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(4500);
+    expect(Math.min(...summary.workers.map((w) => w.lastLoss ?? 1))).toBeLessThan(0.55);
+  }, 120_000);
 });
