@@ -45,12 +45,15 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
 
 /** Top-level exports win; a default export object (or a module namespace nested by tsx) fills the rest. */
 function pickExports(loaded: Record<string, unknown>): Record<string, unknown> {
-  let merged: Record<string, unknown> = { ...loaded };
-  for (let depth = 0; depth < 2; depth++) {
-    const inner = merged.default;
-    if (inner === null || typeof inner !== 'object') break;
-    merged = { ...(inner as Record<string, unknown>), ...merged };
-    delete merged.default;
+  const merged: Record<string, unknown> = {};
+  let current: Record<string, unknown> | undefined = loaded;
+  // ESM namespace -> default export; a CommonJS-compiled .ts nests one level more (default.default).
+  for (let depth = 0; depth < 3 && current !== undefined; depth++) {
+    for (const [key, value] of Object.entries(current)) {
+      if (key !== 'default' && key !== '__esModule' && !(key in merged)) merged[key] = value;
+    }
+    const inner: unknown = current.default;
+    current = inner !== null && typeof inner === 'object' ? (inner as Record<string, unknown>) : undefined;
   }
   return merged;
 }
