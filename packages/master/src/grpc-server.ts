@@ -64,6 +64,14 @@ export interface MasterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+function fromRangeMessage(r: { taskId: bigint; rangeStart: bigint; rangeEnd: bigint }) {
+  return {
+    taskId: toSafeNumber(r.taskId, 'moreRanges.taskId'),
+    rangeStart: toSafeNumber(r.rangeStart, 'moreRanges.rangeStart'),
+    rangeEnd: toSafeNumber(r.rangeEnd, 'moreRanges.rangeEnd'),
+  };
+}
+
 function grpcError(code: status, details: string): Partial<ServiceError> {
   return { code, details, message: details };
 }
@@ -215,6 +223,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
         modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
         gradients: r.gradients.map(fromTensorMessage),
+        moreRanges: r.moreRanges.map(fromRangeMessage),
       });
       return create(ReportGradientResponseSchema, {
         status: reply.status,
@@ -223,13 +232,14 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       });
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
-      const reply = master.reportEvaluationMetrics(
-        checkString(r.workerId, 'workerId'),
-        toSafeNumber(r.taskId, 'taskId'),
-        toSafeNumber(r.rangeStart, 'rangeStart'),
-        toSafeNumber(r.rangeEnd, 'rangeEnd'),
-        r.metrics,
-      );
+      const reply = master.reportEvaluationMetrics({
+        workerId: checkString(r.workerId, 'workerId'),
+        taskId: toSafeNumber(r.taskId, 'taskId'),
+        rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
+        rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
+        metrics: r.metrics,
+        moreRanges: r.moreRanges.map(fromRangeMessage),
+      });
       return create(ReportEvaluationMetricsResponseSchema, {
         status: reply.status,
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),

@@ -19,6 +19,7 @@ export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
   type AppliedGradient,
+  type EvaluationReport,
   type JobResult,
   Master,
   type MasterOptions,

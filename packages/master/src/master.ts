@@ -1,5 +1,11 @@
 import { stat } from 'node:fs/promises';
-import { GradientStatus, type MetricPartial, type NamedTensor, type TaskAssignment } from '@edl/proto';
+import {
+  GradientStatus,
+  type MetricPartial,
+  type NamedTensor,
+  type TaskAssignment,
+  type TaskRangeRef,
+} from '@edl/proto';
 import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { CheckpointError, type JobFailedError, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
@@ -36,7 +42,7 @@ export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' |
   readonly onGradientApplied?: (gradient: AppliedGradient) => void;
 }
 
-/** A gradient the master accepted, with the range it was computed from. */
+/** A gradient the master accepted, with the range(s) it was computed from. */
 export interface AppliedGradient {
   readonly workerId: string;
   readonly taskId: number;
@@ -44,7 +50,26 @@ export interface AppliedGradient {
   readonly rangeEnd: number;
   readonly modelVersion: number;
   readonly gradients: readonly NamedTensor[];
+  /** Ranges of other tasks in the same minibatch, applied together with the first. */
+  readonly moreRanges?: readonly TaskRangeRef[];
 }
+
+/** Metric partial sums of a range (or ranges) of evaluation tasks. */
+export interface EvaluationReport {
+  readonly workerId: string;
+  readonly taskId: number;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+  readonly metrics: Readonly<Record<string, MetricPartial>>;
+  readonly moreRanges?: readonly TaskRangeRef[];
+}
+
+/** How bad a refusal is: a report with several ranges answers with its worst. */
+const FAILURE_RANK: Record<number, number> = {
+  [GradientStatus.ALREADY_APPLIED]: 1,
+  [GradientStatus.OUT_OF_ORDER]: 2,
+  [GradientStatus.TASK_NOT_HELD]: 3,
+};
 
 /** How a job ended. */
 export interface JobResult {
@@ -181,20 +206,8 @@ export class Master {
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
   reportGradient(report: AppliedGradient): ReportReply {
-    const range = this.taskManager.checkRange(
-      report.workerId,
-      report.taskId,
-      report.rangeStart,
-      report.rangeEnd,
-    );
-    if (!range.ok)
-      return { status: range.status, modelVersion: this.store.version, taskProgress: range.progress };
-    if (range.kind !== 'training') {
-      throw new MasterStateError(
-        'WRONG_TASK_TYPE',
-        `Task ${report.taskId} is a ${range.kind} task, not a training task`,
-      );
-    }
+    const ranges = this.#checkRanges(report.workerId, report, 'training');
+    if (!ranges.ok) return ranges.reply;
     const check = this.store.checkGradient(report.modelVersion, report.gradients);
     if (!check.ok) {
       return { status: check.status, modelVersion: this.store.version, taskProgress: report.rangeStart };
@@ -202,32 +215,70 @@ export class Master {
     // An evaluation round may still need the version this update replaces.
     if (this.taskManager.evaluationVersion === this.store.version) this.store.pinCurrentVersion();
     const bumped = this.store.applyGradient(report.gradients);
-    const { progress } = this.taskManager.advance(report.taskId, report.rangeEnd);
+    const progress = this.#advance(report);
     this.#options.onGradientApplied?.(report);
     if (bumped) this.#onNewVersion();
     return { status: GradientStatus.ACCEPTED, modelVersion: this.store.version, taskProgress: progress };
   }
 
   /** Exactly-once metrics path: the same range discipline as gradients. */
-  reportEvaluationMetrics(
-    workerId: string,
-    taskId: number,
-    rangeStart: number,
-    rangeEnd: number,
-    metrics: Readonly<Record<string, MetricPartial>>,
-  ): ReportReply {
-    const range = this.taskManager.checkRange(workerId, taskId, rangeStart, rangeEnd);
-    if (!range.ok)
-      return { status: range.status, modelVersion: this.store.version, taskProgress: range.progress };
-    if (range.kind !== 'evaluation') {
-      throw new MasterStateError(
-        'WRONG_TASK_TYPE',
-        `Task ${taskId} is a ${range.kind} task, not an evaluation task`,
-      );
-    }
-    this.evaluation.add(range.round, metrics, rangeEnd - rangeStart);
-    const { progress } = this.taskManager.advance(taskId, rangeEnd);
+  reportEvaluationMetrics(report: EvaluationReport): ReportReply {
+    const ranges = this.#checkRanges(report.workerId, report, 'evaluation');
+    if (!ranges.ok) return ranges.reply;
+    const records = [report, ...(report.moreRanges ?? [])].reduce((n, r) => n + r.rangeEnd - r.rangeStart, 0);
+    this.evaluation.add(ranges.round, report.metrics, records);
+    const progress = this.#advance(report);
     return { status: GradientStatus.ACCEPTED, modelVersion: this.store.version, taskProgress: progress };
+  }
+
+  /**
+   * Checks every range of a report (the first task's, then `moreRanges`). All must be held and next
+   * in line; otherwise nothing is applied and the reply says why, the worst reason first.
+   */
+  #checkRanges(
+    workerId: string,
+    report: TaskRangeRef & { readonly moreRanges?: readonly TaskRangeRef[] },
+    kind: 'training' | 'evaluation',
+  ): { ok: true; round: number } | { ok: false; reply: ReportReply } {
+    const ranges = [report, ...(report.moreRanges ?? [])];
+    const seen = new Set<number>();
+    let failure: GradientStatus | undefined;
+    let anyOk = false;
+    let progress = -1;
+    let round = 0;
+    for (const [i, r] of ranges.entries()) {
+      if (seen.has(r.taskId)) {
+        throw new RangeError(`Expected one range per task in a report but received task ${r.taskId} twice`);
+      }
+      seen.add(r.taskId);
+      const check = this.taskManager.checkRange(workerId, r.taskId, r.rangeStart, r.rangeEnd);
+      if (!check.ok) {
+        if (i === 0) progress = check.progress;
+        if (failure === undefined || (FAILURE_RANK[check.status] ?? 0) > (FAILURE_RANK[failure] ?? 0))
+          failure = check.status;
+        continue;
+      }
+      anyOk = true;
+      if (check.kind !== kind) {
+        throw new MasterStateError(
+          'WRONG_TASK_TYPE',
+          `Task ${r.taskId} is a ${check.kind} task, not a ${kind} task`,
+        );
+      }
+      if (i === 0) round = check.round;
+    }
+    if (failure === undefined) return { ok: true, round };
+    // Some ranges applied before and some not cannot come from a resend: the batch is out of line.
+    const status =
+      failure === GradientStatus.ALREADY_APPLIED && anyOk ? GradientStatus.OUT_OF_ORDER : failure;
+    return { ok: false, reply: { status, modelVersion: this.store.version, taskProgress: progress } };
+  }
+
+  /** Advances every range of a checked report; returns the first task's progress. */
+  #advance(report: TaskRangeRef & { readonly moreRanges?: readonly TaskRangeRef[] }): number {
+    const { progress } = this.taskManager.advance(report.taskId, report.rangeEnd);
+    for (const r of report.moreRanges ?? []) this.taskManager.advance(r.taskId, r.rangeEnd);
+    return progress;
   }
 
   heartbeat(workerId: string): { shouldStop: boolean; modelVersion: number } {

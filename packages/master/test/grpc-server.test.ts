@@ -92,6 +92,36 @@ describe('gRPC server', () => {
     client.close();
   });
 
+  it('carries the extra ranges of a minibatch that spans tasks', async () => {
+    const fresh = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 40 }],
+      minibatchSize: 10,
+      numMinibatchesPerTask: 2,
+      logger: silentLogger,
+    });
+    fresh.reportVariables('span', [{ name: 'w', shape: [2], values: new Float32Array(2) }]);
+    const freshServer = await serveMaster(fresh, { token: TOKEN });
+    const client = await MasterClient.connect(freshServer.address, TOKEN);
+    const a = (await client.getTask('span')).task!;
+    const b = (await client.getTask('span')).task!;
+    const { version } = await client.getModel('span');
+    const reply = await client.reportGradient({
+      workerId: 'span',
+      taskId: a.id,
+      rangeStart: a.start,
+      rangeEnd: a.start + 10,
+      modelVersion: version,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array([0, 0]) }],
+      moreRanges: [{ taskId: b.id, rangeStart: b.start, rangeEnd: b.start + 10 }],
+    });
+    expect(reply.status).toBe(GradientStatus.ACCEPTED);
+    const progress = new Map(fresh.taskManager.inFlight().map((t) => [t.taskId, t.progress]));
+    expect([progress.get(a.id), progress.get(b.id)]).toEqual([a.start + 10, b.start + 10]);
+    client.close();
+    await freshServer.shutdown(1_000);
+  });
+
   it('refuses messages over the size limit', async () => {
     const client = await MasterClient.connect(server.address, TOKEN);
     const big = [{ name: 'big', shape: [100_000], values: new Float32Array(100_000) }];

@@ -20,6 +20,7 @@ export {
   type MasterClientOptions,
   type ModelSnapshot,
   type ReportResult,
+  type TaskRangeRef,
   type TaskResultReport,
 } from './master-client.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';

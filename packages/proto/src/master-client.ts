@@ -70,6 +70,13 @@ export interface ModelSnapshot {
   readonly variables: NamedTensor[];
 }
 
+/** A record range of a task. */
+export interface TaskRangeRef {
+  readonly taskId: number;
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+}
+
 /** A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. */
 export interface GradientReport {
   readonly workerId: string;
@@ -78,6 +85,8 @@ export interface GradientReport {
   readonly rangeEnd: number;
   readonly modelVersion: number;
   readonly gradients: readonly NamedTensor[];
+  /** Ranges of other tasks in the same minibatch (one per task); applied with the first or not at all. */
+  readonly moreRanges?: readonly TaskRangeRef[];
 }
 
 /** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
@@ -88,6 +97,16 @@ export interface EvaluationMetricsReport {
   readonly rangeEnd: number;
   readonly modelVersion: number;
   readonly metrics: Readonly<Record<string, MetricPartial>>;
+  /** Ranges of other evaluation tasks in the same minibatch (one per task). */
+  readonly moreRanges?: readonly TaskRangeRef[];
+}
+
+function toRangeMessages(ranges: readonly TaskRangeRef[] | undefined) {
+  return (ranges ?? []).map((r) => ({
+    taskId: toWireInt(r.taskId, 'moreRanges.taskId'),
+    rangeStart: toWireInt(r.rangeStart, 'moreRanges.rangeStart'),
+    rangeEnd: toWireInt(r.rangeEnd, 'moreRanges.rangeEnd'),
+  }));
 }
 
 /** The end of a task as a worker reports it. */
@@ -277,6 +296,7 @@ export class MasterClient {
         rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
         modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
         gradients: report.gradients.map(toTensorMessage),
+        moreRanges: toRangeMessages(report.moreRanges),
       }),
     );
     return {
@@ -297,6 +317,7 @@ export class MasterClient {
         rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
         modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
         metrics: { ...report.metrics },
+        moreRanges: toRangeMessages(report.moreRanges),
       }),
     );
     return {

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIjUKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAyJbChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvciJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMinQEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yIm4KFlJlcG9ydEdyYWRpZW50UmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDW1vZGVsX3ZlcnNpb24YAiABKAMSFQoNdGFza19wcm9ncmVzcxgDIAEoAyIpCgtNZWFuUGFydGlhbBILCgNzdW0YASABKAESDQoFY291bnQYAiABKAEiMgoKQXVjUGFydGlhbBIRCglwb3NpdGl2ZXMYASADKAESEQoJbmVnYXRpdmVzGAIgAygBIl8KDU1ldHJpY1BhcnRpYWwSIwoEbWVhbhgBIAEoCzITLmVkbC52MS5NZWFuUGFydGlhbEgAEiEKA2F1YxgCIAEoCzISLmVkbC52MS5BdWNQYXJ0aWFsSABCBgoEa2luZCKQAgoeUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgDEhMKC3JhbmdlX3N0YXJ0GAMgASgDEhEKCXJhbmdlX2VuZBgEIAEoAxIVCg1tb2RlbF92ZXJzaW9uGAUgASgDEkQKB21ldHJpY3MYBiADKAsyMy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0Lk1ldHJpY3NFbnRyeRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiJQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0KqcBCghUYXNrVHlwZRIZChVUQVNLX1RZUEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1RZUEVfVFJBSU5JTkcQARIYChRUQVNLX1RZUEVfRVZBTFVBVElPThACEhgKFFRBU0tfVFlQRV9QUkVESUNUSU9OEAMSEgoOVEFTS19UWVBFX1dBSVQQBBIgChxUQVNLX1RZUEVfVFJBSU5fRU5EX0NBTExCQUNLEAUq1AEKDkdyYWRpZW50U3RhdHVzEh8KG0dSQURJRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGEdSQURJRU5UX1NUQVRVU19BQ0NFUFRFRBABEhkKFUdSQURJRU5UX1NUQVRVU19TVEFMRRACEiMKH0dSQURJRU5UX1NUQVRVU19BTFJFQURZX0FQUExJRUQQAxIgChxHUkFESUVOVF9TVEFUVVNfT1VUX09GX09SREVSEAQSIQodR1JBRElFTlRfU1RBVFVTX1RBU0tfTk9UX0hFTEQQBTLGBgoNTWFzdGVyU2VydmljZRI6CgdHZXRUYXNrEhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0GhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZRJVChBSZXBvcnRUYXNrUmVzdWx0Eh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0GiAuZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXNwb25zZRI9CghHZXRNb2RlbBIXLmVkbC52MS5HZXRNb2RlbFJlcXVlc3QaGC5lZGwudjEuR2V0TW9kZWxSZXNwb25zZRJSCg9SZXBvcnRWYXJpYWJsZXMSHi5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVxdWVzdBofLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXNwb25zZRJPCg5SZXBvcnRHcmFkaWVudBIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZRJqChdSZXBvcnRFdmFsdWF0aW9uTWV0cmljcxImLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QaJy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXNwb25zZRJACglIZWFydGJlYXQSGC5lZGwudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmVkbC52MS5IZWFydGJlYXRSZXNwb25zZRJJCgxTY2FsZVdvcmtlcnMSGy5lZGwudjEuU2NhbGVXb3JrZXJzUmVxdWVzdBocLmVkbC52MS5TY2FsZVdvcmtlcnNSZXNwb25zZRJJCgxHZXRKb2JTdGF0dXMSGy5lZGwudjEuR2V0Sm9iU3RhdHVzUmVxdWVzdBocLmVkbC52MS5HZXRKb2JTdGF0dXNSZXNwb25zZRIxCgRQaW5nEhMuZWRsLnYxLlBpbmdSZXF1ZXN0GhQuZWRsLnYxLlBpbmdSZXNwb25zZRJHCgpUYXNrU3RyZWFtEhkuZWRsLnYxLlRhc2tTdHJlYW1SZXF1ZXN0GhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIjUKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAyJbChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvciJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMiRAoJVGFza1JhbmdlEg8KB3Rhc2tfaWQYASABKAMSEwoLcmFuZ2Vfc3RhcnQYAiABKAMSEQoJcmFuZ2VfZW5kGAMgASgDIsUBChVSZXBvcnRHcmFkaWVudFJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSIQoJZ3JhZGllbnRzGAYgAygLMg4uZWRsLnYxLlRlbnNvchImCgttb3JlX3JhbmdlcxgHIAMoCzIRLmVkbC52MS5UYXNrUmFuZ2UibgoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiJQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0KqcBCghUYXNrVHlwZRIZChVUQVNLX1RZUEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1RZUEVfVFJBSU5JTkcQARIYChRUQVNLX1RZUEVfRVZBTFVBVElPThACEhgKFFRBU0tfVFlQRV9QUkVESUNUSU9OEAMSEgoOVEFTS19UWVBFX1dBSVQQBBIgChxUQVNLX1RZUEVfVFJBSU5fRU5EX0NBTExCQUNLEAUq1AEKDkdyYWRpZW50U3RhdHVzEh8KG0dSQURJRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGEdSQURJRU5UX1NUQVRVU19BQ0NFUFRFRBABEhkKFUdSQURJRU5UX1NUQVRVU19TVEFMRRACEiMKH0dSQURJRU5UX1NUQVRVU19BTFJFQURZX0FQUExJRUQQAxIgChxHUkFESUVOVF9TVEFUVVNfT1VUX09GX09SREVSEAQSIQodR1JBRElFTlRfU1RBVFVTX1RBU0tfTk9UX0hFTEQQBTLGBgoNTWFzdGVyU2VydmljZRI6CgdHZXRUYXNrEhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0GhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZRJVChBSZXBvcnRUYXNrUmVzdWx0Eh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0GiAuZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXNwb25zZRI9CghHZXRNb2RlbBIXLmVkbC52MS5HZXRNb2RlbFJlcXVlc3QaGC5lZGwudjEuR2V0TW9kZWxSZXNwb25zZRJSCg9SZXBvcnRWYXJpYWJsZXMSHi5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVxdWVzdBofLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXNwb25zZRJPCg5SZXBvcnRHcmFkaWVudBIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZRJqChdSZXBvcnRFdmFsdWF0aW9uTWV0cmljcxImLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QaJy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXNwb25zZRJACglIZWFydGJlYXQSGC5lZGwudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmVkbC52MS5IZWFydGJlYXRSZXNwb25zZRJJCgxTY2FsZVdvcmtlcnMSGy5lZGwudjEuU2NhbGVXb3JrZXJzUmVxdWVzdBocLmVkbC52MS5TY2FsZVdvcmtlcnNSZXNwb25zZRJJCgxHZXRKb2JTdGF0dXMSGy5lZGwudjEuR2V0Sm9iU3RhdHVzUmVxdWVzdBocLmVkbC52MS5HZXRKb2JTdGF0dXNSZXNwb25zZRIxCgRQaW5nEhMuZWRsLnYxLlBpbmdSZXF1ZXN0GhQuZWRsLnYxLlBpbmdSZXNwb25zZRJHCgpUYXNrU3RyZWFtEhkuZWRsLnYxLlRhc2tTdHJlYW1SZXF1ZXN0GhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -344,6 +344,35 @@ export const ReportVariablesResponseSchema: GenMessage<ReportVariablesResponse> 
   messageDesc(file_edl_v1_master, 10);
 
 /**
+ * Records [range_start, range_end) of a task.
+ *
+ * @generated from message edl.v1.TaskRange
+ */
+export type TaskRange = Message<"edl.v1.TaskRange"> & {
+  /**
+   * @generated from field: int64 task_id = 1;
+   */
+  taskId: bigint;
+
+  /**
+   * @generated from field: int64 range_start = 2;
+   */
+  rangeStart: bigint;
+
+  /**
+   * @generated from field: int64 range_end = 3;
+   */
+  rangeEnd: bigint;
+};
+
+/**
+ * Describes the message edl.v1.TaskRange.
+ * Use `create(TaskRangeSchema)` to create a new message.
+ */
+export const TaskRangeSchema: GenMessage<TaskRange> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 11);
+
+/**
  * @generated from message edl.v1.ReportGradientRequest
  */
 export type ReportGradientRequest = Message<"edl.v1.ReportGradientRequest"> & {
@@ -380,6 +409,15 @@ export type ReportGradientRequest = Message<"edl.v1.ReportGradientRequest"> & {
    * @generated from field: repeated edl.v1.Tensor gradients = 6;
    */
   gradients: Tensor[];
+
+  /**
+   * A minibatch that spans tasks (a shared dataset batches across task boundaries): the ranges of
+   * the other tasks, one per task, each the next unapplied range of its task. All ranges are applied
+   * together or not at all.
+   *
+   * @generated from field: repeated edl.v1.TaskRange more_ranges = 7;
+   */
+  moreRanges: TaskRange[];
 };
 
 /**
@@ -387,7 +425,7 @@ export type ReportGradientRequest = Message<"edl.v1.ReportGradientRequest"> & {
  * Use `create(ReportGradientRequestSchema)` to create a new message.
  */
 export const ReportGradientRequestSchema: GenMessage<ReportGradientRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 11);
+  messageDesc(file_edl_v1_master, 12);
 
 /**
  * @generated from message edl.v1.ReportGradientResponse
@@ -418,7 +456,7 @@ export type ReportGradientResponse = Message<"edl.v1.ReportGradientResponse"> & 
  * Use `create(ReportGradientResponseSchema)` to create a new message.
  */
 export const ReportGradientResponseSchema: GenMessage<ReportGradientResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 12);
+  messageDesc(file_edl_v1_master, 13);
 
 /**
  * sum / count: accuracy (sum of correct predictions), MSE (sum of squared errors), a mean loss.
@@ -442,7 +480,7 @@ export type MeanPartial = Message<"edl.v1.MeanPartial"> & {
  * Use `create(MeanPartialSchema)` to create a new message.
  */
 export const MeanPartialSchema: GenMessage<MeanPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 13);
+  messageDesc(file_edl_v1_master, 14);
 
 /**
  * Fixed-bucket histograms of scores in [0, 1] per label, from which the master computes AUC.
@@ -466,7 +504,7 @@ export type AucPartial = Message<"edl.v1.AucPartial"> & {
  * Use `create(AucPartialSchema)` to create a new message.
  */
 export const AucPartialSchema: GenMessage<AucPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 14);
+  messageDesc(file_edl_v1_master, 15);
 
 /**
  * @generated from message edl.v1.MetricPartial
@@ -495,7 +533,7 @@ export type MetricPartial = Message<"edl.v1.MetricPartial"> & {
  * Use `create(MetricPartialSchema)` to create a new message.
  */
 export const MetricPartialSchema: GenMessage<MetricPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 15);
+  messageDesc(file_edl_v1_master, 16);
 
 /**
  * @generated from message edl.v1.ReportEvaluationMetricsRequest
@@ -530,6 +568,13 @@ export type ReportEvaluationMetricsRequest = Message<"edl.v1.ReportEvaluationMet
    * @generated from field: map<string, edl.v1.MetricPartial> metrics = 6;
    */
   metrics: { [key: string]: MetricPartial };
+
+  /**
+   * As in ReportGradientRequest: ranges of other evaluation tasks in the same minibatch.
+   *
+   * @generated from field: repeated edl.v1.TaskRange more_ranges = 7;
+   */
+  moreRanges: TaskRange[];
 };
 
 /**
@@ -537,7 +582,7 @@ export type ReportEvaluationMetricsRequest = Message<"edl.v1.ReportEvaluationMet
  * Use `create(ReportEvaluationMetricsRequestSchema)` to create a new message.
  */
 export const ReportEvaluationMetricsRequestSchema: GenMessage<ReportEvaluationMetricsRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 16);
+  messageDesc(file_edl_v1_master, 17);
 
 /**
  * @generated from message edl.v1.ReportEvaluationMetricsResponse
@@ -561,7 +606,7 @@ export type ReportEvaluationMetricsResponse = Message<"edl.v1.ReportEvaluationMe
  * Use `create(ReportEvaluationMetricsResponseSchema)` to create a new message.
  */
 export const ReportEvaluationMetricsResponseSchema: GenMessage<ReportEvaluationMetricsResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 17);
+  messageDesc(file_edl_v1_master, 18);
 
 /**
  * @generated from message edl.v1.HeartbeatRequest
@@ -578,7 +623,7 @@ export type HeartbeatRequest = Message<"edl.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 18);
+  messageDesc(file_edl_v1_master, 19);
 
 /**
  * @generated from message edl.v1.HeartbeatResponse
@@ -602,7 +647,7 @@ export type HeartbeatResponse = Message<"edl.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 19);
+  messageDesc(file_edl_v1_master, 20);
 
 /**
  * @generated from message edl.v1.ScaleWorkersRequest
@@ -619,7 +664,7 @@ export type ScaleWorkersRequest = Message<"edl.v1.ScaleWorkersRequest"> & {
  * Use `create(ScaleWorkersRequestSchema)` to create a new message.
  */
 export const ScaleWorkersRequestSchema: GenMessage<ScaleWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 20);
+  messageDesc(file_edl_v1_master, 21);
 
 /**
  * @generated from message edl.v1.ScaleWorkersResponse
@@ -636,7 +681,7 @@ export type ScaleWorkersResponse = Message<"edl.v1.ScaleWorkersResponse"> & {
  * Use `create(ScaleWorkersResponseSchema)` to create a new message.
  */
 export const ScaleWorkersResponseSchema: GenMessage<ScaleWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 21);
+  messageDesc(file_edl_v1_master, 22);
 
 /**
  * @generated from message edl.v1.GetJobStatusRequest
@@ -649,7 +694,7 @@ export type GetJobStatusRequest = Message<"edl.v1.GetJobStatusRequest"> & {
  * Use `create(GetJobStatusRequestSchema)` to create a new message.
  */
 export const GetJobStatusRequestSchema: GenMessage<GetJobStatusRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 22);
+  messageDesc(file_edl_v1_master, 23);
 
 /**
  * @generated from message edl.v1.GetJobStatusResponse
@@ -713,7 +758,7 @@ export type GetJobStatusResponse = Message<"edl.v1.GetJobStatusResponse"> & {
  * Use `create(GetJobStatusResponseSchema)` to create a new message.
  */
 export const GetJobStatusResponseSchema: GenMessage<GetJobStatusResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 23);
+  messageDesc(file_edl_v1_master, 24);
 
 /**
  * A no-op call: the baseline of the dispatch benchmark, and a liveness probe.
@@ -728,7 +773,7 @@ export type PingRequest = Message<"edl.v1.PingRequest"> & {
  * Use `create(PingRequestSchema)` to create a new message.
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 24);
+  messageDesc(file_edl_v1_master, 25);
 
 /**
  * @generated from message edl.v1.PingResponse
@@ -741,7 +786,7 @@ export type PingResponse = Message<"edl.v1.PingResponse"> & {
  * Use `create(PingResponseSchema)` to create a new message.
  */
 export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 25);
+  messageDesc(file_edl_v1_master, 26);
 
 /**
  * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
@@ -786,7 +831,7 @@ export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
  * Use `create(TaskStreamRequestSchema)` to create a new message.
  */
 export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 26);
+  messageDesc(file_edl_v1_master, 27);
 
 /**
  * A failed call on a TaskStream: a gRPC status code and its details.
@@ -810,7 +855,7 @@ export type CallError = Message<"edl.v1.CallError"> & {
  * Use `create(CallErrorSchema)` to create a new message.
  */
 export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 27);
+  messageDesc(file_edl_v1_master, 28);
 
 /**
  * @generated from message edl.v1.TaskStreamResponse
@@ -856,7 +901,7 @@ export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
  * Use `create(TaskStreamResponseSchema)` to create a new message.
  */
 export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 28);
+  messageDesc(file_edl_v1_master, 29);
 
 /**
  * What a worker is asked to do with a task.
