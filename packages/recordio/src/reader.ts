@@ -142,7 +142,14 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return this.#toBatch(result, start, callSite, true);
   }
 
-  /** Synchronous {@link RecordIOReader.read}: decodes on the calling thread. */
+  /**
+   * Synchronous {@link RecordIOReader.read}: decodes on the calling thread.
+   *
+   * Memory of batches that are no longer referenced goes back to the addon's pool when N-API runs
+   * their finalizers, which Node.js does when the event loop turns. A long synchronous loop of
+   * `readSync` calls therefore holds every batch it has read until it yields (e.g.
+   * `await new Promise(setImmediate)` every few batches); prefer `read()` / `batches()` for scans.
+   */
   readSync(start: number, count: number): RecordBatch {
     const callSite = this.readSync;
     this.#checkRange(start, count, callSite);
