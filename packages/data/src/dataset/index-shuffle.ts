@@ -1,16 +1,36 @@
 import { fmix32, hashIntegers } from './hash.js';
-import { expectInteger, expectSeed } from './validate.js';
+import { expectInteger, expectSeed, invalidArgument } from './validate.js';
 
-/**
- * Number of Feistel half-rounds. Four is the Luby-Rackoff bound for a pseudo-random permutation when
- * each round function is itself pseudo-random (here a full-avalanche 32-bit mix); more rounds would
- * only slow the cycle walk.
- */
-const ROUNDS = 4;
-/** Largest bit width handled with pure int32 operations (the whole value fits in 31 bits). */
-const INT_PATH_MAX_BITS = 30;
 /** Largest supported domain: 2^53 - 1, so every index and result is a safe integer. */
 export const MAX_SHUFFLE_LENGTH = Number.MAX_SAFE_INTEGER;
+/**
+ * 2^-26: a round output cut to 26 bits times the modulus (< 2^27) is below 2^53, so scaling it by
+ * 2^-26 and truncating maps it exactly and deterministically into `[0, modulus)` without a division.
+ */
+const TWO_POW_MINUS_26 = 1 / 67108864;
+
+/**
+ * The domain a Feistel network permutes to shuffle `[0, length)`: pairs `(high, low)` with `high` in
+ * `[0, 2^highBits)` and `low` in `[0, modulus)`, i.e. the integers `[0, 2^highBits * modulus)`.
+ */
+export interface FeistelDomain {
+  readonly highBits: number;
+  readonly modulus: number;
+}
+
+/**
+ * The smallest convenient domain covering `[0, length)`: `highBits = floor(b / 2)` for the bit width
+ * `b` of `length`, and `modulus = ceil(length / 2^highBits)`. It exceeds `length` by less than
+ * `2^highBits` (about `sqrt(length)`), so cycle walking almost never needs a second pass; a domain of
+ * the next power of two would need two passes on average at `length = 2^k + 1`.
+ */
+export function feistelDomain(length: number): FeistelDomain {
+  let bits = 0;
+  // A loop, not Math.log2: exact for every length, 2^k + 1 included.
+  while (2 ** bits < length) bits++;
+  const highBits = bits >>> 1;
+  return { highBits, modulus: Math.max(1, Math.ceil(length / 2 ** highBits)) };
+}
 
 /**
  * The key of one epoch of a shuffle: a mixing hash of `(seed, epoch)`, never `seed + epoch`, so epoch
@@ -25,54 +45,65 @@ export function epochSeed(seed: number, epoch: number): number {
 /**
  * A pseudo-random permutation of `[0, length)` computed one index at a time: O(1) memory, no table.
  *
- * It is a Feistel network over the smallest power of two `2^b >= length`, split into a high half of
- * `floor(b / 2)` bits and a low half of `ceil(b / 2)` bits that update each other alternately (an
- * unbalanced Feistel network: each half-round is invertible, so the whole is a permutation of
- * `[0, 2^b)`). Indices that land outside `[0, length)` are walked along their cycle until they land
- * inside ("cycle walking"), which restricts the permutation to `[0, length)` exactly, for every length
- * including `2^k + 1`. Each half is at most 27 bits, so the round function is int32 math.
+ * It is a 4-round Feistel network on pairs `(high, low)`, `high` in `[0, 2^h)` and `low` in `[0, m)`
+ * (see `feistelDomain`): rounds alternate `high ^= F(low)` (masked to h bits) and
+ * `low = (low + F(high)) mod m`, each invertible, so the network permutes `[0, 2^h * m)`. Results
+ * that fall outside `[0, length)` are walked along their cycle until they land inside ("cycle
+ * walking"), which restricts the permutation to `[0, length)` exactly, for every length, `2^k + 1`
+ * included. Halves are at most 27 bits, so every round is int32 math plus one exact float product.
+ * Four rounds are the Luby-Rackoff bound for a strong pseudo-random permutation when the round
+ * function is pseudo-random; here it is a keyed full-avalanche 32-bit mix.
  */
 export class IndexShuffler {
-  /** Size of the permuted domain. */
+  /** Size of the permuted range. */
   readonly length: number;
   /** The seed the permutation was derived from. */
   readonly seed: number;
-  readonly #lowBits: number;
-  readonly #lowMask: number;
   readonly #highMask: number;
-  readonly #lowScale: number;
-  /** 1 / #lowScale, exact (a power of two): a multiply instead of a division. */
-  readonly #lowScaleInverse: number;
-  readonly #keys: Int32Array;
-  readonly #intPath: boolean;
+  readonly #modulus: number;
+  readonly #modulusInverse: number;
   readonly #lengthHigh: number;
   readonly #lengthLow: number;
+  readonly #k0: number;
+  readonly #k1: number;
+  readonly #k2: number;
+  readonly #k3: number;
 
   /**
-   * @param length - size of the domain, an integer in `[0, 2^53 - 1]`.
+   * @param length - size of the range, an integer in `[0, 2^53 - 1]`.
    * @param seed - any safe integer; different seeds give unrelated permutations.
+   * @param domain - the Feistel domain, `feistelDomain(length)` by default; another (covering
+   *   `length`) is only useful to verify the cipher, see `overDomain`.
    */
-  constructor(length: number, seed: number) {
-    this.length = expectInteger(length, 'length', 0, MAX_SHUFFLE_LENGTH);
+  constructor(length: number, seed: number, domain: FeistelDomain = feistelDomain(length)) {
+    expectInteger(length, 'length', 0, MAX_SHUFFLE_LENGTH);
+    this.length = length;
     this.seed = expectSeed(seed, 'seed');
-    let bits = 0;
-    // Loop rather than Math.log2: exact for every length, 2^k + 1 included.
-    while (2 ** bits < length) bits++;
-    const highBits = bits >>> 1;
-    this.#lowBits = bits - highBits;
-    this.#lowMask = 2 ** this.#lowBits - 1;
+    const { highBits, modulus } = domain;
+    expectInteger(highBits, 'domain.highBits', 0, 26);
+    expectInteger(modulus, 'domain.modulus', 1, 2 ** 27);
+    if (2 ** highBits * modulus < length)
+      invalidArgument(`a domain covering length ${length}`, 'domain', domain);
     this.#highMask = 2 ** highBits - 1;
-    this.#lowScale = 2 ** this.#lowBits;
-    this.#lowScaleInverse = 2 ** -this.#lowBits;
-    this.#intPath = bits <= INT_PATH_MAX_BITS;
-    this.#lengthHigh = Math.floor(length / this.#lowScale);
-    this.#lengthLow = length - this.#lengthHigh * this.#lowScale;
-    this.#keys = new Int32Array(ROUNDS);
-    const [k1, k2] = hashIntegers([seed, bits]);
-    for (let round = 0; round < ROUNDS; round++) {
-      this.#keys[round] =
-        fmix32(k1 + Math.imul(round + 1, 0x9e3779b9)) ^ fmix32(k2 ^ Math.imul(round, 0x85ebca6b));
-    }
+    this.#modulus = modulus;
+    this.#modulusInverse = 1 / modulus;
+    this.#lengthHigh = Math.floor(length / modulus);
+    this.#lengthLow = length - this.#lengthHigh * modulus;
+    const [k1, k2] = hashIntegers([seed, highBits, modulus]);
+    const key = (round: number) =>
+      fmix32(k1 + Math.imul(round + 1, 0x9e3779b9)) ^ fmix32(k2 ^ Math.imul(round, 0x85ebca6b));
+    this.#k0 = key(0);
+    this.#k1 = key(1);
+    this.#k2 = key(2);
+    this.#k3 = key(3);
+  }
+
+  /**
+   * The bare Feistel permutation of a whole domain `[0, 2^highBits * modulus)`, with no cycle
+   * walking: every length whose `feistelDomain` is `domain` walks this same permutation. For tests.
+   */
+  static overDomain(domain: FeistelDomain, seed: number): IndexShuffler {
+    return new IndexShuffler(2 ** domain.highBits * domain.modulus, seed, domain);
   }
 
   /** The position `index` is moved to: a bijection of `[0, length)`. */
@@ -81,40 +112,43 @@ export class IndexShuffler {
       expectInteger(index, 'index', 0, Math.max(0, this.length - 1));
       throw new RangeError(`Expected an index below length ${this.length} for index but received ${index}`);
     }
-    const keys = this.#keys;
-    const k0 = keys[0]!;
-    const k1 = keys[1]!;
-    const k2 = keys[2]!;
-    const k3 = keys[3]!;
-    const lowMask = this.#lowMask;
+    const m = this.#modulus;
     const highMask = this.#highMask;
     const lengthHigh = this.#lengthHigh;
     const lengthLow = this.#lengthLow;
-    // Split once, walk the cycle on the two int halves, join once: the comparison with `length` is
-    // done half by half, so no pass leaves int32 arithmetic whatever the width.
-    let high: number;
-    let low: number;
-    if (this.#intPath) {
-      high = index >>> this.#lowBits;
-      low = index & lowMask;
-    } else {
-      high = Math.floor(index * this.#lowScaleInverse);
-      low = index - high * this.#lowScale;
+    const k0 = this.#k0;
+    const k1 = this.#k1;
+    const k2 = this.#k2;
+    const k3 = this.#k3;
+    let q = Math.floor(index * this.#modulusInverse);
+    let r = index - q * m;
+    // The float quotient can be off by one just below an integer: settle it exactly.
+    if (r < 0) {
+      q--;
+      r += m;
+    } else if (r >= m) {
+      q++;
+      r -= m;
     }
+    // Both halves fit in 27 bits: keep them int32 in the loop whatever the size of `index`.
+    let high = q | 0;
+    let low = r | 0;
+    // Walk the cycle on the two halves; `(high, low) >= (lengthHigh, lengthLow)` is `x >= length`.
+    // `low = (low + f) mod m` is computed without a branch (`low + f - m`, plus m if negative): a
+    // data-dependent branch here mispredicts half the time and doubles the cost of a pass.
     do {
       high ^= round(low, k0) & highMask;
-      low ^= round(high, k1) & lowMask;
+      low += (((round(high, k1) >>> 6) * m * TWO_POW_MINUS_26) | 0) - m;
+      low += (low >> 31) & m;
       high ^= round(low, k2) & highMask;
-      low ^= round(high, k3) & lowMask;
+      low += (((round(high, k3) >>> 6) * m * TWO_POW_MINUS_26) | 0) - m;
+      low += (low >> 31) & m;
     } while (high > lengthHigh || (high === lengthHigh && low >= lengthLow));
-    return this.#intPath ? ((high << this.#lowBits) | low) >>> 0 : high * this.#lowScale + low;
+    return high * m + low;
   }
 }
 
-/**
- * The Feistel round function: a keyed two-multiply mix of a half (at most 27 bits). A one-multiply
- * round is a third faster but fails the chi-square test of positions over seeds (test/dataset).
- */
+/** The Feistel round function: a keyed 32-bit mix of a half (at most 27 bits). */
 function round(half: number, key: number): number {
   let h = Math.imul(half ^ key, 0x9e3779b1);
   h ^= h >>> 15;

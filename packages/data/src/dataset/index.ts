@@ -4,7 +4,14 @@ export type { DataSourceDescription, IterDatasetLike } from '../protocols.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
 export { DatasetError, type DatasetErrorCode } from './errors.js';
-export { epochSeed, IndexShuffler, indexShuffle, MAX_SHUFFLE_LENGTH } from './index-shuffle.js';
+export {
+  epochSeed,
+  type FeistelDomain,
+  feistelDomain,
+  IndexShuffler,
+  indexShuffle,
+  MAX_SHUFFLE_LENGTH,
+} from './index-shuffle.js';
 export { IterDataset } from './iter-dataset.js';
 export { MapDataset } from './map-dataset.js';
 export type { MaybePromise } from './maybe-promise.js';

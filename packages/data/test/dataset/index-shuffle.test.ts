@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { epochSeed, IndexShuffler, indexShuffle } from '../../src/dataset/index-shuffle.js';
+import {
+  epochSeed,
+  type FeistelDomain,
+  feistelDomain,
+  IndexShuffler,
+  indexShuffle,
+} from '../../src/dataset/index-shuffle.js';
+
+function sameDomain(a: FeistelDomain, b: FeistelDomain): boolean {
+  return a.highBits === b.highBits && a.modulus === b.modulus;
+}
 
 /** Every `IndexShuffler(n, seed).get(i)` for i < n, checked to be a permutation with a reused stamp array. */
 function expectPermutation(n: number, seed: number, stamp: Uint32Array, mark: number): void {
@@ -15,56 +25,62 @@ function expectPermutation(n: number, seed: number, stamp: Uint32Array, mark: nu
 
 describe('IndexShuffler', () => {
   it('is a permutation for EVERY n <= 70,000', () => {
-    // For each width b, IndexShuffler(2^b, seed) is the bare Feistel permutation P of [0, 2^b) (no
-    // cycle walking happens). Starting from g = P, the test walks n down from 2^b to 2^(b-1) + 1 and
-    // keeps g equal to the cycle walk of P into [0, n): removing n - 1 from the domain only redirects
-    // the one index that mapped to n - 1 to where n - 1 mapped. For EVERY n it checks that g is a
-    // permutation of [0, n) (a stamp array, reused) and that the real IndexShuffler(n, seed) agrees
-    // with g: at every index for n <= 4096, at 64 spread indices (ends included) above.
+    // Lengths with the same Feistel domain D = [0, 2^h * m) walk the same bare permutation P of D,
+    // which IndexShuffler.overDomain(D) computes with no walking. For each domain the test starts
+    // from g = P and walks n down from |D|, keeping g equal to the cycle walk of P into [0, n):
+    // removing n - 1 only redirects the one index that mapped to n - 1 to where n - 1 mapped. For
+    // EVERY n it checks that g is a permutation of [0, n) (a stamp array, reused) and that the real
+    // IndexShuffler(n, seed) agrees with g: at every index for n <= 4096, at 64 spread indices
+    // (both ends included) above.
     const seed = 1234;
     const maxN = 70_000;
-    const stamp = new Uint32Array(2 ** 17);
+    const stamp = new Uint32Array(2 ** 18);
     let mark = 0;
-    expectPermutation(1, seed, stamp, ++mark);
-    let checked = 1;
-    for (let bits = 1; 2 ** (bits - 1) < maxN; bits++) {
-      const size = 2 ** bits;
-      const bare = new IndexShuffler(size, seed);
+    let checked = 0;
+    let n = 1;
+    while (n <= maxN) {
+      const domain = feistelDomain(n);
+      // The lengths sharing this domain: n .. last.
+      let last = n;
+      while (last < maxN && sameDomain(feistelDomain(last + 1), domain)) last++;
+      const size = 2 ** domain.highBits * domain.modulus;
+      const bare = IndexShuffler.overDomain(domain, seed);
       const g = new Int32Array(size);
       const inverse = new Int32Array(size);
       mark++;
       for (let i = 0; i < size; i++) {
         const x = bare.get(i);
-        if (stamp[x] === mark) throw new Error(`bare permutation of width ${bits} repeats ${x}`);
+        if (stamp[x] === mark) throw new Error(`bare permutation of ${JSON.stringify(domain)} repeats ${x}`);
         stamp[x] = mark;
         g[i] = x;
         inverse[x] = i;
       }
-      for (let n = size; n > size / 2; n--) {
-        if (n <= maxN) {
+      for (let k = size; k >= n; k--) {
+        if (k <= last) {
           mark++;
-          for (let i = 0; i < n; i++) {
+          for (let i = 0; i < k; i++) {
             const x = g[i]!;
-            if (x >= n || stamp[x] === mark)
-              throw new Error(`n=${n}: index ${i} maps to ${x}, taken or out of range`);
+            if (x >= k || stamp[x] === mark)
+              throw new Error(`n=${k}: index ${i} maps to ${x}, taken or out of range`);
             stamp[x] = mark;
           }
-          const real = new IndexShuffler(n, seed);
-          const samples = n <= 4096 ? n : 64;
+          const real = new IndexShuffler(k, seed);
+          const samples = k <= 4096 ? k : 64;
           for (let s = 0; s < samples; s++) {
-            const i = samples === n ? s : Math.floor((s * (n - 1)) / (samples - 1));
+            const i = samples === k ? s : Math.floor((s * (k - 1)) / (samples - 1));
             if (real.get(i) !== g[i])
-              throw new Error(`n=${n}: get(${i}) = ${real.get(i)} but the cycle walk gives ${g[i]}`);
+              throw new Error(`n=${k}: get(${i}) = ${real.get(i)} but the cycle walk gives ${g[i]}`);
           }
           checked++;
         }
-        const from = inverse[n - 1]!;
-        const to = g[n - 1]!;
-        if (from !== n - 1) {
+        const from = inverse[k - 1]!;
+        const to = g[k - 1]!;
+        if (from !== k - 1) {
           g[from] = to;
           inverse[to] = from;
         }
       }
+      n = last + 1;
     }
     expect(checked).toBe(maxN);
   }, 120_000);
@@ -180,6 +196,8 @@ describe('IndexShuffler', () => {
     expect(() => new IndexShuffler(10, 1.5)).toThrow(
       new RangeError('Expected a safe integer for seed but received 1.5 of type number'),
     );
+    expect(feistelDomain(2 ** 16 + 1)).toEqual({ highBits: 8, modulus: 257 });
+    expect(() => new IndexShuffler(100, 0, { highBits: 3, modulus: 12 })).toThrow(TypeError);
     const s = new IndexShuffler(10, 0);
     expect(() => s.get(10)).toThrow(
       new RangeError('Expected an integer in [0, 9] for index but received 10 of type number'),
