@@ -125,6 +125,26 @@ describe('edl recordio inspect on damaged files', () => {
   it('headers only: a bad CRC inside a chunk is not seen by inspect', () => {
     expect(run(['inspect', join(golden, 'bad-crc-none-64k.rio')]).status).toBe(0);
   });
+
+  it('--verify decodes every chunk and lists the damaged ones', () => {
+    const path = join(golden, 'bad-crc-none-64k.rio');
+    const result = run(['inspect', '--verify', path]);
+    expect(result.stdout.toString()).toContain(
+      `verified  7581 of 8192 records decoded; 1 damaged chunk(s):\n  CHECKSUM: chunk 0 at byte 0 of ${path}: `,
+    );
+    expect(result.stdout.toString()).toContain('(611 records lost)\n');
+    expectOneLineError(result, 1, `edl recordio: 1 damaged chunk(s), 611 records lost, in ${path}`);
+    const json = JSON.parse(
+      run(['inspect', '--verify', '--json', join(golden, 'truncated-gzip-64k.rio')]).stdout.toString(),
+    );
+    expect(json.verified).toMatchObject({
+      records: 7673,
+      badChunks: [{ chunk: 14, code: 'TRUNCATED', records: 519 }],
+    });
+    const good = run(['inspect', '--verify', join(golden, 'seq-gzip-64k.rio')]);
+    expect(good.status).toBe(0);
+    expect(good.stdout.toString()).toContain('verified  8192 records decoded, every chunk intact\n');
+  });
 });
 
 describe('edl recordio cat', () => {

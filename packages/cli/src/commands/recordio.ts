@@ -6,8 +6,9 @@ import { write } from '../recordio/write.js';
 
 const usage = `Usage: edl recordio <inspect|cat|write> ...
 
-  edl recordio inspect FILE [--json]
-      Chunks, records, compressors and sizes, from the chunk headers alone.
+  edl recordio inspect FILE [--json] [--verify]
+      Chunks, records, compressors and sizes, from the chunk headers alone. --verify also decodes
+      every chunk and lists the damaged ones (exit status 1 if any).
 
   edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl]
       Prints records [N, N+M) (default: all). raw: the bytes then a newline; hex, base64: one line

@@ -15,26 +15,73 @@ export interface InspectReport {
   readonly chunks: readonly ChunkInfo[];
   /** A damaged header after the last good chunk (the index stops there), or null. */
   readonly damage: { readonly code: string; readonly offset: number | null; readonly message: string } | null;
+  /** With --verify: what decoding every chunk found. */
+  readonly verified?: VerifyReport;
+}
+
+/** The result of decoding every chunk (`inspect --verify`). */
+export interface VerifyReport {
+  /** Records that decoded. */
+  readonly records: number;
+  /** Chunks that did not decode, with the records they hold. */
+  readonly badChunks: readonly {
+    readonly chunk: number;
+    readonly code: string;
+    readonly offset: number | null;
+    readonly records: number;
+    readonly message: string;
+  }[];
 }
 
 /**
- * `edl recordio inspect FILE [--json]`: chunks, records, compressors, sizes, from the chunk headers
- * alone. A damaged header after the last good chunk is reported, and the exit status is then 1.
+ * `edl recordio inspect FILE [--json] [--verify]`: chunks, records, compressors, sizes, from the
+ * chunk headers alone; `--verify` also decodes every chunk (CRCs, decompression, record framing)
+ * and lists the damaged ones. Exit status 1 when anything is damaged.
  */
 export async function inspect(argv: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseCommandLine(argv, { json: { type: 'boolean' } }, ['FILE']);
-  const reader = await RecordIOReader.open(positionals[0] as string);
+  const { values, positionals } = parseCommandLine(
+    argv,
+    { json: { type: 'boolean' }, verify: { type: 'boolean' } },
+    ['FILE'],
+  );
+  const reader = await RecordIOReader.open(positionals[0] as string, { onCorruptChunk: 'skip' });
   try {
-    const report = buildReport(reader);
+    const headers = buildReport(reader);
+    const report = values.verify === true ? { ...headers, verified: await verify(reader) } : headers;
     io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     if (report.damage !== null) {
       io.stderr.write(`edl recordio: the chunk index stops early: ${report.damage.message}\n`);
+      return 1;
+    }
+    const bad = report.verified?.badChunks ?? [];
+    if (bad.length > 0) {
+      const lost = bad.reduce((n, c) => n + c.records, 0);
+      io.stderr.write(
+        `edl recordio: ${bad.length} damaged chunk(s), ${lost} records lost, in ${reader.path}\n`,
+      );
       return 1;
     }
   } finally {
     reader.close();
   }
   return 0;
+}
+
+/** Decodes every chunk in skip mode and collects what could not be read. */
+async function verify(reader: RecordIOReader): Promise<VerifyReport> {
+  let records = 0;
+  for await (const batch of reader.batches()) records += batch.length;
+  const badChunks = reader.skipped.faults
+    // A damaged tail is reported as `damage` already.
+    .filter((f) => f.chunk !== undefined && f.chunk < reader.numChunks)
+    .map((f) => ({
+      chunk: f.chunk as number,
+      code: f.code,
+      offset: f.offset ?? null,
+      records: f.records ?? 0,
+      message: f.message,
+    }));
+  return { records, badChunks };
 }
 
 function buildReport(reader: RecordIOReader): InspectReport {
@@ -71,6 +118,15 @@ function formatReport(report: InspectReport): string {
     `payloads  ${report.payloadBytes} bytes stored`,
   ];
   if (report.damage !== null) lines.push(`damaged   ${report.damage.message}`);
+  if (report.verified !== undefined) {
+    const { records, badChunks } = report.verified;
+    lines.push(
+      badChunks.length === 0
+        ? `verified  ${records} records decoded, every chunk intact`
+        : `verified  ${records} of ${report.numRecords} records decoded; ${badChunks.length} damaged chunk(s):`,
+      ...badChunks.map((c) => `  ${c.message} (${c.records} records lost)`),
+    );
+  }
   if (report.chunks.length > 0) {
     const header = ['chunk', 'offset', 'compressor', 'stored', 'records', 'first'];
     const rows = report.chunks.map((c) =>
