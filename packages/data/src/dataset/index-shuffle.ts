@@ -4,7 +4,7 @@ import { expectInteger, expectSeed, invalidArgument } from './validate.js';
 /** Largest supported domain: 2^53 - 1, so every index and result is a safe integer. */
 export const MAX_SHUFFLE_LENGTH = Number.MAX_SAFE_INTEGER;
 /**
- * 2^-26: a round output cut to 26 bits times the modulus (< 2^27) is below 2^53, so scaling it by
+ * 2^-26: a round output cut to 26 bits times the modulus (<= 2^27) is below 2^53, so scaling it by
  * 2^-26 and truncating maps it exactly and deterministically into `[0, modulus)` without a division.
  */
 const TWO_POW_MINUS_26 = 1 / 67108864;
