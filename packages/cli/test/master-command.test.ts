@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { readCheckpoint } from '@edl/master';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/main.js';
 
@@ -12,9 +13,11 @@ const simWorker = fileURLToPath(new URL('../../master/test/fixtures/sim-worker.m
 const dir = mkdtempSync(join(tmpdir(), 'edl-cli-master-'));
 
 beforeAll(() => {
-  // The simulated workers import the built @edl/proto.
-  execFileSync('pnpm', ['exec', 'tsc', '-b', 'packages/proto'], { cwd: repoRoot, stdio: 'pipe' });
-}, 120_000);
+  // The simulated workers import the built @edl/proto and @edl/data.
+  for (const project of ['packages/proto', 'packages/data']) {
+    execFileSync('pnpm', ['exec', 'tsc', '-b', project], { cwd: repoRoot, stdio: 'pipe' });
+  }
+}, 180_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function io() {
@@ -32,6 +35,8 @@ describe('edl master', () => {
     const csv = join(dir, 'train.csv');
     writeFileSync(csv, `x,y\n${Array.from({ length: 120 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
     process.env.SIM_RECORDS = '120';
+    // The workers read their tasks' rows through the real text reader; a row's id is its x.
+    process.env.SIM_READER = JSON.stringify({ type: 'text', params: { path: csv, header: true } });
     const { io: cliIo, out, err } = io();
     const code = await runCli(
       [
@@ -66,6 +71,10 @@ describe('edl master', () => {
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!);
     expect(result).toMatchObject({ state: 'succeeded', modelVersion: 24 });
     expect(readFileSync(result.checkpoint).subarray(0, 8).toString()).toBe('EDLCKPT1');
+    // The final checkpoint's weights count the applications of each row: 2 epochs, once each.
+    const checkpoint = await readCheckpoint(result.checkpoint);
+    expect(checkpoint.store.version).toBe(24);
+    expect([...new Set(checkpoint.store.variables[0]!.values)]).toEqual([2]);
   }, 60_000);
 
   it('refuses bad arguments with a usage error', async () => {

@@ -1,17 +1,30 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDataReader } from '@edl/data';
 import { MasterClient, TaskType } from '@edl/proto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalInstanceManager } from '../src/local-instance-manager.js';
 import { silentLogger } from '../src/logger.js';
 import { type MasterHandle, startMaster } from '../src/start-master.js';
 import { buildDist, simWorker, sleep, waitFor } from './helpers.js';
 
-beforeAll(() => buildDist(['-b packages/proto']), 120_000);
+beforeAll(() => buildDist(['-b packages/proto', '-b packages/data']), 180_000);
 
 const shards = [
   { name: 'shard-a', start: 0, count: 330 },
   { name: 'shard-b', start: 330, count: 270 },
 ];
 const RECORDS = 600;
+const dir = mkdtempSync(join(tmpdir(), 'edl-fault-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A CSV of RECORDS rows whose first field is the row's id, read through the real text reader. */
+async function csvReader() {
+  const path = join(dir, 'train.csv');
+  writeFileSync(path, `id,label\n${Array.from({ length: RECORDS }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+  return createDataReader(path, { header: true, recordsPerShard: 250 });
+}
 
 /**
  * Collects, for every accepted gradient, the record ids it carries (where `counts` is -1) and the
@@ -65,9 +78,10 @@ describe('real gRPC master with real worker processes', () => {
     const rec = recorder();
     const output: string[] = [];
     const epochs = 2;
+    const reader = await csvReader();
     const handle = await startMaster({
       jobType: 'training',
-      trainingShards: shards,
+      trainingReader: reader,
       minibatchSize: 10,
       numMinibatchesPerTask: 4,
       numEpochs: epochs,
@@ -88,6 +102,7 @@ describe('real gRPC master with real worker processes', () => {
           SIM_STEP_DELAY_MS: '8',
           SIM_DUPLICATE_EVERY: '7',
           SIM_TRANSPORT: 'stream',
+          SIM_READER: JSON.stringify(reader.describe()),
         },
         onOutput: (id, line) => output.push(`${id}: ${line}`),
       },
@@ -130,6 +145,7 @@ describe('real gRPC master with real worker processes', () => {
     }
 
     const result = await handle.wait();
+    expect(result.error?.message, output.slice(0, 15).join('\n')).toBeUndefined();
     expect(result.state).toBe('succeeded');
     expect(killed.length).toBeGreaterThanOrEqual(3);
     expectEveryRecordOncePerEpoch(rec.applied, epochs);
@@ -141,6 +157,7 @@ describe('real gRPC master with real worker processes', () => {
     expect(output.some((l) => l.includes('answered ALREADY_APPLIED'))).toBe(true);
     expect(output.filter((l) => l.includes('answered ACCEPTED'))).toEqual([]);
     expect(instances.runningWorkers).toBe(0);
+    await reader.close?.();
   }, 120_000);
 
   it('rejects calls without the job token, and fails the job loudly when workers keep crashing', async () => {
