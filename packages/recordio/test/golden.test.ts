@@ -109,6 +109,25 @@ describe('golden files written by the Go reference', () => {
     expect(results[4]!.done).toBe(true);
   });
 
+  it('concurrent reads on one reader, and close() while reads are in flight', async () => {
+    const entry = intact.find((e) => e.file === 'seq-gzip-64k.rio')!;
+    const reader = await RecordIOReader.open(entry.path);
+    const starts = Array.from({ length: 24 }, (_, i) => (i * 337) % 8000);
+    const batches = await Promise.all(starts.map((s) => reader.read(s, 150)));
+    batches.forEach((batch, i) => {
+      expect(Buffer.from(batch.get(149)).toString()).toBe(seqRecord(starts[i]! + 149).toString());
+    });
+    const inFlight = starts.map((s) => reader.read(s, 150));
+    reader.close();
+    const outcomes = await Promise.allSettled(inFlight);
+    for (const outcome of outcomes) {
+      if (outcome.status === 'fulfilled') expect(outcome.value.length).toBe(150);
+      else expect(outcome.reason).toMatchObject({ name: 'RecordIOError', code: 'CLOSED' });
+    }
+    // Batches read before close stay valid: they own their memory.
+    expect(Buffer.from(batches[0]!.get(0)).toString()).toBe(seqRecord(starts[0]!).toString());
+  });
+
   it('stops cleanly when the consumer breaks early', async () => {
     const reader = await open(intact.find((e) => e.file === 'seq-none-64k.rio')!.path);
     let seen = 0;
