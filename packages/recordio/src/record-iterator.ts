@@ -22,6 +22,7 @@ export class RecordIterator implements AsyncIterableIterator<Uint8Array> {
     this.#batches = batches;
   }
 
+  /** The iterator itself, so it works in `for await`. */
   [Symbol.asyncIterator](): this {
     return this;
   }

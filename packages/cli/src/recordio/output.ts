@@ -14,6 +14,7 @@ export class BufferedOutput {
   };
   #failure: Error | undefined;
 
+  /** @param stream - where the pieces go (standard output for `cat`). */
   constructor(stream: NodeJS.WritableStream) {
     this.#stream = stream;
     stream.on('error', this.#onError);

@@ -3,7 +3,9 @@ export type OutputFormat = 'raw' | 'hex' | 'base64' | 'jsonl';
 /** How `edl recordio write` reads a record from a line of standard input. */
 export type InputFormat = 'lines' | 'hex' | 'base64';
 
+/** Accepted values of `cat --format`. */
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['raw', 'hex', 'base64', 'jsonl'];
+/** Accepted values of `write --format`. */
 export const INPUT_FORMATS: readonly InputFormat[] = ['lines', 'hex', 'base64'];
 
 const NEWLINE = Buffer.from('\n');
