@@ -50,6 +50,33 @@ describe('edl demo', () => {
     expect(run.stdout).toMatch(
       /Total Time\s+get_task\s+get_batch\s+input_fn\s+data_wait\s+compute_loss\s+get_model\s+report_gradient/,
     );
-    expect(existsSync(path.join(keep, 'checkpoints'))).toBe(true);
-  }, 160_000);
+    expect(existsSync(path.join(keep, 'checkpoints', 'non-trainable-weights.json'))).toBe(true);
+
+    // A fresh worker evaluates the checkpoint with the batch-norm statistics saved beside it.
+    const evaluation = spawnSync(
+      process.execPath,
+      [
+        edl,
+        'evaluate',
+        '--model-def',
+        'cifar10-small',
+        '--validation-data',
+        path.join(keep, 'valid'),
+        '--model-checkpoint',
+        path.join(keep, 'checkpoints'),
+        '--backend',
+        'wasm',
+        '--stats',
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(evaluation.status, evaluation.stderr).toBe(0);
+    const evaluated = JSON.parse(
+      evaluation.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string,
+    ) as {
+      evaluations: Array<{ records: number; metrics: Record<string, number> }>;
+    };
+    expect(evaluated.evaluations[0]?.records).toBe(192);
+    expect(evaluated.evaluations[0]?.metrics.accuracy).toBeGreaterThan(0.5);
+  }, 220_000);
 });

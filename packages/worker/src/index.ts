@@ -33,6 +33,11 @@ export type {
   PredictionOutputsProcessor,
 } from './model-definition.js';
 export { ModelRunner, type StepResult } from './model-runner.js';
+export {
+  loadNonTrainableWeights,
+  NON_TRAINABLE_FILE,
+  saveNonTrainableWeights,
+} from './non-trainable-file.js';
 export { JsonLinesPredictionWriter } from './prediction-writer.js';
 export { prefetch } from './prefetch.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';

@@ -37,6 +37,36 @@ export class ModelRunner {
     }
   }
 
+  /**
+   * The non-trainable weights (batch-norm moving statistics). The master holds trainable variables
+   * only, so these stay per worker; they are saved at the end of training and loaded for
+   * evaluation and prediction by whoever runs them (see `TrainEndCallback`).
+   */
+  async readNonTrainable(): Promise<NamedTensor[]> {
+    return Promise.all(
+      this.model.nonTrainableWeights.map(async (weight) => ({
+        name: weight.originalName,
+        shape: weight.shape as number[],
+        values: Float32Array.from((await weight.read().data()) as Float32Array),
+      })),
+    );
+  }
+
+  /** Loads non-trainable weights saved by {@link readNonTrainable}; unknown names are an error. */
+  assignNonTrainable(weights: readonly NamedTensor[]): void {
+    const byName = new Map(this.model.nonTrainableWeights.map((w) => [w.originalName, w]));
+    for (const tensor of weights) {
+      const weight = byName.get(tensor.name);
+      if (weight === undefined || weight.shape.join(',') !== tensor.shape.join(',')) {
+        throw new WorkerError(
+          'MODEL_DEF_INVALID',
+          `Saved non-trainable weight '${tensor.name}' [${tensor.shape.join(', ')}] does not fit the model`,
+        );
+      }
+      weight.write(tf.tensor(tensor.values, [...tensor.shape], 'float32'));
+    }
+  }
+
   /** Names of the trainable variables, the keys the master stores them under. */
   get variableNames(): string[] {
     return [...this.#variables.keys()];

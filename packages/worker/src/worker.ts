@@ -1,5 +1,5 @@
 import type { DataReader } from '@edl/data';
-import { GradientStatus, MasterRpcError } from '@edl/proto';
+import { GradientStatus, MasterRpcError, type NamedTensor } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
 import { describeValue, WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
@@ -40,6 +40,13 @@ export interface WorkerOptions<TRecord> {
   readonly onProgress?: (progress: WorkerProgress) => void;
   /** Timers to fill (default: new ones). */
   readonly timers?: Timers;
+  /**
+   * Run for the TRAIN_END_CALLBACK task, after training, with the worker's model pulled to the
+   * final version (e.g. save the non-trainable weights next to the checkpoint, export the model).
+   */
+  readonly onTrainEnd?: (runner: ModelRunner) => void | Promise<void>;
+  /** Non-trainable weights to start from (batch-norm statistics saved after training). */
+  readonly nonTrainableWeights?: readonly NamedTensor[];
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -115,6 +122,7 @@ class WorkerLoop<TRecord> {
       logger: this.#logger,
     });
     this.#runner = new ModelRunner(options.modelDefinition as ModelDefinition<unknown>);
+    if (options.nonTrainableWeights) this.#runner.assignNonTrainable(options.nonTrainableWeights);
     this.#processor =
       options.modelDefinition.predictionOutputsProcessor ??
       (options.predictionOutput === undefined
@@ -152,6 +160,16 @@ class WorkerLoop<TRecord> {
         if (head === undefined) break;
         this.#armHeartbeat(head.leaseMs);
         if (head.kind === 'train_end_callback') {
+          try {
+            if (this.#o.onTrainEnd) {
+              await this.#pull(-1, 'training');
+              await this.#o.onTrainEnd(this.#runner);
+            }
+          } catch (error) {
+            if (error instanceof MasterRpcError) throw error;
+            await this.#failTask(head, `train-end callback failed: ${(error as Error).message}`);
+            continue;
+          }
           await this.#finishTask(head, 0);
           continue;
         }

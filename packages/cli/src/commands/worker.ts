@@ -3,7 +3,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DataReader, JsonObject } from '@edl/data';
 import { MasterClient } from '@edl/proto';
-import { type BackendName, jsonLineLogger, runWorker, selectBackend, type WorkerProgress } from '@edl/worker';
+import {
+  type BackendName,
+  jsonLineLogger,
+  loadNonTrainableWeights,
+  runWorker,
+  saveNonTrainableWeights,
+  selectBackend,
+  type WorkerProgress,
+} from '@edl/worker';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
 import { loadModel, openReader } from '../job/model-and-readers.js';
@@ -24,7 +32,10 @@ Options:
   --backend NAME              auto | webgpu | tensorflow | wasm | cpu (default auto)
   --get-model-steps N         pull the model every N steps (default 1)
   --prefetch N                minibatches prepared ahead of compute (default 2)
-  --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there`;
+  --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
+  --export-dir DIR            after training, save the non-trainable weights (batch-norm
+                              statistics) there, beside the master's checkpoints
+  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint`;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -56,6 +67,8 @@ export const command: Command = {
           'get-model-steps': { type: 'string' },
           prefetch: { type: 'string' },
           'stats-dir': { type: 'string' },
+          'export-dir': { type: 'string' },
+          'model-checkpoint': { type: 'string' },
         },
       }) as { values: Record<string, string | undefined> });
     } catch (error) {
@@ -91,6 +104,9 @@ export const command: Command = {
     if (reader === undefined)
       throw new UsageError('one of --training-data, --validation-data, --prediction-data is required');
     const statsDir = values['stats-dir'];
+    const exportDir = values['export-dir'];
+    const checkpoint = values['model-checkpoint'];
+    const nonTrainable = checkpoint === undefined ? undefined : loadNonTrainableWeights(checkpoint);
     const master = await MasterClient.connect(address, token);
     let lastReport = 0;
     const onProgress = (p: WorkerProgress) => {
@@ -120,6 +136,21 @@ export const command: Command = {
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,
+        ...(nonTrainable ? { nonTrainableWeights: nonTrainable } : {}),
+        ...(exportDir
+          ? {
+              onTrainEnd: async (runner) => {
+                const weights = await runner.readNonTrainable();
+                if (weights.length === 0) return;
+                const file = saveNonTrainableWeights(exportDir, weights, runner.version);
+                logger.info('train_end.saved', {
+                  file,
+                  weights: weights.length,
+                  modelVersion: runner.version,
+                });
+              },
+            }
+          : {}),
       });
       logger.info('worker.done', {
         steps: result.steps,

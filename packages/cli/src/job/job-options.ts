@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { JsonObject } from '@edl/data';
 import { isBackendName } from '@edl/worker';
@@ -182,5 +183,9 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
+  // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
+  const checkpoint = options.modelCheckpoint ?? options.checkpointDir;
+  if (checkpoint !== undefined) add('--model-checkpoint', path.resolve(checkpoint));
   return args;
 }
