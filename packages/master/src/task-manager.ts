@@ -100,6 +100,12 @@ interface TaskRecord {
   leaseDeadline: number;
   /** Where the current dispatch started (progress at dispatch time). */
   dispatchedAt: number;
+  /**
+   * The worker reported the task done while some of its gradients were still on their way (a
+   * prefetching pipeline consumes records before their minibatch is applied). Heartbeats no longer
+   * renew the lease: the outstanding ranges must arrive within it, or the task comes back.
+   */
+  reportedDone?: boolean;
 }
 
 /** Outcome of a range check for a gradient or metrics report. */
@@ -361,11 +367,8 @@ export class TaskManager {
         this.#complete(record);
         return true;
       }
-      this.#recover(
-        record,
-        `reported done with records [${record.progress}, ${record.end}) never applied`,
-        true,
-      );
+      // Gradients of the last minibatches may still be in flight: wait for them, up to the lease.
+      record.reportedDone = true;
       return true;
     }
     if (record.kind === 'prediction' && recordsDone > 0) {
@@ -386,7 +389,7 @@ export class TaskManager {
     const deadline = this.#now() + this.leaseMs;
     for (const id of ids) {
       const record = this.#doing.get(id);
-      if (record !== undefined) record.leaseDeadline = deadline;
+      if (record !== undefined && record.reportedDone !== true) record.leaseDeadline = deadline;
     }
     return ids.size;
   }
@@ -398,7 +401,10 @@ export class TaskManager {
     for (const record of [...this.#doing.values()]) {
       if (record.leaseDeadline <= now && !this.finished) {
         expired++;
-        this.#recover(record, `lease of ${this.leaseMs} ms expired on worker ${record.worker}`, true);
+        const reason = record.reportedDone
+          ? `reported done but records [${record.progress}, ${record.end}) were not applied within the lease of ${this.leaseMs} ms`
+          : `lease of ${this.leaseMs} ms expired on worker ${record.worker}`;
+        this.#recover(record, reason, true);
       }
     }
     return expired;
@@ -737,6 +743,7 @@ export class TaskManager {
 
   #release(record: TaskRecord): void {
     this.#doing.delete(record.id);
+    delete record.reportedDone;
     if (record.worker !== undefined) {
       const ids = this.#byWorker.get(record.worker);
       ids?.delete(record.id);

@@ -33,10 +33,13 @@ describe('gRPC server', () => {
       const { task } = await client.getTask(`w-${transport}`);
       expect(task).toMatchObject({ type: TaskType.TRAINING, shardName: 's', end: task!.start + 20 });
       expect(await client.heartbeat(`w-${transport}`)).toEqual({ shouldStop: false, modelVersion: 0 });
-      // Reported done without any applied gradient: the records go back, nothing is lost.
-      expect(await client.reportTaskResult({ workerId: `w-${transport}`, taskId: task!.id })).toEqual({
+      // Reported failed: the records go back to todo, nothing is lost.
+      const failed = { workerId: `w-${transport}`, taskId: task!.id, error: 'simulated failure' };
+      expect(master.taskManager.tasksOf(`w-${transport}`)).toEqual([task!.id]);
+      expect(await client.reportTaskResult(failed)).toEqual({
         accepted: true,
       });
+      expect(master.taskManager.tasksOf(`w-${transport}`)).toEqual([]);
       const error = await client.reportTaskResult({ workerId: '', taskId: 1 }).catch((e: unknown) => e);
       expect(error).toMatchObject({
         code: 'INVALID_ARGUMENT',
