@@ -16,6 +16,8 @@ export interface Checkpoint {
 }
 
 const MAGIC = Buffer.from('EDLCKPT1', 'latin1');
+/** Float32 data is stored little-endian; on such hosts it is copied in bulk. */
+const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const FILE_PATTERN = /^checkpoint-(\d{12})\.edlckpt$/;
 
 interface Header {
@@ -65,7 +67,11 @@ export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep 
   const payload = Buffer.alloc(offset * 4);
   let at = 0;
   for (const values of arrays) {
-    for (let i = 0; i < values.length; i++) payload.writeFloatLE(values[i] as number, (at + i) * 4);
+    if (littleEndian) {
+      payload.set(new Uint8Array(values.buffer, values.byteOffset, values.length * 4), at * 4);
+    } else {
+      for (let i = 0; i < values.length; i++) payload.writeFloatLE(values[i] as number, (at + i) * 4);
+    }
     at += values.length;
   }
   const header: Header = {
@@ -161,7 +167,11 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
   const take = (offset: number, length: number, what: string): Float32Array => {
     if (offset < 0 || length < 0 || offset + length > floats) fail(`${what} lies outside the payload`);
     const values = new Float32Array(length);
-    for (let i = 0; i < length; i++) values[i] = payload.readFloatLE((offset + i) * 4);
+    if (littleEndian) {
+      new Uint8Array(values.buffer).set(payload.subarray(offset * 4, (offset + length) * 4));
+    } else {
+      for (let i = 0; i < length; i++) values[i] = payload.readFloatLE((offset + i) * 4);
+    }
     return values;
   };
   const variables: NamedTensor[] = header.variables.map((v) => ({
