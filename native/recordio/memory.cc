@@ -7,9 +7,26 @@
 #include <mutex>
 #include <vector>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EDL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define EDL_ASAN 1
+#endif
+
 namespace edl::recordio {
 
 namespace {
+
+#ifdef EDL_ASAN
+// Exact-size malloc blocks let AddressSanitizer catch an overflow by a single byte; mapped,
+// rounded-up blocks would hide it.
+constexpr bool kUseMappedBlocks = false;
+#else
+constexpr bool kUseMappedBlocks = true;
+#endif
 
 constexpr size_t kHugePage = size_t{2} << 20;
 // Freed batches are kept for the next read: faulting fresh pages in costs more than reading the
@@ -75,7 +92,7 @@ void* TakeFromPool(size_t n, size_t* cap) {
 }  // namespace
 
 void* AllocateBlock(size_t n, size_t* cap) {
-  if (n < kLargeBlock) {
+  if (n < kLargeBlock || !kUseMappedBlocks) {
     void* p = std::malloc(n == 0 ? 1 : n);
     *cap = p != nullptr ? n : 0;
     return p;
@@ -88,7 +105,7 @@ void* AllocateBlock(size_t n, size_t* cap) {
 }
 
 void* ReallocateBlock(void* p, size_t old_cap, size_t used, size_t n, size_t* cap) {
-  if (n < kLargeBlock && old_cap < kLargeBlock) {
+  if (!kUseMappedBlocks || (n < kLargeBlock && old_cap < kLargeBlock)) {
     void* q = std::realloc(p, n);
     if (q != nullptr) *cap = n;
     return q;
@@ -111,7 +128,7 @@ void* ReallocateBlock(void* p, size_t old_cap, size_t used, size_t n, size_t* ca
 
 void FreeBlock(void* p, size_t cap) {
   if (p == nullptr) return;
-  if (cap < kLargeBlock) {
+  if (cap < kLargeBlock || !kUseMappedBlocks) {
     std::free(p);
     return;
   }

@@ -7,7 +7,8 @@
 namespace edl::recordio {
 
 /// Blocks of at least this size are mmap'ed (2 MiB aligned, transparent huge pages requested)
-/// and recycled through a small pool; smaller ones come from malloc.
+/// and recycled through a small pool; smaller ones (and all of them under AddressSanitizer) come
+/// from malloc.
 inline constexpr size_t kLargeBlock = size_t{1} << 20;
 
 /// Allocates at least `n` bytes; `*cap` receives the usable size. nullptr when out of memory.

@@ -10,15 +10,19 @@ namespace edl::recordio {
 
 namespace {
 
-// Upper bound on the decoded size of a chunk, for reservations only (never trusted to be right).
-uint64_t DecodedEstimate(const ChunkHeader& h) {
-  switch (h.compressor) {
+// Likely decoded size of a chunk, for reservations only. Sizes from the header are first clamped
+// to what the file holds, so a lying header cannot make us reserve memory.
+uint64_t DecodedEstimate(const ChunkInfo& c, uint64_t file_size) {
+  const uint64_t payload_at = c.offset + kHeaderSize;
+  const uint64_t in_file = file_size > payload_at ? file_size - payload_at : 0;
+  const uint64_t stored = std::min<uint64_t>(c.header.compressed_size, in_file);
+  switch (c.header.compressor) {
     case 0:
-      return h.compressed_size;
+      return stored;
     case 1:
-      return uint64_t{h.compressed_size} * 2;
+      return stored * 2;
     default:
-      return uint64_t{h.compressed_size} * 4;
+      return stored * 4;
   }
 }
 
@@ -149,7 +153,7 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
   uint64_t record_estimate = 0;
   for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
     const ChunkInfo& info = chunks[c];
-    const uint64_t decoded = DecodedEstimate(info.header);
+    const uint64_t decoded = DecodedEstimate(info, index.file_size);
     data_estimate += decoded;
     const uint64_t lo = std::max(start, info.first_record);
     const uint64_t hi = std::min(end, info.first_record + info.header.num_records);

@@ -246,3 +246,21 @@ TEST(LyingHeaderCountsAreBounded) {
   CHECK_EQ(out.error.status.code(), ErrorCode::kTruncated);
   CHECK(out.bounds.capacity() < (size_t{1} << 20));
 }
+
+TEST(LyingHeaderSizesAreBounded) {
+  // The last chunk claims a 4 GiB payload in a 40-byte file: TRUNCATED, and nothing reserved
+  // from the claim (found by fuzz_index).
+  std::string c = Chunk(Compressor::kSnappy, {"abcde"});
+  c[12] = c[13] = c[14] = c[15] = '\xff';
+  for (uint8_t compressor : {0, 1, 2}) {
+    c[8] = static_cast<char>(compressor);
+    MemoryFile f(reinterpret_cast<const uint8_t*>(c.data()), c.size());
+    FileIndex index;
+    CHECK_OK(ScanIndex(f, &index));
+    CHECK_EQ(index.chunks.size(), 1u);
+    ReadOutput out;
+    CHECK_OK(ReadRecords(f, index, 0, index.num_records, false, &out));
+    CHECK_EQ(out.error.status.code(), ErrorCode::kTruncated);
+    CHECK(out.data.capacity() < (size_t{1} << 20));
+  }
+}
