@@ -300,7 +300,8 @@ export class TaskManager {
    */
   checkRange(workerId: string, taskId: number, start: number, end: number): RangeCheck {
     const record = this.#doing.get(taskId);
-    if (record === undefined || record.worker !== workerId) {
+    // After a failure nothing more is applied: the job's state stays as it was when it failed.
+    if (record === undefined || record.worker !== workerId || this.#failed !== undefined) {
       if (this.#completed.has(taskId))
         return { ok: false, status: GradientStatus.ALREADY_APPLIED, progress: -1 };
       return { ok: false, status: GradientStatus.TASK_NOT_HELD, progress: -1 };
