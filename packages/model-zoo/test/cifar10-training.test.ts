@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { IterDataset } from '@edl/data';
 import { RecordIOReader } from '@edl/recordio';
 import { loadModelDefinition, selectBackend } from '@edl/worker';
 import * as tf from '@tensorflow/tfjs-core';
@@ -37,10 +38,14 @@ describe('the small CIFAR-10 CNN on the wasm backend', () => {
     );
     const optimizer = tf.train.momentum(0.02, 0.9);
     const losses: number[] = [];
-    const batches = definition.datasetFn(records(files[0] as string), 'training', {
-      minibatchSize: 32,
-      reader: {},
-    });
+    const batches = definition.datasetFn(
+      IterDataset.fromIterable(() => records(files[0] as string)),
+      'training',
+      {
+        minibatchSize: 32,
+        reader: {},
+      },
+    );
     for await (const { features, labels } of batches) {
       const loss = optimizer.minimize(
         () =>

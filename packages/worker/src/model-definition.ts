@@ -1,4 +1,4 @@
-import type { DataReader, JsonObject, ReaderMetadata } from '@edl/data';
+import type { DataReader, IterDataset, JsonObject, ReaderMetadata } from '@edl/data';
 import type { MetricPartial } from '@edl/proto';
 import type * as tf from '@tensorflow/tfjs-core';
 import type * as tfl from '@tensorflow/tfjs-layers';
@@ -27,12 +27,14 @@ export interface DatasetFnMetadata {
 }
 
 /**
- * Seed 004's `dataset_fn`: parse, preprocess and batch the shared records dataset. The records come
- * from consecutive tasks of one mode; yield minibatches of `metadata.minibatchSize` records (the last
- * one may be smaller) and keep record order, because the worker attributes records to tasks by count.
+ * Seed 004's `dataset_fn`: parse, preprocess and batch the shared records dataset, an @edl/data
+ * `IterDataset` (so `records.map(parse).batch(n).map(toTensors)` works, as does a plain
+ * `for await`). The records come from consecutive tasks of one mode; yield minibatches of
+ * `metadata.minibatchSize` records (the last one may be smaller) and keep every record, in order:
+ * the worker attributes records to tasks by count. The dataset can be iterated once.
  */
 export type DatasetFn<TRecord = Uint8Array> = (
-  records: AsyncIterable<TRecord>,
+  records: IterDataset<TRecord>,
   mode: Mode,
   metadata: DatasetFnMetadata,
 ) => AsyncIterable<Minibatch>;

@@ -1,4 +1,4 @@
-import type { DataReader } from '@edl/data';
+import { type DataReader, IterDataset } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
 import { describeValue, WorkerError } from './errors.js';
@@ -208,7 +208,14 @@ class WorkerLoop<TRecord> {
     const mode = head.kind as Mode;
     await this.#prepareModel(mode, head);
     const { modelDefinition, minibatchSize: size } = this.#o;
-    const batches = modelDefinition.datasetFn(this.#feed.records(head), mode, {
+    let opened = false;
+    const records = IterDataset.fromIterable(() => {
+      // The shared dataset reads tasks from the master: a second pass would read other tasks.
+      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
+      opened = true;
+      return this.#feed.records(head);
+    }, `TaskFeed(${mode})`);
+    const batches = modelDefinition.datasetFn(records, mode, {
       minibatchSize: size,
       reader: this.#readerFor(mode).metadata,
     });

@@ -1,4 +1,4 @@
-import { batchRecords, type DatasetFn, type ModelDefinition } from '@edl/worker';
+import type { DatasetFn, Minibatch, ModelDefinition } from '@edl/worker';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import {
@@ -66,35 +66,34 @@ export function buildCifar10Model(options: Cifar10ModelOptions = {}): tfl.Layers
   return tfl.model({ inputs: input, outputs: output, name: 'cifar10' });
 }
 
-/**
- * seed 004's dataset_fn for CIFAR-10 records: decode the label byte and the pixels, scale to [0, 1],
- * one-hot the label, batch. Prediction minibatches carry no labels.
- */
-export const cifar10DatasetFn: DatasetFn<Uint8Array> = async function* (records, mode, metadata) {
-  for await (const batch of batchRecords(records, metadata.minibatchSize)) {
-    const pixels = new Float32Array(batch.length * CIFAR10_PIXEL_BYTES);
-    const labels = new Int32Array(batch.length);
-    batch.forEach((record, i) => {
-      if (record.length !== CIFAR10_RECORD_BYTES) {
-        throw new RangeError(
-          `Expected ${CIFAR10_RECORD_BYTES} bytes for a CIFAR-10 record but received ${record.length}`,
-        );
-      }
-      labels[i] = record[0] as number;
-      const base = i * CIFAR10_PIXEL_BYTES;
-      for (let j = 0; j < CIFAR10_PIXEL_BYTES; j++) pixels[base + j] = (record[j + 1] as number) / 255;
-    });
-    const features = tf.tensor4d(pixels, [batch.length, CIFAR10_SIDE, CIFAR10_SIDE, CIFAR10_CHANNELS]);
-    if (mode === 'prediction') {
-      yield { features };
-    } else {
-      const ids = tf.tensor1d(labels, 'int32');
-      const oneHot = tf.tidy(() => tf.cast(tf.oneHot(ids, CIFAR10_CLASSES), 'float32'));
-      ids.dispose();
-      yield { features, labels: oneHot };
+/** Decodes a minibatch of CIFAR-10 records into tensors: pixels scaled to [0, 1], one-hot labels. */
+function toMinibatch(batch: readonly Uint8Array[], withLabels: boolean): Minibatch {
+  const pixels = new Float32Array(batch.length * CIFAR10_PIXEL_BYTES);
+  const labels = new Int32Array(batch.length);
+  batch.forEach((record, i) => {
+    if (record.length !== CIFAR10_RECORD_BYTES) {
+      throw new RangeError(
+        `Expected ${CIFAR10_RECORD_BYTES} bytes for a CIFAR-10 record but received ${record.length}`,
+      );
     }
-  }
-};
+    labels[i] = record[0] as number;
+    const base = i * CIFAR10_PIXEL_BYTES;
+    for (let j = 0; j < CIFAR10_PIXEL_BYTES; j++) pixels[base + j] = (record[j + 1] as number) / 255;
+  });
+  const features = tf.tensor4d(pixels, [batch.length, CIFAR10_SIDE, CIFAR10_SIDE, CIFAR10_CHANNELS]);
+  if (!withLabels) return { features };
+  return {
+    features,
+    labels: tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), CIFAR10_CLASSES), 'float32')),
+  };
+}
+
+/**
+ * seed 004's dataset_fn for CIFAR-10 records, on the shared records dataset: batch, then decode the
+ * label byte and the pixels of each minibatch at once. Prediction minibatches carry no labels.
+ */
+export const cifar10DatasetFn: DatasetFn<Uint8Array> = (records, mode, metadata) =>
+  records.batch(metadata.minibatchSize).map((batch) => toMinibatch(batch, mode !== 'prediction'));
 
 /** A complete CIFAR-10 model definition with the given shape. */
 export function cifar10Definition(options: Cifar10ModelOptions = {}): ModelDefinition<Uint8Array> {
