@@ -93,6 +93,8 @@ function toStatus(error: unknown): Partial<ServiceError> {
 export async function serveMaster(master: Master, options: MasterServerOptions): Promise<MasterServer> {
   const token = Buffer.from(checkString(options.token, 'token'), 'utf8');
   const host = options.host ?? '127.0.0.1';
+  // An IPv6 literal needs brackets in a host:port string.
+  const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
@@ -290,11 +292,13 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${options.port ?? 0}`, ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(error) : resolve(bound),
+    server.bindAsync(
+      `${hostPart}:${options.port ?? 0}`,
+      ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound)),
     );
   });
-  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const address = `${hostPart}:${port}`;
   let stopped: Promise<void> | undefined;
   return {
     address,
