@@ -10,7 +10,7 @@ import { createDataReader } from '@edl/data';
 import { type StartMasterOptions, silentLogger as silentMasterLogger, startMaster } from '@edl/master';
 import { censusDefinition, generateCensusCsv } from '@edl/model-zoo';
 import { MasterClient } from '@edl/proto';
-import { runWorker, selectBackend, type WorkerResult } from '@edl/worker';
+import { runWorker, selectBackend, tf, type WorkerResult } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let dir: string;
@@ -104,6 +104,7 @@ describe('runWorker with a real master', () => {
   const checkpointDir = () => path.join(dir, 'ckpt');
 
   it('trains with 2 workers, evaluating each round, down to a loss threshold', async () => {
+    const tensorsBefore = tf.memory().numTensors;
     const { job, results } = await runJob(
       {
         jobType: 'training-with-evaluation',
@@ -124,6 +125,8 @@ describe('runWorker with a real master', () => {
     expect(last?.metrics.auc).toBeGreaterThan(0.8);
     const losses = results.map((r) => r.lastLoss as number);
     expect(Math.min(...losses)).toBeLessThan(0.5);
+    // Nothing leaks per step: what remains is the two models' weights (and their variables' copies).
+    expect(tf.memory().numTensors - tensorsBefore).toBeLessThan(40);
     for (const r of results) {
       expect(r.timers.job.compute_loss.count).toBeGreaterThan(0);
       expect(r.timers.job.get_task.count).toBeGreaterThan(0);

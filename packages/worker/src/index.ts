@@ -4,6 +4,14 @@
  *
  * @packageDocumentation
  */
+
+/**
+ * The TensorFlow.js instances the worker computes with. Model definitions outside this repository
+ * should import these rather than their own copies: two copies of tfjs-core are two engines, and
+ * tensors of one are unknown to the other.
+ */
+export * as tf from '@tensorflow/tfjs-core';
+export * as tfl from '@tensorflow/tfjs-layers';
 export * from './backends/index.js';
 export { batchRecords } from './batch-records.js';
 export { WorkerError, type WorkerErrorCode } from './errors.js';
