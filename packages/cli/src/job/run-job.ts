@@ -170,6 +170,16 @@ export async function runJob(
     },
   };
   const handle = await startMaster(masterOptions);
+  // Ctrl-C: stop the workers and the server cleanly; the job resumes from --checkpoint-dir.
+  let interrupted: (() => void) | undefined;
+  const stopped = new Promise<'interrupted'>((resolve) => {
+    interrupted = () => resolve('interrupted');
+  });
+  const interrupt = () => {
+    io.stderr.write('\ninterrupted: stopping the workers (a job with --checkpoint-dir resumes from there)\n');
+    void handle.stop().then(interrupted);
+  };
+  process.once('SIGINT', interrupt);
   const timer = setInterval(
     () => {
       const status = handle.master.status();
@@ -187,14 +197,24 @@ export async function runJob(
     bar === undefined ? 5000 : 250,
   );
   timer.unref();
-  let result: JobResult;
+  let result: JobResult | 'interrupted';
   try {
-    result = await handle.wait();
+    result = await Promise.race([handle.wait(), stopped]);
   } finally {
     clearInterval(timer);
+    process.removeListener('SIGINT', interrupt);
     bar?.clear();
   }
 
+  if (result === 'interrupted') {
+    await rm(statsDir, { recursive: true, force: true });
+    await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
+    return {
+      result: { state: 'failed', modelVersion: handle.master.status().modelVersion, evaluations: [] },
+      workers: [],
+      exitCode: 130,
+    };
+  }
   const workers = readdirSync(statsDir)
     .filter((f) => f.endsWith('.json'))
     .sort()
