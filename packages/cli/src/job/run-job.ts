@@ -98,6 +98,21 @@ export async function runJob(
   options: JobOptions,
   io: CommandIO,
 ): Promise<JobOutcome> {
+  // Where workers leave their timers and prediction outputs; removed whatever happens.
+  const statsDir = await mkdtemp(path.join(tmpdir(), 'edl-stats-'));
+  try {
+    return await runJobIn(kind, options, io, statsDir);
+  } finally {
+    await rm(statsDir, { recursive: true, force: true });
+  }
+}
+
+async function runJobIn(
+  kind: 'train' | 'evaluate' | 'predict',
+  options: JobOptions,
+  io: CommandIO,
+  statsDir: string,
+): Promise<JobOutcome> {
   const jobType = jobTypeOf(kind, options);
   const modelDefPath = resolveModelDef(options.modelDef);
   const definition = await loadModel(options.modelDef);
@@ -108,7 +123,6 @@ export async function runJob(
   const trainingReader = jobType.startsWith('training') ? await open(options.trainingData) : undefined;
   const evaluationReader = jobType === 'prediction' ? undefined : await open(options.validationData);
   const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
-  const statsDir = await mkdtemp(path.join(tmpdir(), 'edl-stats-'));
   const predictionOutput =
     kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
   const bar = io.isTTY ? new ProgressBar(io.stderr) : undefined;
@@ -207,7 +221,6 @@ export async function runJob(
   }
 
   if (result === 'interrupted') {
-    await rm(statsDir, { recursive: true, force: true });
     await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
     return {
       result: { state: 'failed', modelVersion: handle.master.status().modelVersion, evaluations: [] },
@@ -220,7 +233,6 @@ export async function runJob(
     .sort()
     .map((f) => JSON.parse(readFileSync(path.join(statsDir, f), 'utf8')) as WorkerStatsFile);
   if (predictionOutput !== undefined) await mergePredictions(predictionOutput, statsDir);
-  await rm(statsDir, { recursive: true, force: true });
   await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
 
   for (const evaluation of result.evaluations) {
