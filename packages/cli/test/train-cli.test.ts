@@ -241,6 +241,36 @@ describe('edl train with a user-written TypeScript model definition', () => {
     expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.7);
   }, 120_000);
 
+  it("reads through the model definition's customDataReader", async () => {
+    const modelDef = fileURLToPath(
+      new URL('../../worker/test/fixtures/custom-reader-model.ts', import.meta.url),
+    );
+    const run = await runEdl([
+      'train',
+      '--model-def',
+      modelDef,
+      '--training-data',
+      'synthetic:2000',
+      '--validation-data',
+      'synthetic:500',
+      '--backend',
+      'cpu',
+      '--num-workers',
+      '2',
+      '--minibatch-size',
+      '50',
+      '--num-epochs',
+      '4',
+      '--stats',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.records.total).toBe(8000);
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(8000);
+    expect(summary.evaluations.at(-1)?.records).toBe(500);
+    expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.85);
+  }, 120_000);
+
   it('names the member that a broken model definition lacks', async () => {
     const broken = path.join(dir, 'broken-model.mjs');
     await import('node:fs/promises').then((fs) => fs.writeFile(broken, 'export const model = () => null;\n'));
