@@ -79,4 +79,33 @@ describe('edl demo', () => {
     expect(evaluated.evaluations[0]?.records).toBe(192);
     expect(evaluated.evaluations[0]?.metrics.accuracy).toBeGreaterThan(0.5);
   }, 220_000);
+
+  it('trains the CNN in a worker process on webgpu over the software Vulkan driver', () => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        edl,
+        'demo',
+        '--records',
+        '512',
+        '--num-epochs',
+        '1',
+        '--num-workers',
+        '1',
+        '--backend',
+        'webgpu',
+        '--stats',
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const summary = JSON.parse(run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string) as {
+      state: string;
+      workers: Array<{ backend: string; records: { training: number } }>;
+      evaluations: Array<{ metrics: Record<string, number> }>;
+    };
+    expect(summary.state).toBe('succeeded');
+    expect(summary.workers.map((w) => [w.backend, w.records.training])).toEqual([['webgpu', 512]]);
+    expect(summary.evaluations.at(-1)?.metrics.accuracy).toBeGreaterThan(0.3);
+  }, 130_000);
 });
