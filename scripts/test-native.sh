@@ -83,4 +83,16 @@ PY
   done
 fi
 
+# The built addon (if any) must need nothing at run time beyond the C/C++ runtime.
+addon=$root/build/Release/edl_native.node
+if [ -f "$addon" ] && command -v ldd >/dev/null; then
+  extra=$(ldd "$addon" | awk '{print $1}' |
+    grep -Ev '^(linux-vdso|/lib64/ld-linux|ld-linux|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so)' || true)
+  if [ -n "$extra" ]; then
+    echo "test-native: $addon needs unexpected libraries: $extra"
+    exit 1
+  fi
+  echo "test-native: $addon needs only libc/libm/libstdc++/libgcc_s"
+fi
+
 echo "test-native: OK in $(( $(date +%s) - start ))s"
