@@ -16,6 +16,7 @@ import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, workerArgs } from './job-options.js';
 import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
+import { toOptimizerConfig } from './optimizer-config.js';
 import { ProgressBar } from './progress.js';
 
 /** What a worker process leaves in the stats directory when it ends. */
@@ -168,7 +169,7 @@ async function runJobIn(
     leaseMs: options.leaseMs,
     parameterStore: {
       gradsToWait: options.gradsToWait,
-      optimizer: { type: definition.optimizer.name, ...definition.optimizer.params } as never,
+      optimizer: toOptimizerConfig(definition.optimizer, modelDefPath),
     },
     ...(options.checkpointDir ? { checkpointDir: path.resolve(options.checkpointDir) } : {}),
     checkpointSteps: options.checkpointSteps,
