@@ -1,7 +1,7 @@
 import { accuracyPartial, aucPartial, type MetricPartial, msePartial, type NamedTensor } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
 import type * as tfl from '@tensorflow/tfjs-layers';
-import { WorkerError } from './errors.js';
+import { describeValue, WorkerError } from './errors.js';
 import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
 
 /** Loss and gradients of one minibatch, read back from the backend. */
@@ -24,7 +24,20 @@ export class ModelRunner {
 
   constructor(definition: ModelDefinition<unknown>) {
     this.#definition = definition;
-    this.model = definition.model();
+    const model = definition.model() as unknown;
+    const candidate = model as Partial<tfl.LayersModel> | null;
+    if (
+      candidate === null ||
+      typeof candidate !== 'object' ||
+      typeof candidate.apply !== 'function' ||
+      !Array.isArray(candidate.trainableWeights)
+    ) {
+      throw new WorkerError(
+        'MODEL_DEF_INVALID',
+        `Expected a tf.LayersModel from model() but received ${describeValue(model)}`,
+      );
+    }
+    this.model = model as tfl.LayersModel;
     for (const weight of this.model.trainableWeights) {
       if (this.#variables.has(weight.originalName)) {
         throw new WorkerError(

@@ -34,7 +34,7 @@ export interface TaskFeedOptions<TRecord> {
   readonly readerFor: (task: WorkerTask) => DataReader<TRecord>;
   readonly timers: Timers;
   readonly logger?: WorkerLogger;
-  /** First pause after a WAIT answer, in milliseconds; doubles up to 1 s (default 50). */
+  /** First pause after a WAIT answer, in milliseconds; doubles up to 250 ms (default 25). */
   readonly waitMs?: number;
 }
 
@@ -88,13 +88,14 @@ export class TaskFeed<TRecord> {
       this.#held = undefined;
       return task;
     }
-    let pause = this.#options.waitMs ?? 50;
+    let pause = this.#options.waitMs ?? 25;
     while (!this.#finished) {
       const task = await this.#fetch();
       if (task === undefined) return undefined;
       if (task.kind !== 'wait') return task;
       await sleep(pause);
-      pause = Math.min(pause * 2, 1000);
+      // Short pauses: at an epoch boundary the next tasks appear as soon as the last report lands.
+      pause = Math.min(pause * 2, 250);
     }
     return undefined;
   }
