@@ -16,6 +16,7 @@ export { type EvaluationResult, EvaluationService } from './evaluation-service.j
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
 export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
+export * from './kubernetes/index.js';
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
   type AppliedGradient,

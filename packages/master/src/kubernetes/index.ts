@@ -1,0 +1,43 @@
+/** The Kubernetes instance manager and the pure builders of a job's Kubernetes objects. */
+export {
+  buildJobObjects,
+  buildRbacObjects,
+  type ContainerSize,
+  DEFAULT_EDL_COMMAND,
+  type JobObjects,
+  type JobObjectsOptions,
+  masterServiceAddress,
+  type RbacObjects,
+  resourcesFor,
+} from './job-objects.js';
+export { loadKubeConfig, type KubeConfigSource } from './kube-config.js';
+export {
+  KubernetesInstanceManager,
+  type KubernetesInstanceManagerOptions,
+  kubernetesInstanceManager,
+  type WorkerSummary,
+} from './kubernetes-instance-manager.js';
+export { APP_NAME, checkJobName, jobSelector, LABELS, workerSelector } from './labels.js';
+export { masterInstanceEvents } from './master-events.js';
+export {
+  createPodApi,
+  type PodApi,
+  type PodApiOptions,
+  type PodWatchEvent,
+  statusCodeOf,
+  type WatchHandle,
+} from './pod-api.js';
+export { type PodOutcome, podOutcome } from './pod-outcome.js';
+export {
+  PodWatcher,
+  type PodWatcherListener,
+  type PodWatcherOptions,
+  type PodWatcherStats,
+} from './pod-watcher.js';
+export {
+  buildWorkerPod,
+  type PodOwner,
+  type SecretKeyRef,
+  type WorkerPodTemplate,
+  workerPodName,
+} from './worker-pod.js';

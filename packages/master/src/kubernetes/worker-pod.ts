@@ -1,0 +1,116 @@
+import type {
+  V1EnvVar,
+  V1Pod,
+  V1ResourceRequirements,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import { APP_NAME, LABELS } from './labels.js';
+
+/** Where the job token lives: a key of a Secret in the job's namespace. */
+export interface SecretKeyRef {
+  readonly name: string;
+  readonly key: string;
+}
+
+/** The pod that owns the workers (the master's): deleting it lets the garbage collector delete them. */
+export interface PodOwner {
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** Everything a worker pod is made of except its id; see {@link buildWorkerPod}. */
+export interface WorkerPodTemplate {
+  readonly jobName: string;
+  readonly namespace: string;
+  readonly image: string;
+  /** The container's command (entrypoint); omit to use the image's. */
+  readonly command?: readonly string[];
+  /** The container's arguments, e.g. `['worker', '--model-def', 'cifar10']`. */
+  readonly args?: readonly string[];
+  /** host:port of the master (its Service), passed as EDL_MASTER_ADDR. */
+  readonly masterAddress: string;
+  /** The job token, passed as EDL_JOB_TOKEN through a secretKeyRef (never in the pod spec). */
+  readonly tokenSecret: SecretKeyRef;
+  /** The master pod; omit when the master does not run in a pod (tests, a master outside). */
+  readonly owner?: PodOwner;
+  /** Requests and limits, e.g. `{ requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '2Gi' } }`. */
+  readonly resources?: V1ResourceRequirements;
+  /** More environment variables. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** Volumes and their mounts (a PersistentVolumeClaim holding the data, for instance). */
+  readonly volumes?: readonly V1Volume[];
+  readonly volumeMounts?: readonly V1VolumeMount[];
+  /** Extra labels (the job, role and worker-id labels are always set). */
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly priorityClassName?: string;
+}
+
+/** Pod name of a worker: `<job>-<workerId>`, e.g. `mnist-worker-3`. */
+export function workerPodName(jobName: string, workerId: string): string {
+  return `${jobName}-${workerId}`;
+}
+
+/**
+ * Builds the pod of one worker: labelled with the job and the worker id (the watch selects on
+ * them), `restartPolicy: Never` (the master decides about relaunches, with a new worker id, so a
+ * relaunched worker is a new worker to the task manager), the token from a Secret, and an
+ * ownerReference to the master pod. Pure: same input, same object.
+ */
+export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V1Pod {
+  const env: V1EnvVar[] = [
+    { name: 'EDL_MASTER_ADDR', value: template.masterAddress },
+    { name: 'EDL_WORKER_ID', value: workerId },
+    { name: 'EDL_JOB_NAME', value: template.jobName },
+    {
+      name: 'EDL_JOB_TOKEN',
+      valueFrom: { secretKeyRef: { name: template.tokenSecret.name, key: template.tokenSecret.key } },
+    },
+    { name: 'EDL_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ...Object.entries(template.env ?? {}).map(([name, value]) => ({ name, value })),
+  ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: workerPodName(template.jobName, workerId),
+      namespace: template.namespace,
+      labels: {
+        ...template.labels,
+        [LABELS.app]: APP_NAME,
+        [LABELS.job]: template.jobName,
+        [LABELS.role]: 'worker',
+        [LABELS.workerId]: workerId,
+      },
+      ...(template.owner
+        ? {
+            // No blockOwnerDeletion: setting it needs update on pods/finalizers, a right the master
+            // does not need otherwise (least privilege). Background deletion still collects workers.
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'Pod', name: template.owner.name, uid: template.owner.uid },
+            ],
+          }
+        : {}),
+    },
+    spec: {
+      restartPolicy: 'Never',
+      // Workers never talk to the Kubernetes API: no service-account token in their file system.
+      automountServiceAccountToken: false,
+      ...(template.priorityClassName ? { priorityClassName: template.priorityClassName } : {}),
+      containers: [
+        {
+          name: 'worker',
+          image: template.image,
+          ...(template.command ? { command: [...template.command] } : {}),
+          ...(template.args ? { args: [...template.args] } : {}),
+          ...(template.imagePullPolicy ? { imagePullPolicy: template.imagePullPolicy } : {}),
+          env,
+          ...(template.resources ? { resources: template.resources } : {}),
+          ...(template.volumeMounts ? { volumeMounts: [...template.volumeMounts] } : {}),
+        },
+      ],
+      ...(template.volumes ? { volumes: [...template.volumes] } : {}),
+    },
+  };
+}
