@@ -4,13 +4,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createDataReader } from '@edl/data';
 import { type StartMasterOptions, silentLogger as silentMasterLogger, startMaster } from '@edl/master';
 import { censusDefinition, generateCensusCsv } from '@edl/model-zoo';
 import { MasterClient } from '@edl/proto';
-import { runWorker, selectBackend, tf, type WorkerResult } from '@edl/worker';
+import { runWorker, selectBackend, tf, type WorkerResult, withRetries } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let dir: string;
@@ -226,3 +227,53 @@ async function runJobWith(worker: Record<string, unknown>, master: Partial<Start
       }),
   );
 }
+
+describe('withRetries', () => {
+  it('retries get_task until a master comes up on its address', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const address = server.address();
+        server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      });
+    });
+    const client = new MasterClient(`127.0.0.1:${port}`, 'job-token', { deadlineMs: 2000 });
+    const warnings: string[] = [];
+    const master = withRetries(client, {
+      baseDelayMs: 50,
+      attempts: 12,
+      logger: {
+        info() {},
+        warn: (event, fields) => warnings.push(`${event} ${fields?.method} ${fields?.error}`),
+      },
+    });
+    const answer = master.getTask('worker-0');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: [{ name: 'only-shard', start: 0, count: 10 }],
+      minibatchSize: 5,
+      numMinibatchesPerTask: 1,
+      port,
+      token: 'job-token',
+      logger: silentMasterLogger,
+    });
+    try {
+      const { task } = await answer;
+      expect(task?.shardName).toBe('only-shard');
+      expect(warnings.length).toBeGreaterThan(0);
+      expect(warnings[0]).toBe('master.retry getTask UNAVAILABLE');
+    } finally {
+      client.close();
+      await handle.stop();
+    }
+  }, 30_000);
+
+  it('gives up after its attempts with the gRPC error', async () => {
+    const client = new MasterClient('127.0.0.1:1', 'job-token', { deadlineMs: 500 });
+    const error = await withRetries(client, { attempts: 2, baseDelayMs: 10 })
+      .getModel('worker-0', -1)
+      .catch((e: unknown) => e);
+    client.close();
+    expect((error as { code?: string }).code).toBe('UNAVAILABLE');
+  }, 30_000);
+});

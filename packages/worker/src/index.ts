@@ -48,6 +48,7 @@ export {
 } from './non-trainable-file.js';
 export { JsonLinesPredictionWriter } from './prediction-writer.js';
 export { prefetch } from './prefetch.js';
+export { type RetryOptions, withRetries } from './retrying-master.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
 export {
   formatTimerTable,

@@ -11,6 +11,7 @@ import {
   saveNonTrainableWeights,
   selectBackend,
   type WorkerProgress,
+  withRetries,
 } from '@edl/worker';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
@@ -107,7 +108,9 @@ export const command: Command = {
     const exportDir = values['export-dir'];
     const checkpoint = values['model-checkpoint'];
     const nonTrainable = checkpoint === undefined ? undefined : loadNonTrainableWeights(checkpoint);
-    const master = await MasterClient.connect(address, token);
+    const client = await MasterClient.connect(address, token);
+    // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
+    const master = withRetries(client, { logger });
     let lastReport = 0;
     const onProgress = (p: WorkerProgress) => {
       const now = performance.now();
@@ -172,7 +175,7 @@ export const command: Command = {
       }
       return result.jobError ? 1 : 0;
     } finally {
-      master.close();
+      client.close();
       await Promise.all([training, evaluation, prediction].map((r) => r?.close?.()));
       // Dawn (webgpu) can keep handles open after the job; an unref'd timer exits only if it does.
       setTimeout(() => process.exit(), 2000).unref();
