@@ -10,6 +10,7 @@ const commandLoaders: Record<string, () => Promise<{ command: Command }>> = {
   predict: () => import('./commands/predict.js'),
   demo: () => import('./commands/demo.js'),
   worker: () => import('./commands/worker.js'),
+  k8s: () => import('./commands/k8s.js'),
 };
 
 function topUsage(): string {

@@ -1,7 +1,10 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InstanceEvents } from '../../src/instance-manager.js';
-import { KubernetesInstanceManager, type KubernetesInstanceManagerOptions } from '../../src/kubernetes/kubernetes-instance-manager.js';
+import {
+  KubernetesInstanceManager,
+  type KubernetesInstanceManagerOptions,
+} from '../../src/kubernetes/kubernetes-instance-manager.js';
 import { sleep, waitFor } from '../helpers.js';
 import { type FakeCluster, startFakeCluster } from './fixtures/fake-cluster.js';
 
@@ -55,7 +58,10 @@ async function setUp(options: Partial<KubernetesInstanceManagerOptions> = {}, ap
   const c = cluster;
   await waitFor(() => c.kubelet.running().length === (options.numWorkers ?? 2), 'workers running');
   const m = manager;
-  await waitFor(() => m.watchStats.resourceVersion === String(c.server.resourceVersion), 'the watch to catch up');
+  await waitFor(
+    () => m.watchStats.resourceVersion === String(c.server.resourceVersion),
+    'the watch to catch up',
+  );
   return { cluster: c, manager, rec };
 }
 
@@ -67,13 +73,25 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     const pods = cluster.server.pods('edl');
     expect(pods.map((p) => p.metadata.name).sort()).toEqual(['mnist-worker-0', 'mnist-worker-1']);
     const pod = cluster.server.get('pods', 'edl', 'mnist-worker-0')!;
-    expect(pod.metadata.labels).toMatchObject({ 'edl.dev/job': 'mnist', 'edl.dev/role': 'worker', 'edl.dev/worker-id': 'worker-0' });
-    expect(pod.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'mnist-master', uid: 'uid-of-master' }]);
+    expect(pod.metadata.labels).toMatchObject({
+      'edl.dev/job': 'mnist',
+      'edl.dev/role': 'worker',
+      'edl.dev/worker-id': 'worker-0',
+    });
+    expect(pod.metadata.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Pod', name: 'mnist-master', uid: 'uid-of-master' },
+    ]);
     expect(pod.spec.restartPolicy).toBe('Never');
     const env = pod.spec.containers[0].env;
     expect(env).toContainEqual({ name: 'EDL_MASTER_ADDR', value: 'mnist-master.edl.svc:50001' });
-    expect(env).toContainEqual({ name: 'EDL_JOB_TOKEN', valueFrom: { secretKeyRef: { name: 'mnist-token', key: 'token' } } });
-    expect(pod.spec.containers[0].resources).toEqual({ requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '1Gi' } });
+    expect(env).toContainEqual({
+      name: 'EDL_JOB_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'mnist-token', key: 'token' } },
+    });
+    expect(pod.spec.containers[0].resources).toEqual({
+      requests: { cpu: '1', memory: '1Gi' },
+      limits: { memory: '1Gi' },
+    });
     await waitFor(() => phaseOf(cluster, 'mnist-worker-1') === 'Running', 'Running');
     expect(manager.runningWorkers).toBe(2);
     // The watch started from the list's resourceVersion, with bookmarks.
@@ -99,7 +117,13 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     expect(rec.lost[1]!.reason).toMatch(/preempted: Evicted/);
     expect(rec.lost[2]!.reason).toMatch(/killed from outside: exit code 137 \(Error\)/);
     expect(rec.gaveUp).toEqual([]);
-    expect(manager.summary()).toMatchObject({ launched: 5, relaunched: 3, preempted: 3, failed: 0, running: 2 });
+    expect(manager.summary()).toMatchObject({
+      launched: 5,
+      relaunched: 3,
+      preempted: 3,
+      failed: 0,
+      running: 2,
+    });
   });
 
   it('relaunches an OOM-killed worker up to maxRelaunches, then fails the job', async () => {
@@ -110,7 +134,8 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     await waitFor(() => rec.gaveUp.length === 1, 'give up');
     expect(rec.gaveUp[0]).toEqual({
       code: 'WORKER_RELAUNCHES_EXHAUSTED',
-      message: 'Worker worker-2 (pod mnist-worker-2) failed with exit code 137 (OOMKilled); 1 relaunch(es) used, maxRelaunches is 1',
+      message:
+        'Worker worker-2 (pod mnist-worker-2) failed with exit code 137 (OOMKilled); 1 relaunch(es) used, maxRelaunches is 1',
     });
     expect(rec.lost.map((l) => [l.workerId, l.crashed])).toEqual([
       ['worker-0', true],
@@ -129,7 +154,11 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     await core.deleteNamespacedPod({ name: 'mnist-worker-1', namespace: 'edl', gracePeriodSeconds: 5 });
     await waitFor(() => cluster.kubelet.running().includes('mnist-worker-2'), 'relaunch');
     expect(rec.lost).toEqual([
-      { workerId: 'worker-1', reason: 'worker pod mnist-worker-1 preempted: pod deleted while Running', crashed: false },
+      {
+        workerId: 'worker-1',
+        reason: 'worker pod mnist-worker-1 preempted: pod deleted while Running',
+        crashed: false,
+      },
     ]);
     // The deleted pod went through deletionTimestamp, then removal.
     await waitFor(() => cluster.server.get('pods', 'edl', 'mnist-worker-1') === undefined, 'removal');
@@ -168,7 +197,11 @@ describe('KubernetesInstanceManager against a fake API server', () => {
       expect(manager.watchStats.gone).toBe(1);
       expect(manager.watchStats.lists).toBe(2);
       expect(rec.lost).toEqual([
-        { workerId: 'worker-1', reason: 'worker pod mnist-worker-1 preempted: pod deleted while Running', crashed: false },
+        {
+          workerId: 'worker-1',
+          reason: 'worker pod mnist-worker-1 preempted: pod deleted while Running',
+          crashed: false,
+        },
       ]);
       // And watching goes on from the new list's version.
       cluster.kubelet.kill('mnist-worker-0', 'preempt');
@@ -195,8 +228,14 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     rec.end();
     cluster.kubelet.exit('mnist-worker-0', 0);
     cluster.kubelet.exit('mnist-worker-1', 2);
-    await waitFor(() => manager.runningWorkers === 0, "all workers exited");
-    expect(manager.summary()).toMatchObject({ launched: 2, relaunched: 0, succeeded: 1, failed: 1, running: 0 });
+    await waitFor(() => manager.runningWorkers === 0, 'all workers exited');
+    expect(manager.summary()).toMatchObject({
+      launched: 2,
+      relaunched: 0,
+      succeeded: 1,
+      failed: 1,
+      running: 0,
+    });
     expect(rec.gaveUp).toEqual([]);
   });
 });

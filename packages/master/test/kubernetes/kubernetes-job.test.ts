@@ -1,6 +1,9 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubernetesInstanceManager, type KubernetesInstanceManager } from '../../src/kubernetes/kubernetes-instance-manager.js';
+import {
+  kubernetesInstanceManager,
+  type KubernetesInstanceManager,
+} from '../../src/kubernetes/kubernetes-instance-manager.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
 import { buildDist, simWorker, sleep, waitFor } from '../helpers.js';
@@ -17,7 +20,11 @@ afterAll(async () => cluster?.close());
 describe('a whole job on the fake cluster: a real gRPC master, worker pods run as sim-worker processes', () => {
   it('trains every record of every epoch exactly once while pods are preempted, evicted, OOM-killed and deleted', async () => {
     const output: string[] = [];
-    cluster = await startFakeCluster({ mode: 'process', startDelayMs: 30, onOutput: (pod, line) => output.push(`${pod}: ${line}`) });
+    cluster = await startFakeCluster({
+      mode: 'process',
+      startDelayMs: 30,
+      onOutput: (pod, line) => output.push(`${pod}: ${line}`),
+    });
     const c = cluster;
     const token = 'job-token-from-the-secret';
     c.server.create('secrets', 'edl', { metadata: { name: 'sim-token' }, stringData: { token } });
@@ -74,7 +81,15 @@ describe('a whole job on the fake cluster: a real gRPC master, worker pods run a
     const core = c.kubeConfig.makeApiClient(CoreV1Api);
 
     // Take pods away while their worker holds a half-done task.
-    const kills: Array<KillKind | 'delete' | 'cut-watch'> = ['preempt', 'evict', 'cut-watch', 'oom', 'delete', 'sigkill', 'preempt'];
+    const kills: Array<KillKind | 'delete' | 'cut-watch'> = [
+      'preempt',
+      'evict',
+      'cut-watch',
+      'oom',
+      'delete',
+      'sigkill',
+      'preempt',
+    ];
     const done: string[] = [];
     for (const kill of kills) {
       if (kill === 'cut-watch') {
@@ -82,16 +97,21 @@ describe('a whole job on the fake cluster: a real gRPC master, worker pods run a
         continue;
       }
       let victim: string | undefined;
-      await waitFor(() => {
-        const busy = handle.master.taskManager
-          .inFlight()
-          .find((t) => t.kind === 'training' && t.progress > t.start && t.progress < t.end - 10);
-        const pod = busy && manager.workers().find((w) => w.workerId === busy.workerId)?.podName;
-        if (pod && c.kubelet.running().includes(pod)) victim = pod;
-        return victim !== undefined || handle.master.taskManager.finished;
-      }, 'a worker in mid-task', 30_000);
+      await waitFor(
+        () => {
+          const busy = handle.master.taskManager
+            .inFlight()
+            .find((t) => t.kind === 'training' && t.progress > t.start && t.progress < t.end - 10);
+          const pod = busy && manager.workers().find((w) => w.workerId === busy.workerId)?.podName;
+          if (pod && c.kubelet.running().includes(pod)) victim = pod;
+          return victim !== undefined || handle.master.taskManager.finished;
+        },
+        'a worker in mid-task',
+        30_000,
+      );
       if (victim === undefined) break;
-      if (kill === 'delete') await core.deleteNamespacedPod({ name: victim, namespace: 'edl', gracePeriodSeconds: 1 });
+      if (kill === 'delete')
+        await core.deleteNamespacedPod({ name: victim, namespace: 'edl', gracePeriodSeconds: 1 });
       else c.kubelet.kill(victim, kill);
       done.push(`${kill} ${victim}`);
       await sleep(200);

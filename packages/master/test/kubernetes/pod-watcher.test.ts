@@ -74,7 +74,9 @@ describe('PodWatcher (list, then watch from resourceVersion) against a fake API 
     expect(watcher.stats.lists).toBe(1); // resumed every time, never re-listed
     expect(watcher.stats.resumes).toBeGreaterThanOrEqual(20);
     // Each resumed watch asked for the version of the last event it had seen.
-    const watches = server.requests.filter((r) => r.query.watch === 'true').map((r) => Number(r.query.resourceVersion));
+    const watches = server.requests
+      .filter((r) => r.query.watch === 'true')
+      .map((r) => Number(r.query.resourceVersion));
     expect(watches).toEqual([...watches].sort((a, b) => a - b));
   });
 
@@ -83,7 +85,10 @@ describe('PodWatcher (list, then watch from resourceVersion) against a fake API 
     await watcher.start();
     const listed = watcher.stats.resourceVersion;
     for (let i = 0; i < 5; i++) server.create('pods', 'ns', pod(`other-${i}`, 'b'));
-    await waitFor(() => watcher.stats.bookmarks > 0 && watcher.stats.resourceVersion === String(server.resourceVersion), 'a bookmark');
+    await waitFor(
+      () => watcher.stats.bookmarks > 0 && watcher.stats.resourceVersion === String(server.resourceVersion),
+      'a bookmark',
+    );
     expect(Number(watcher.stats.resourceVersion)).toBe(Number(listed) + 5);
     // Compaction of the (unrelated) history no longer forces a re-list: the bookmark moved us past it.
     server.compact();
