@@ -50,7 +50,8 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
     }
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`edl ${name}: ${message}\n`);
-    if (process.env.EDL_DEBUG === '1' && error instanceof Error && error.stack) io.stderr.write(`${error.stack}\n`);
+    if (process.env.EDL_DEBUG === '1' && error instanceof Error && error.stack)
+      io.stderr.write(`${error.stack}\n`);
     return 1;
   }
 }
