@@ -1,0 +1,343 @@
+/**
+ * `edl k8s` against the in-process fake Kubernetes API server of @edl/master's tests, through a
+ * kubeconfig file, as a user's cluster would be reached.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { buildRbacObjects } from '@edl/master';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeCluster, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
+import { runCli } from '../src/main.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const simWorker = fileURLToPath(new URL('../../master/test/fixtures/sim-worker.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'edl-k8s-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function io() {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: string[] = [];
+  const err: string[] = [];
+  stdout.on('data', (d) => out.push(String(d)));
+  stderr.on('data', (d) => err.push(String(d)));
+  return {
+    io: { stdout, stderr, stdin: new PassThrough(), isTTY: false },
+    out: () => out.join(''),
+    err: () => err.join(''),
+  };
+}
+
+async function edl(args: string[]) {
+  const c = io();
+  const code = await runCli(args, c.io);
+  return { code, stdout: c.out(), stderr: c.err() };
+}
+
+function kubeconfigFile(url: string): string {
+  const path = join(dir, `kubeconfig-${url.split(':').at(-1)}`);
+  writeFileSync(
+    path,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster: { server: '${url}', insecure-skip-tls-verify: true }
+users:
+- name: tester
+  user: { token: not-checked }
+contexts:
+- name: fake
+  context: { cluster: fake, user: tester, namespace: ml }
+current-context: fake
+`,
+  );
+  return path;
+}
+
+const JOB = ['--image', 'registry.example.com/edl:1', '--num-workers', '3', '--job-name', 'mnist'];
+const TRAIN = ['--model-def', 'cifar10-small', '--training-data', '/data/train', '--num-epochs', '2'];
+
+describe('edl k8s manifest', () => {
+  it('prints the Secret, master pod and Service as YAML documents, with the RBAC objects on request', async () => {
+    const run = await edl([
+      'k8s',
+      'manifest',
+      ...JOB,
+      '--namespace',
+      'ml',
+      '--worker-memory',
+      '2Gi',
+      ...TRAIN,
+      '--rbac',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const docs = loadAllYaml(run.stdout) as Array<Record<string, any>>;
+    expect(docs.map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([
+      'ServiceAccount/edl-master',
+      'Role/edl-master',
+      'RoleBinding/edl-master',
+      'Secret/mnist-token',
+      'Pod/mnist-master',
+      'Service/mnist-master',
+    ]);
+    expect(docs.every((d) => d.metadata.namespace === 'ml')).toBe(true);
+    expect(docs[3]!.stringData.token).toMatch(/^[0-9a-f]{64}$/);
+    const master = docs[4]!.spec.containers[0];
+    expect(master.args.slice(-7)).toEqual(['--', ...TRAIN]);
+    expect(master.args).toContain('--worker-memory');
+    // deploy/k8s/rbac.yaml is the same RBAC, for the default namespace.
+    const file = loadAllYaml(readFileSync(join(repoRoot, 'deploy/k8s/rbac.yaml'), 'utf8'));
+    const rbac = buildRbacObjects('default');
+    expect(file).toEqual([rbac.serviceAccount, rbac.role, rbac.roleBinding]);
+  });
+
+  it('rejects bad arguments with one line and the usage', async () => {
+    for (const [args, message] of [
+      [
+        ['--namespace', 'ml', ...TRAIN],
+        'edl k8s: --image is required (the elasticdl-ts image, see deploy/Dockerfile)',
+      ],
+      [
+        [...JOB, '--namespace', 'ml', '--model-def', 'm', '--no-such-option', 'x'],
+        "edl k8s: Unknown option '--no-such-option'",
+      ],
+      [
+        [...JOB, '--namespace', 'ml', '--model-def', 'm'],
+        'edl k8s: no data: give --training-data, --validation-data or --prediction-data',
+      ],
+      [
+        [...JOB, '--namespace', 'ml', '--worker-memory', 'lots', ...TRAIN],
+        "edl k8s: Expected a Kubernetes quantity (e.g. 500m, 2, 4Gi) for --worker-memory but received 'lots'",
+      ],
+      [
+        [...JOB, '--namespace', 'ML', ...TRAIN],
+        "edl k8s: Expected a namespace (a DNS label) for --namespace but received 'ML'",
+      ],
+      [
+        ['--image', 'i', '--job-name', 'Not_A_Label', ...TRAIN],
+        "edl k8s: Expected a lower-case DNS label of at most 40 characters for --job-name but received 'Not_A_Label'",
+      ],
+      [
+        [...JOB, '--num-workers', 'two', ...TRAIN],
+        "edl k8s: Expected an integer in [0, 10000] for --num-workers but received 'two'",
+      ],
+    ] as const) {
+      const run = await edl(['k8s', 'manifest', ...args]);
+      expect(run.code).toBe(2);
+      const [first, second] = run.stderr.split('\n');
+      expect(first).toContain(message);
+      expect(second).toMatch(/^Usage: edl k8s submit/);
+    }
+    const help = await edl(['k8s', 'status', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/edl k8s logs {5}JOB --namespace NS \[--worker ID\] \[--tail N\]/);
+  });
+});
+
+describe('edl k8s submit | status | logs | delete against a fake API server', () => {
+  let cluster: FakeCluster | undefined;
+  afterEach(async () => {
+    await cluster?.close();
+    cluster = undefined;
+  });
+
+  it('creates the objects, reports the pods, prints logs and deletes everything', async () => {
+    cluster = await startFakeCluster({ mode: 'idle', startDelayMs: 5 }, {}, 'ml');
+    const c = cluster;
+    const kubeconfig = kubeconfigFile(c.server.url);
+    process.env.EDL_JOB_TOKEN = 'a-token-for-the-test';
+    const submitted = await edl(['k8s', 'submit', ...JOB, '--kubeconfig', kubeconfig, ...TRAIN]);
+    delete process.env.EDL_JOB_TOKEN;
+    expect(submitted.stderr).toBe('');
+    expect(submitted.stdout).toMatch(
+      /^job mnist submitted to namespace ml: master pod mnist-master, service mnist-master.ml.svc:50001/,
+    );
+    const secret = c.server.get('secrets', 'ml', 'mnist-token')!;
+    expect(Buffer.from(secret.data.token, 'base64').toString()).toBe('a-token-for-the-test');
+    const pod = c.server.get('pods', 'ml', 'mnist-master')!;
+    expect(pod.spec.serviceAccountName).toBe('edl-master');
+    const service = c.server.get('services', 'ml', 'mnist-master')!;
+    expect(service.metadata.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Pod', name: 'mnist-master', uid: pod.metadata.uid },
+    ]);
+
+    // Submitting the same job again fails with the API's message and leaves the first alone.
+    const again = await edl(['k8s', 'submit', ...JOB, '--kubeconfig', kubeconfig, ...TRAIN]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(
+      /submitting job mnist to namespace ml failed: secrets "mnist-token" already exists \(HTTP 409\)/,
+    );
+    expect(c.server.get('pods', 'ml', 'mnist-master')).toBeDefined();
+
+    // Worker pods as the master would make them; one was OOM-killed.
+    for (const id of [0, 1]) {
+      c.server.create('pods', 'ml', {
+        metadata: {
+          name: `mnist-worker-${id}`,
+          labels: { 'edl.dev/job': 'mnist', 'edl.dev/role': 'worker', 'edl.dev/worker-id': `worker-${id}` },
+        },
+        spec: { containers: [{ name: 'worker', image: 'i' }] },
+      });
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    c.kubelet.kill('mnist-worker-1', 'oom');
+    c.server.logs.set('ml/mnist-master', ['master listening on 0.0.0.0:50001', 'epoch 0 started']);
+    c.server.logs.set('ml/mnist-worker-0', ['{"event":"progress"}']);
+
+    const status = await edl(['k8s', 'status', 'mnist', '--kubeconfig', kubeconfig]);
+    expect(status.stderr).toBe('');
+    expect(status.stdout.split('\n')).toEqual([
+      'job mnist (namespace ml): master Running; workers 1 Running, 1 Failed',
+      'POD             ROLE    WORKER    PHASE    REASON     EXIT',
+      'mnist-master    master            Running',
+      'mnist-worker-0  worker  worker-0  Running',
+      'mnist-worker-1  worker  worker-1  Failed   OOMKilled  137',
+      '',
+    ]);
+    const json = JSON.parse(
+      (await edl(['k8s', 'status', 'mnist', '--namespace', 'ml', '--kubeconfig', kubeconfig, '--json']))
+        .stdout,
+    );
+    expect(json.workers).toEqual({ Running: 1, Pending: 0, Succeeded: 0, Failed: 1, Terminating: 0 });
+
+    expect((await edl(['k8s', 'logs', 'mnist', '--kubeconfig', kubeconfig])).stdout).toBe(
+      'master listening on 0.0.0.0:50001\nepoch 0 started\n',
+    );
+    expect((await edl(['k8s', 'logs', 'mnist', '--kubeconfig', kubeconfig, '--tail', '1'])).stdout).toBe(
+      'epoch 0 started\n',
+    );
+    expect(
+      (await edl(['k8s', 'logs', 'mnist', '--worker', 'worker-0', '--kubeconfig', kubeconfig])).stdout,
+    ).toBe('{"event":"progress"}\n');
+    const missing = await edl(['k8s', 'logs', 'mnist', '--worker', 'worker-9', '--kubeconfig', kubeconfig]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(
+      /logs of pod mnist-worker-9 in namespace ml: pods "mnist-worker-9" not found \(HTTP 404\)/,
+    );
+
+    const deleted = await edl(['k8s', 'delete', 'mnist', '--kubeconfig', kubeconfig]);
+    expect(deleted.stdout).toBe(
+      'deleted pod/mnist-master pod/mnist-worker-0 pod/mnist-worker-1 service/mnist-master secret/mnist-token\n',
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(c.server.pods('ml')).toEqual([]);
+    expect(c.server.get('services', 'ml', 'mnist-master')).toBeUndefined();
+    expect(c.server.get('secrets', 'ml', 'mnist-token')).toBeUndefined();
+    const gone = await edl(['k8s', 'status', 'mnist', '--kubeconfig', kubeconfig]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toBe('edl k8s: no pods of job mnist in namespace ml\n');
+  });
+});
+
+describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
+  beforeAll(() => {
+    for (const project of ['packages/proto', 'packages/data']) {
+      execFileSync('pnpm', ['exec', 'tsc', '-b', project], { cwd: repoRoot, stdio: 'pipe' });
+    }
+  }, 180_000);
+
+  it('runs a job whose workers are pods, relaunches a preempted one and prints the final status', async () => {
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    try {
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      const token = 'master-pod-token';
+      cluster.server.create('secrets', 'ml', { metadata: { name: 'demo-token' }, stringData: { token } });
+      const csv = join(dir, 'train.csv');
+      writeFileSync(csv, `x,y\n${Array.from({ length: 200 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+      const modelDef = join(dir, 'model.mjs');
+      writeFileSync(
+        modelDef,
+        'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
+      );
+      Object.assign(process.env, {
+        EDL_JOB_TOKEN: token,
+        EDL_POD_NAME: 'demo-master',
+        EDL_POD_UID: 'uid-demo',
+        EDL_NAMESPACE: 'ml',
+      });
+      let killed = false;
+      const timer = setInterval(() => {
+        const running = cluster.kubelet.running();
+        if (!killed && running.includes('demo-worker-1')) {
+          killed = true;
+          setTimeout(() => cluster.kubelet.kill('demo-worker-1', 'preempt'), 150);
+        }
+      }, 20);
+      const run = await edl([
+        'k8s',
+        'master',
+        '--job-name',
+        'demo',
+        '--image',
+        'edl:test',
+        '--num-workers',
+        '2',
+        '--kubeconfig',
+        kubeconfig,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--master-address',
+        'bound',
+        '--delete-grace-seconds',
+        '1',
+        '--edl-command',
+        JSON.stringify([process.execPath, simWorker]),
+        '--worker-env',
+        'SIM_RECORDS=200',
+        '--worker-env',
+        'SIM_STEP_DELAY_MS=5',
+        '--worker-cpu',
+        '500m',
+        '--',
+        '--model-def',
+        modelDef,
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--minibatch-size',
+        '10',
+        '--num-minibatches-per-task',
+        '2',
+        '--num-epochs',
+        '2',
+      ]);
+      clearInterval(timer);
+      for (const k of ['EDL_JOB_TOKEN', 'EDL_POD_NAME', 'EDL_POD_UID', 'EDL_NAMESPACE'])
+        delete process.env[k];
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+      expect(result).toMatchObject({ job: 'demo', state: 'succeeded', modelVersion: 40 });
+      expect(result.workers).toMatchObject({
+        launched: 3,
+        relaunched: 1,
+        preempted: 1,
+        failed: 0,
+        running: 0,
+      });
+      expect(result.workers.succeeded + result.workers.stopped).toBe(2);
+      expect(run.stderr).toMatch(
+        /workers: 3 launched \(1 relaunches\), \d succeeded, 0 failed, 1 preempted or deleted/,
+      );
+      const worker = cluster.server.get('pods', 'ml', 'demo-worker-0')!;
+      expect(worker.metadata.ownerReferences).toEqual([
+        { apiVersion: 'v1', kind: 'Pod', name: 'demo-master', uid: 'uid-demo' },
+      ]);
+      const container = worker.spec.containers[0];
+      expect(container.args.slice(1, 4)).toEqual(['worker', '--model-def', modelDef]);
+      expect(container.resources).toEqual({ requests: { cpu: '500m' }, limits: { cpu: '500m' } });
+      expect(container.env).toContainEqual({ name: 'SIM_RECORDS', value: '200' });
+    } finally {
+      await cluster.close();
+    }
+  }, 120_000);
+});
