@@ -1,0 +1,533 @@
+#include "prefetcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "format.h"
+
+namespace edl::prefetch {
+
+using recordio::ByteBuffer;
+using recordio::ChunkInfo;
+using recordio::ErrorCode;
+using recordio::ReadOutput;
+using recordio::Result;
+using recordio::Status;
+
+namespace {
+
+// Planned pieces held at once (decoding, decoded or waiting): keeps the bookkeeping bounded even
+// when chunks are tiny or empty and the byte budget would allow thousands.
+constexpr size_t kMaxPieces = 256;
+
+// Likely decoded size of a chunk (the reader's estimate): exact for stored chunks. Sizes from the
+// header are clamped to what the file holds first.
+uint64_t DecodedEstimate(const ChunkInfo& c, uint64_t file_size) {
+  const uint64_t payload_at = c.offset + recordio::kHeaderSize;
+  const uint64_t in_file = file_size > payload_at ? file_size - payload_at : 0;
+  const uint64_t stored = std::min<uint64_t>(c.header.compressed_size, in_file);
+  switch (c.header.compressor) {
+    case 0:
+      return stored;
+    case 1:
+      return stored * 2;
+    default:
+      return stored * 4;
+  }
+}
+
+// Index of the first chunk holding a record >= `record` (chunks without records before it hold
+// nothing requested).
+size_t FirstChunk(const recordio::FileIndex& index, uint64_t record) {
+  return static_cast<size_t>(
+      std::partition_point(index.chunks.begin(), index.chunks.end(),
+                           [record](const ChunkInfo& c) {
+                             return c.first_record + c.header.num_records <= record;
+                           }) -
+      index.chunks.begin());
+}
+
+uint64_t ItemBytes(const Item& item) { return item.data.size() + item.bounds.size(); }
+
+}  // namespace
+
+struct Prefetcher::RangeState {
+  uint64_t id = 0;
+  Range range;
+  std::shared_ptr<const OpenFile> file;
+  bool opened = false;
+  Status open_error;
+  uint64_t next = 0;    // next record to plan
+  bool failed = false;  // an error item ended it: its remaining pieces are dropped
+};
+
+struct Prefetcher::Piece {
+  enum class State : uint8_t { kWaiting, kDecoding, kDone };
+  std::shared_ptr<RangeState> range;
+  uint64_t start = 0;
+  uint64_t count = 0;
+  bool last = false;  // last piece of its range
+  State state = State::kWaiting;
+  uint64_t estimate = 0;
+  uint64_t accounted = 0;
+  Status error;  // a fault before any decoding (open, range outside the file, memory)
+  ReadOutput out;
+  // File indices of the delivered records: consecutive runs (first, count).
+  std::vector<std::pair<uint64_t, uint64_t>> segments;
+  // Assembly cursor.
+  uint64_t next_record = 0;  // index into out's records
+  size_t seg = 0;
+  uint64_t seg_pos = 0;
+  bool faults_taken = false;
+};
+
+Prefetcher::Prefetcher(const PrefetchOptions& options)
+    : options_(options), files_(options.max_open_files) {
+  stats_.threads = options.threads;
+}
+
+Prefetcher::~Prefetcher() { Close(); }
+
+Status Prefetcher::Start() {
+  // std::thread reports failure by throwing; nothing is thrown past this function.
+  try {
+    for (uint32_t i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  } catch (const std::system_error& e) {
+    Close();
+    return Status(ErrorCode::kIo, std::string("cannot start prefetch threads: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> Prefetcher::Enqueue(Range range) {
+  Lock lock(mu_);
+  if (closed_) return Status(ErrorCode::kClosed, "prefetcher is closed");
+  if (input_ended_) return Status(ErrorCode::kClosed, "prefetcher input was ended");
+  auto state = std::make_shared<RangeState>();
+  state->id = next_range_id_++;
+  state->range = std::move(range);
+  state->next = state->range.start;
+  unplanned_.push_back(std::move(state));
+  ++stats_.ranges_enqueued;
+  work_cv_.notify_all();
+  if (options_.threads == 0) NotifyConsumer();
+  return next_range_id_ - 1;
+}
+
+void Prefetcher::EndInput() {
+  Lock lock(mu_);
+  input_ended_ = true;
+  work_cv_.notify_all();
+  NotifyConsumer();
+}
+
+void Prefetcher::SetNotify(std::function<void()> notify) {
+  Lock lock(mu_);
+  notify_ = std::move(notify);
+}
+
+bool Prefetcher::RequestNotify() {
+  Lock lock(mu_);
+  if (closed_ || !ring_.empty() || EndedLocked()) return true;
+  // Without threads, Pop does the work itself: there is something to wait for only when no range
+  // is queued.
+  if (options_.threads == 0 && (!unplanned_.empty() || !pieces_.empty() || input_ended_)) {
+    return true;
+  }
+  notify_armed_ = true;
+  return false;
+}
+
+void Prefetcher::NotifyConsumer() {
+  consumer_cv_.notify_all();
+  if (notify_armed_ && notify_) {
+    notify_armed_ = false;
+    notify_();
+  }
+}
+
+PopResult Prefetcher::Pop(Item* out, bool wait) {
+  Lock lock(mu_);
+  for (;;) {
+    if (closed_) return PopResult::kClosed;
+    if (!ring_.empty()) {
+      *out = std::move(ring_.front());
+      ring_.pop_front();
+      Account(-static_cast<int64_t>(ItemBytes(*out)));
+      stats_.buffered_batches = ring_.size();
+      ++stats_.batches_delivered;
+      work_cv_.notify_all();
+      return PopResult::kItem;
+    }
+    if (EndedLocked()) return PopResult::kEnded;
+    if (options_.threads == 0) {
+      if (!DoWork(lock)) return PopResult::kEmpty;
+      continue;
+    }
+    if (!wait) return PopResult::kEmpty;
+    consumer_cv_.wait(lock);
+  }
+}
+
+void Prefetcher::Close() {
+  {
+    Lock lock(mu_);
+    closed_ = true;
+    work_cv_.notify_all();
+    NotifyConsumer();
+  }
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  Lock lock(mu_);
+  ring_.clear();
+  pieces_.clear();
+  assembling_ = false;
+  unplanned_.clear();
+  cur_ = Item();
+  cur_open_ = false;
+  next_dispatch_ = 0;
+  buffered_bytes_ = 0;
+  stats_.buffered_bytes = 0;
+  stats_.buffered_batches = 0;
+  notify_ = nullptr;
+}
+
+PrefetchStats Prefetcher::Stats() const {
+  Lock lock(mu_);
+  PrefetchStats s = stats_;
+  s.buffered_bytes = buffered_bytes_;
+  s.open_files = files_.size();
+  s.file_opens = files_.opens();
+  return s;
+}
+
+void Prefetcher::Account(int64_t delta) {
+  buffered_bytes_ = static_cast<uint64_t>(static_cast<int64_t>(buffered_bytes_) + delta);
+  stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, buffered_bytes_);
+}
+
+bool Prefetcher::EndedLocked() const {
+  return input_ended_ && unplanned_.empty() && pieces_.empty() && ring_.empty() && !cur_open_ &&
+         !planning_ && !assembling_;
+}
+
+void Prefetcher::WorkerLoop() {
+  Lock lock(mu_);
+  while (!closed_) {
+    if (DoWork(lock)) continue;
+    work_cv_.wait(lock);
+  }
+}
+
+bool Prefetcher::CanAssemble() const {
+  return !assembling_ && !pieces_.empty() && pieces_.front()->state == Piece::State::kDone &&
+         (ring_.size() < options_.max_buffered_batches || pieces_.front()->range->failed);
+}
+
+bool Prefetcher::DoWork(Lock& lock) {
+  if (closed_) return false;
+  if (CanAssemble()) {
+    Assemble(lock);
+    return true;
+  }
+  // The first piece not yet dispatched may start when the budget has room for its estimate, or
+  // when nothing at all is buffered (a piece larger than the budget must still get through).
+  if (next_dispatch_ < pieces_.size()) {
+    Piece* p = pieces_[next_dispatch_].get();
+    if (p->state != Piece::State::kWaiting || p->range->failed) {
+      // Nothing to decode: a piece planned done (an error or empty range), or one whose range
+      // already ended with an error (nothing more of it is delivered).
+      ++next_dispatch_;
+      p->state = Piece::State::kDone;
+      return true;
+    }
+    if (buffered_bytes_ == 0 || buffered_bytes_ + p->estimate <= options_.max_buffered_bytes) {
+      ++next_dispatch_;
+      Decode(lock, p);
+      return true;
+    }
+    return false;
+  }
+  if (!planning_ && !unplanned_.empty() && pieces_.size() < kMaxPieces &&
+      buffered_bytes_ < options_.max_buffered_bytes) {
+    PlanNext(lock);
+    return true;
+  }
+  return false;
+}
+
+void Prefetcher::PlanNext(Lock& lock) {
+  std::shared_ptr<RangeState> r = unplanned_.front();
+  planning_ = true;
+  if (!r->opened) {
+    lock.unlock();
+    auto file = files_.Get(r->range.path);
+    lock.lock();
+    r->opened = true;
+    if (file.ok()) {
+      r->file = std::move(file.value());
+    } else {
+      r->open_error = file.status();
+    }
+  }
+  planning_ = false;
+  work_cv_.notify_all();
+  if (closed_) return;
+
+  auto piece = std::make_unique<Piece>();
+  piece->range = r;
+  const Range& range = r->range;
+  const uint64_t end = range.start + range.count;
+  if (r->failed) {
+    unplanned_.pop_front();
+    return;
+  }
+  bool whole = false;  // the piece covers the rest of the range without decoding anything
+  if (!r->open_error.ok()) {
+    piece->error = r->open_error;
+    whole = true;
+  } else if (range.start > r->file->index.num_records ||
+             range.count > r->file->index.num_records - range.start) {
+    piece->error = Status(ErrorCode::kOutOfRange,
+                          "records [" + std::to_string(range.start) + ", " + std::to_string(end) +
+                              ") are outside [0, " +
+                              std::to_string(r->file->index.num_records) + ")");
+    whole = true;
+  } else if (range.count == 0) {
+    whole = true;
+  }
+  if (whole) {
+    piece->start = range.start;
+    piece->count = range.count;
+    piece->last = true;
+    piece->state = Piece::State::kDone;
+    // An empty range that ends the file still reports a damaged tail, like reader.read().
+    if (piece->error.ok() && r->file && range.start == r->file->index.num_records &&
+        !r->file->index.tail.ok()) {
+      piece->state = Piece::State::kWaiting;
+    }
+    unplanned_.pop_front();
+    pieces_.push_back(std::move(piece));
+    work_cv_.notify_all();
+    return;
+  }
+  // Consecutive chunks from `next` up to piece_bytes stored bytes (at least one chunk).
+  const auto& index = r->file->index;
+  size_t c = FirstChunk(index, r->next);
+  uint64_t stored = 0;
+  uint64_t estimate = 0;
+  uint64_t piece_end = r->next;
+  for (; c < index.chunks.size() && index.chunks[c].first_record < end; ++c) {
+    const ChunkInfo& info = index.chunks[c];
+    if (stored > 0 && stored + info.header.compressed_size > options_.piece_bytes) break;
+    stored += info.header.compressed_size;
+    estimate += DecodedEstimate(info, index.file_size);
+    piece_end = std::min(end, info.first_record + info.header.num_records);
+  }
+  piece->start = r->next;
+  piece->count = piece_end - r->next;
+  piece->estimate = estimate + piece->count * 8;
+  r->next = piece_end;
+  if (piece_end >= end) {
+    piece->last = true;
+    unplanned_.pop_front();
+  }
+  pieces_.push_back(std::move(piece));
+  work_cv_.notify_all();
+}
+
+void Prefetcher::Decode(Lock& lock, Piece* p) {
+  p->state = Piece::State::kDecoding;
+  Account(static_cast<int64_t>(p->estimate));
+  const OpenFile& f = *p->range->file;
+  lock.unlock();
+  Status s = recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt,
+                                   &p->out);
+  if (!s.ok()) p->error = s;
+  // File indices of the delivered records: without skips they run on from the start.
+  if (p->out.skipped.empty()) {
+    if (p->out.delivered > 0) p->segments.emplace_back(p->start, p->out.delivered);
+  } else {
+    const uint64_t end = p->start + p->count;
+    for (size_t c = FirstChunk(f.index, p->start);
+         c < f.index.chunks.size() && f.index.chunks[c].first_record < end; ++c) {
+      const ChunkInfo& info = f.index.chunks[c];
+      const uint64_t lo = std::max(p->start, info.first_record);
+      const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
+      if (hi <= lo) continue;
+      bool skipped = false;
+      for (const auto& fault : p->out.skipped) {
+        if (fault.status.chunk() == static_cast<int64_t>(c)) skipped = true;
+      }
+      if (skipped) continue;
+      if (!p->segments.empty() && p->segments.back().first + p->segments.back().second == lo) {
+        p->segments.back().second += hi - lo;
+      } else {
+        p->segments.emplace_back(lo, hi - lo);
+      }
+    }
+  }
+  lock.lock();
+  p->accounted = p->out.data.size() + p->out.bounds.size();
+  Account(static_cast<int64_t>(p->accounted) - static_cast<int64_t>(p->estimate));
+  p->state = Piece::State::kDone;
+  ++stats_.pieces_decoded;
+  work_cv_.notify_all();
+}
+
+void Prefetcher::PushItem(Item item) {
+  // Batch bytes were counted as they moved out of their pieces (see Assemble).
+  if (item.range_done) ++stats_.ranges_done;
+  ring_.push_back(std::move(item));
+  stats_.buffered_batches = ring_.size();
+  stats_.peak_buffered_batches = std::max<uint64_t>(stats_.peak_buffered_batches, ring_.size());
+  NotifyConsumer();
+}
+
+void Prefetcher::FlushBatch(bool range_done) {
+  cur_.range_done = range_done;
+  PushItem(std::move(cur_));
+  cur_ = Item();
+  cur_open_ = false;
+  cur_record_bytes_ = 0;
+}
+
+void Prefetcher::Assemble(Lock& lock) {
+  assembling_ = true;
+  const uint64_t batch_records = std::max<uint32_t>(options_.batch_records, 1);
+  while (!closed_ && !pieces_.empty() && pieces_.front()->state == Piece::State::kDone) {
+    Piece* p = pieces_.front().get();
+    RangeState& r = *p->range;
+    if (r.failed) {
+      // What is left of a range that ended with an error: dropped (the error said how much).
+    } else {
+      if (ring_.size() >= options_.max_buffered_batches) break;
+      if (!cur_open_) {
+        cur_ = Item();
+        cur_.range_id = r.id;
+        cur_.first_record = p->start;
+        cur_open_ = true;
+        cur_record_bytes_ = 0;
+      }
+      if (!p->faults_taken) {
+        p->faults_taken = true;
+        for (auto& f : p->out.skipped) {
+          cur_.skipped.push_back(Fault{std::move(f.status), r.range.path, f.records});
+        }
+      }
+      const uint64_t delivered = p->out.delivered;
+      if (p->next_record < delivered) {
+        // One run of records for the current batch: consecutive indices, within both limits.
+        const auto* b = reinterpret_cast<const uint32_t*>(p->out.bounds.data());
+        const uint64_t j0 = p->next_record;
+        const uint64_t first_index = p->segments[p->seg].first + p->seg_pos;
+        if (cur_.records > 0 && cur_.first_record + cur_.records != first_index) {
+          FlushBatch(false);
+          continue;
+        }
+        if (cur_.records >= batch_records) {
+          FlushBatch(false);
+          continue;
+        }
+        if (cur_.records == 0) cur_.first_record = first_index;
+        uint64_t j1 = j0;
+        uint64_t bytes = cur_record_bytes_;
+        const uint64_t seg_left = p->segments[p->seg].second - p->seg_pos;
+        const uint64_t limit = j0 + std::min(seg_left, batch_records - cur_.records);
+        while (j1 < limit) {
+          const uint64_t len = b[2 * j1 + 1] - b[2 * j1];
+          if (cur_.records + (j1 - j0) > 0 && bytes + len > options_.batch_bytes) break;
+          bytes += len;
+          ++j1;
+        }
+        if (j1 == j0) {
+          FlushBatch(false);  // the batch is full in bytes
+          continue;
+        }
+        const uint32_t src_begin = b[2 * j0];
+        const uint32_t src_end = b[2 * (j1 - 1) + 1];
+        const uint64_t span = src_end - src_begin;
+        if (cur_.data.size() + span > recordio::kMaxDecodedBytes && cur_.records > 0) {
+          FlushBatch(false);
+          continue;
+        }
+        // Copy outside the lock: the front piece and the batch being built are ours alone.
+        lock.unlock();
+        if (cur_.records == 0 && cur_.data.capacity() == 0 && delivered > 0) {
+          // One allocation per batch, sized from the piece's mean record (the limit caps it).
+          const uint64_t mean = p->out.data.size() / delivered + 1;
+          const uint64_t want = std::min<uint64_t>(mean * batch_records,
+                                                   options_.batch_bytes + batch_records * 4);
+          cur_.data.Reserve(static_cast<size_t>(std::min<uint64_t>(want, uint64_t{1} << 30)));
+          cur_.bounds.Reserve(static_cast<size_t>(batch_records * 8));
+        }
+        const size_t base = cur_.data.size();
+        bool ok = cur_.data.Append(p->out.data.data() + src_begin, span) &&
+                  cur_.bounds.EnsureSpare((j1 - j0) * 8);
+        if (ok) {
+          auto* dst = reinterpret_cast<uint32_t*>(cur_.bounds.end());
+          const uint32_t shift = static_cast<uint32_t>(base) - src_begin;  // modular on purpose
+          for (uint64_t j = j0; j < j1; ++j) {
+            *dst++ = b[2 * j] + shift;
+            *dst++ = b[2 * j + 1] + shift;
+          }
+          cur_.bounds.SetSize(cur_.bounds.size() + (j1 - j0) * 8);
+        }
+        lock.lock();
+        if (!ok) {
+          p->error = Status(ErrorCode::kTooLarge, "out of memory assembling a batch");
+          p->out.delivered = p->next_record;
+          p->out.has_error = false;
+          continue;
+        }
+        // The bytes move from the piece to the batch: still buffered, counted once.
+        const uint64_t moved = span + (j1 - j0) * 8;
+        const uint64_t released = std::min(moved, p->accounted);
+        p->accounted -= released;
+        Account(static_cast<int64_t>(moved) - static_cast<int64_t>(released));
+        cur_.records += j1 - j0;
+        cur_record_bytes_ = bytes;
+        p->next_record = j1;
+        p->seg_pos += j1 - j0;
+        if (p->seg_pos == p->segments[p->seg].second) {
+          ++p->seg;
+          p->seg_pos = 0;
+        }
+        continue;
+      }
+      // Every delivered record of the piece is in a batch: the piece ends here.
+      const bool failed = !p->error.ok() || p->out.has_error;
+      if (failed) {
+        Status s = p->error.ok() ? p->out.error.status : p->error;
+        if (cur_.records > 0 || !cur_.skipped.empty()) FlushBatch(false);
+        Item e;
+        e.kind = Item::Kind::kError;
+        e.range_id = r.id;
+        e.first_record = p->start + p->next_record;
+        const uint64_t range_end = r.range.start + r.range.count;
+        e.records = range_end > e.first_record ? range_end - e.first_record : 0;
+        e.range_done = true;
+        e.error = Fault{std::move(s), r.range.path, e.records};
+        cur_ = Item();
+        cur_open_ = false;
+        PushItem(std::move(e));
+        r.failed = true;
+      } else if (p->last) {
+        if (cur_.records == 0) cur_.first_record = r.range.start + r.range.count;
+        FlushBatch(true);
+      }
+    }
+    Account(-static_cast<int64_t>(p->accounted));
+    pieces_.pop_front();
+    if (next_dispatch_ > 0) --next_dispatch_;
+  }
+  assembling_ = false;
+  work_cv_.notify_all();
+  if (EndedLocked()) NotifyConsumer();
+}
+
+}  // namespace edl::prefetch

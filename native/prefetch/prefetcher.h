@@ -1,0 +1,170 @@
+// Reads record ranges ahead of a consumer on a pool of threads into a ring of batches bounded in
+// bytes and in batches. Output order (and content) depends only on the ranges and the batch
+// options, never on the number of threads.
+#ifndef EDL_PREFETCH_PREFETCHER_H_
+#define EDL_PREFETCH_PREFETCHER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "byte_buffer.h"
+#include "file_cache.h"
+#include "reader.h"
+#include "status.h"
+
+namespace edl::prefetch {
+
+/// Records [start, start + count) of one file: exactly what a task names.
+struct Range {
+  std::string path;
+  uint64_t start = 0;
+  uint64_t count = 0;
+};
+
+struct PrefetchOptions {
+  /// Decoding threads; 0 decodes on the consumer's thread, inside Pop (no read-ahead).
+  uint32_t threads = 2;
+  /// Records per batch (the last batch of a range may be shorter).
+  uint32_t batch_records = 64;
+  /// Most record bytes per batch (length prefixes not counted); a bigger record gets a batch alone.
+  uint64_t batch_bytes = uint64_t{64} << 20;
+  /// Decoded bytes held ahead of the consumer: ready batches plus decoded (or being decoded) chunks.
+  uint64_t max_buffered_bytes = uint64_t{64} << 20;
+  /// Ready batches held ahead of the consumer.
+  uint32_t max_buffered_batches = 64;
+  /// Consecutive chunks of one range are decoded as one unit of about this many stored bytes, so
+  /// that tiny chunks do not cost one hand-off each (a chunk is never split).
+  uint64_t piece_bytes = uint64_t{1} << 20;
+  /// Skip corrupt chunks (listed with the next batch) instead of ending their range with an error.
+  bool skip_corrupt = false;
+  /// Open files (descriptor + chunk index) kept for reuse.
+  size_t max_open_files = 16;
+};
+
+/// A chunk (or file) that could not be delivered.
+struct Fault {
+  recordio::Status status;
+  std::string path;
+  uint64_t records = 0;  // requested records it held that were not delivered
+};
+
+/// What the consumer receives: a batch, or the error that ended a range.
+struct Item {
+  enum class Kind : uint8_t { kBatch, kError };
+  Kind kind = Kind::kBatch;
+  uint64_t range_id = 0;
+  /// Batch: file index of its first record (records of a batch have consecutive indices).
+  /// Error: file index of the first record of the range that was not delivered.
+  uint64_t first_record = 0;
+  uint64_t records = 0;
+  /// The last item of its range.
+  bool range_done = false;
+  recordio::ByteBuffer data;    // decoded records (with their length prefixes)
+  recordio::ByteBuffer bounds;  // uint32 [begin, end) pairs into data, one per record
+  std::vector<Fault> skipped;   // skip mode: chunks passed over before this batch
+  Fault error;                  // kError only
+};
+
+enum class PopResult : uint8_t { kItem, kEmpty, kEnded, kClosed };
+
+struct PrefetchStats {
+  uint64_t buffered_bytes = 0;  // ready batches + decoded or decoding pieces
+  uint64_t peak_buffered_bytes = 0;
+  uint64_t buffered_batches = 0;
+  uint64_t peak_buffered_batches = 0;
+  uint64_t ranges_enqueued = 0;
+  uint64_t ranges_done = 0;
+  uint64_t batches_delivered = 0;
+  uint64_t pieces_decoded = 0;
+  uint64_t open_files = 0;
+  uint64_t file_opens = 0;
+  uint32_t threads = 0;
+};
+
+class Prefetcher {
+ public:
+  explicit Prefetcher(const PrefetchOptions& options);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  /// Starts the threads. Not OK (IO) when the system refuses them.
+  recordio::Status Start();
+
+  /// Queues a range; returns its id (0, 1, 2, ... in call order). CLOSED after Close(), and
+  /// after EndInput().
+  recordio::Result<uint64_t> Enqueue(Range range);
+  /// No more ranges: Pop returns kEnded once everything queued was delivered.
+  void EndInput();
+
+  /// Takes the next item. wait=false returns kEmpty when none is ready yet; wait=true blocks until
+  /// one is (with 0 threads, Pop decodes what it needs itself and never blocks for long).
+  PopResult Pop(Item* out, bool wait);
+
+  /// Arms `notify` (set with SetNotify) to be called once, from any thread, when Pop may return
+  /// something other than kEmpty. Returns true (and arms nothing) when that is already the case.
+  bool RequestNotify();
+  void SetNotify(std::function<void()> notify);
+
+  /// Stops the threads (joins them) and frees every buffer. Idempotent.
+  void Close();
+
+  PrefetchStats Stats() const;
+
+ private:
+  struct RangeState;
+  struct Piece;
+  using Lock = std::unique_lock<std::mutex>;
+
+  void WorkerLoop();
+  // One step of work for the calling thread, lock held (released around I/O and decoding).
+  // Returns false when there was nothing to do.
+  bool DoWork(Lock& lock);
+  bool CanAssemble() const;
+  bool CanDispatch() const;
+  void PlanNext(Lock& lock);
+  void Decode(Lock& lock, Piece* piece);
+  void Assemble(Lock& lock);
+  void PushItem(Item item);
+  void FlushBatch(bool range_done);
+  bool EndedLocked() const;
+  void Account(int64_t delta);
+  void NotifyConsumer();
+
+  const PrefetchOptions options_;
+  FileCache files_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;      // workers: something to decode or assemble, or close
+  std::condition_variable consumer_cv_;  // Pop(wait): an item, the end, or close
+  std::vector<std::thread> threads_;
+  bool closed_ = false;
+  bool input_ended_ = false;
+  bool planning_ = false;
+  bool assembling_ = false;
+  uint64_t next_range_id_ = 0;
+  std::deque<std::shared_ptr<RangeState>> unplanned_;  // ranges with pieces still to plan
+  std::deque<std::unique_ptr<Piece>> pieces_;          // planned pieces in output order
+  size_t next_dispatch_ = 0;                           // first piece not yet decoding
+  std::deque<Item> ring_;
+  // The batch being assembled (owned by the assembling thread while assembling_).
+  Item cur_;
+  bool cur_open_ = false;
+  uint64_t cur_record_bytes_ = 0;
+  bool cur_range_emitted_ = false;
+  uint64_t buffered_bytes_ = 0;
+  PrefetchStats stats_;
+  std::function<void()> notify_;
+  bool notify_armed_ = false;
+};
+
+}  // namespace edl::prefetch
+
+#endif  // EDL_PREFETCH_PREFETCHER_H_

@@ -1,0 +1,349 @@
+// The prefetcher: order and content equal sequential reads for any thread count, backpressure,
+// cancellation mid-stream, and an error in one range that loses none of the others.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "file.h"
+#include "index.h"
+#include "prefetcher.h"
+#include "reader.h"
+#include "test_util.h"
+#include "writer.h"
+
+using namespace edl::recordio;  // NOLINT
+using edl::prefetch::Item;
+using edl::prefetch::PopResult;
+using edl::prefetch::Prefetcher;
+using edl::prefetch::PrefetchOptions;
+using edl::prefetch::Range;
+
+namespace {
+
+std::string TempDir() {
+  static std::string dir = [] {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edl-prefetch-test-XXXXXX";
+    char* made = mkdtemp(&tmpl[0]);
+    return std::string(made != nullptr ? made : "/tmp");
+  }();
+  return dir;
+}
+
+// Writes `n` random records (sizes 0..max_len) and returns the path.
+std::string MakeFile(const std::string& name, Compressor c, uint64_t n, uint32_t max_len,
+                     uint64_t chunk_bytes, uint64_t seed) {
+  const std::string path = TempDir() + "/" + name;
+  WriterOptions o;
+  o.compressor = c;
+  o.max_chunk_bytes = chunk_bytes;
+  auto w = Writer::Create(path, o);
+  CHECK_OK(w.status());
+  edl::test::Rng rng(seed);
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string r = std::to_string(i) + ":" + rng.Bytes(rng.Below(max_len + 1), true);
+    CHECK_OK(w.value()->Write(reinterpret_cast<const uint8_t*>(r.data()), r.size()));
+  }
+  CHECK_OK(w.value()->Close());
+  return path;
+}
+
+// One delivered record or error, flattened, for comparisons.
+struct Out {
+  std::vector<std::string> lines;
+};
+
+std::string RecordLine(uint64_t range, uint64_t index, const uint8_t* p, uint32_t n) {
+  return std::to_string(range) + "#" + std::to_string(index) + "=" +
+         std::string(reinterpret_cast<const char*>(p), n);
+}
+
+// What sequential reads of the ranges give, record by record.
+std::vector<std::string> Sequential(const std::vector<Range>& ranges) {
+  std::vector<std::string> lines;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    auto f = PosixFile::Open(ranges[r].path);
+    CHECK_OK(f.status());
+    FileIndex index;
+    CHECK_OK(ScanIndex(*f.value(), &index));
+    ReadOutput out;
+    CHECK_OK(ReadRecords(*f.value(), index, ranges[r].start, ranges[r].count, false, &out));
+    const auto* b = reinterpret_cast<const uint32_t*>(out.bounds.data());
+    for (uint64_t i = 0; i < out.delivered; ++i) {
+      lines.push_back(
+          RecordLine(r, ranges[r].start + i, out.data.data() + b[2 * i], b[2 * i + 1] - b[2 * i]));
+    }
+    if (out.has_error) lines.push_back("error " + std::string(out.error.status.code_name()));
+  }
+  return lines;
+}
+
+// Drains a prefetcher: records as lines, plus batch shapes (for determinism across threads).
+struct Drained {
+  std::vector<std::string> records;
+  std::vector<std::string> items;
+  std::vector<Item> errors;
+};
+
+Drained Drain(Prefetcher& p, uint32_t batch_records, uint64_t batch_bytes,
+              const std::vector<Range>& ranges) {
+  Drained d;
+  Item item;
+  std::vector<uint64_t> next(ranges.size());
+  for (size_t r = 0; r < ranges.size(); ++r) next[r] = ranges[r].start;
+  for (;;) {
+    PopResult res = p.Pop(&item, true);
+    if (res != PopResult::kItem) {
+      CHECK(res == PopResult::kEnded);
+      break;
+    }
+    if (item.kind == Item::Kind::kError) {
+      d.items.push_back("E" + std::to_string(item.range_id) + "@" +
+                        std::to_string(item.first_record) + " " + item.error.status.code_name());
+      d.records.push_back("error " + std::string(item.error.status.code_name()));
+      d.errors.push_back(std::move(item));
+      continue;
+    }
+    CHECK(item.range_id < ranges.size());
+    CHECK(item.records <= batch_records);
+    CHECK_EQ(item.bounds.size(), item.records * 8);
+    CHECK_EQ(item.first_record, next[item.range_id]);
+    const auto* b = reinterpret_cast<const uint32_t*>(item.bounds.data());
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < item.records; ++i) {
+      CHECK(b[2 * i] <= b[2 * i + 1] && b[2 * i + 1] <= item.data.size());
+      bytes += b[2 * i + 1] - b[2 * i];
+      d.records.push_back(RecordLine(item.range_id, item.first_record + i,
+                                     item.data.data() + b[2 * i], b[2 * i + 1] - b[2 * i]));
+    }
+    // Over the byte limit only when one record alone is.
+    CHECK(bytes <= batch_bytes || item.records == 1);
+    next[item.range_id] += item.records;
+    d.items.push_back("B" + std::to_string(item.range_id) + "@" +
+                      std::to_string(item.first_record) + "+" + std::to_string(item.records) +
+                      (item.range_done ? "!" : ""));
+  }
+  return d;
+}
+
+std::vector<Range> RandomRanges(const std::vector<std::string>& files,
+                                const std::vector<uint64_t>& sizes, size_t n, uint64_t seed) {
+  edl::test::Rng rng(seed);
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t f = rng.Below(static_cast<uint32_t>(files.size()));
+    const uint64_t start = rng.Below(static_cast<uint32_t>(sizes[f] + 1));
+    const uint64_t count = rng.Below(static_cast<uint32_t>(sizes[f] - start + 1));
+    ranges.push_back({files[f], start, count});
+  }
+  return ranges;
+}
+
+}  // namespace
+
+TEST(OrderAndContentEqualSequentialReadsForAnyThreadCount) {
+  const std::vector<std::string> files = {
+      MakeFile("none.rio", Compressor::kNone, 3000, 300, 16 << 10, 1),
+      MakeFile("snappy.rio", Compressor::kSnappy, 2500, 500, 32 << 10, 2),
+      MakeFile("gzip.rio", Compressor::kGzip, 2000, 200, 8 << 10, 3)};
+  const std::vector<uint64_t> sizes = {3000, 2500, 2000};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const auto ranges = RandomRanges(files, sizes, 12, seed);
+    const auto want = Sequential(ranges);
+    for (uint32_t batch : {1u, 7u, 64u}) {
+      for (uint64_t batch_bytes : {uint64_t{1} << 30, uint64_t{2000}}) {
+        std::vector<std::string> first_items;
+        for (uint32_t threads : {0u, 1u, 2u, 4u, 8u}) {
+          PrefetchOptions o;
+          o.threads = threads;
+          o.batch_records = batch;
+          o.batch_bytes = batch_bytes;
+          o.max_buffered_bytes = 256 << 10;
+          o.max_buffered_batches = 8;
+          o.piece_bytes = 20 << 10;
+          o.max_open_files = 2;
+          Prefetcher p(o);
+          CHECK_OK(p.Start());
+          for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
+          p.EndInput();
+          Drained d = Drain(p, batch, batch_bytes, ranges);
+          CHECK(d.records == want);
+          if (threads == 0) {
+            first_items = d.items;
+          } else {
+            // Same batches, cut at the same places, whatever the number of threads.
+            CHECK(d.items == first_items);
+          }
+          auto s = p.Stats();
+          CHECK_EQ(s.ranges_done, ranges.size());
+          CHECK_EQ(s.buffered_bytes, 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(EveryRangeEndsWithOneRangeDoneItemEvenWhenEmpty) {
+  const std::string f = MakeFile("small.rio", Compressor::kSnappy, 100, 50, 1 << 10, 4);
+  const std::vector<Range> ranges = {{f, 0, 0}, {f, 10, 64}, {f, 100, 0}, {f, 0, 100}};
+  PrefetchOptions o;
+  o.threads = 2;
+  o.batch_records = 32;
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
+  p.EndInput();
+  Drained d = Drain(p, 32, uint64_t{1} << 30, ranges);
+  const std::vector<std::string> want = {"B0@0+0!", "B1@10+32", "B1@42+32!", "B2@100+0!",
+                                         "B3@0+32", "B3@32+32", "B3@64+32", "B3@96+4!"};
+  CHECK(d.items == want);
+}
+
+TEST(BackpressureKeepsBufferedBytesWithinTheBudgetPlusOneBatch) {
+  // Stored chunks: decode estimates are exact, so the bound is strict.
+  const std::string f = MakeFile("big.rio", Compressor::kNone, 20000, 400, 32 << 10, 5);
+  for (uint32_t threads : {1u, 2u, 4u}) {
+    PrefetchOptions o;
+    o.threads = threads;
+    o.batch_records = 64;
+    o.max_buffered_bytes = 256 << 10;
+    o.max_buffered_batches = 4;
+    o.piece_bytes = 32 << 10;
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    CHECK(p.Enqueue({f, 0, 20000}).ok());
+    p.EndInput();
+    Item item;
+    uint64_t largest_batch = 0;
+    uint64_t records = 0;
+    for (int i = 0;; ++i) {
+      // A slow consumer now and then: the ring fills up and the threads must stop.
+      if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      auto s = p.Stats();
+      CHECK(s.buffered_batches <= o.max_buffered_batches);
+      const PopResult r = p.Pop(&item, true);
+      if (r != PopResult::kItem) break;
+      largest_batch = std::max<uint64_t>(largest_batch, item.data.size() + item.bounds.size());
+      records += item.records;
+    }
+    CHECK_EQ(records, 20000u);
+    auto s = p.Stats();
+    CHECK(s.peak_buffered_bytes <= o.max_buffered_bytes + largest_batch);
+    CHECK(s.peak_buffered_batches <= o.max_buffered_batches);
+    // It did read ahead (the ring filled while the consumer slept).
+    CHECK_EQ(s.peak_buffered_batches, o.max_buffered_batches);
+  }
+}
+
+TEST(CloseMidStreamStopsThreadsAndFreesEverything) {
+  const std::string f = MakeFile("cancel.rio", Compressor::kGzip, 5000, 300, 16 << 10, 6);
+  for (int cycle = 0; cycle < 300; ++cycle) {
+    PrefetchOptions o;
+    o.threads = 1 + cycle % 4;
+    o.batch_records = 16;
+    o.max_buffered_bytes = 1 << 20;
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    for (int r = 0; r < 5; ++r) CHECK(p.Enqueue({f, static_cast<uint64_t>(r) * 100, 4000}).ok());
+    Item item;
+    for (int i = 0; i < cycle % 7; ++i) CHECK(p.Pop(&item, true) == PopResult::kItem);
+    p.Close();
+    CHECK(p.Pop(&item, true) == PopResult::kClosed);
+    CHECK(!p.Enqueue({f, 0, 1}).ok());
+    CHECK_EQ(p.Stats().buffered_bytes, 0u);
+    p.Close();  // idempotent
+  }
+  // A consumer blocked in Pop is woken by Close from another thread.
+  PrefetchOptions o;
+  o.threads = 2;
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  PopResult got = PopResult::kItem;
+  std::thread consumer([&] {
+    Item item;
+    got = p.Pop(&item, true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  p.Close();
+  consumer.join();
+  CHECK(got == PopResult::kClosed);
+}
+
+TEST(AnErrorInOneRangeLosesNoneOfTheOthers) {
+  const std::string good = MakeFile("good.rio", Compressor::kSnappy, 1000, 200, 4 << 10, 7);
+  const std::vector<Range> ranges = {
+      {good, 0, 500},
+      {edl::test::GoldenPath("bad-crc-none-64k.rio"), 0, 8192},
+      {good, 500, 500},
+      {TempDir() + "/no-such-file.rio", 0, 10},
+      {edl::test::GoldenPath("truncated-none-64k.rio"), 7000, 1192},
+      {good, 990, 20},  // outside the file
+      {good, 0, 1000}};
+  for (uint32_t threads : {0u, 1u, 3u}) {
+    PrefetchOptions o;
+    o.threads = threads;
+    o.batch_records = 64;
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
+    p.EndInput();
+    Drained d = Drain(p, 64, uint64_t{1} << 30, ranges);
+    CHECK_EQ(d.errors.size(), 4u);
+    if (d.errors.size() != 4u) continue;
+    CHECK_EQ(d.errors[0].range_id, 1u);
+    CHECK(d.errors[0].error.status.code() == ErrorCode::kChecksum);
+    CHECK_EQ(d.errors[0].first_record, 0u);
+    CHECK_EQ(d.errors[0].records, 8192u);
+    CHECK(d.errors[0].error.status.chunk() >= 0);
+    CHECK_EQ(d.errors[1].range_id, 3u);
+    CHECK(d.errors[1].error.status.code() == ErrorCode::kIo);
+    CHECK_EQ(d.errors[2].range_id, 4u);
+    CHECK(d.errors[2].error.status.code() == ErrorCode::kTruncated);
+    // Records of the truncated file before the cut are delivered, then the error says where.
+    CHECK_EQ(d.errors[2].first_record, 7673u);
+    CHECK_EQ(d.errors[2].records, 8192u - 7673u);
+    CHECK_EQ(d.errors[3].range_id, 5u);
+    CHECK(d.errors[3].error.status.code() == ErrorCode::kOutOfRange);
+    // The good ranges are whole.
+    size_t good_records = 0;
+    for (const auto& line : d.records) {
+      if (line.rfind("0#", 0) == 0 || line.rfind("2#", 0) == 0 || line.rfind("6#", 0) == 0) {
+        ++good_records;
+      }
+    }
+    CHECK_EQ(good_records, 2000u);
+    CHECK_EQ(p.Stats().ranges_done, ranges.size());
+  }
+}
+
+TEST(SkipModeListsBadChunksWithTheNextBatch) {
+  PrefetchOptions o;
+  o.threads = 2;
+  o.batch_records = 100000;
+  o.skip_corrupt = true;
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  CHECK(p.Enqueue({edl::test::GoldenPath("bad-crc-none-64k.rio"), 0, 8192}).ok());
+  p.EndInput();
+  Item item;
+  uint64_t records = 0;
+  size_t skipped = 0;
+  uint64_t skipped_records = 0;
+  while (p.Pop(&item, true) == PopResult::kItem) {
+    CHECK(item.kind == Item::Kind::kBatch);
+    records += item.records;
+    for (const auto& f : item.skipped) {
+      ++skipped;
+      skipped_records += f.records;
+      CHECK(f.status.code() == ErrorCode::kChecksum);
+    }
+  }
+  CHECK(skipped >= 1);
+  CHECK_EQ(records + skipped_records, 8192u);
+}
