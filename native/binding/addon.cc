@@ -3,8 +3,10 @@
 #include <vector>
 
 #include "addon_data.h"
+#include "chunk_cache_wrap.h"
 #include "crc32.h"
 #include "napi.h"
+#include "prefetcher_wrap.h"
 #include "reader_wrap.h"
 #include "writer_wrap.h"
 
@@ -28,6 +30,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
   data->reader_constructor = Napi::Persistent(ReaderWrap::Init(env));
   data->writer_constructor = Napi::Persistent(WriterWrap::Init(env));
+  data->prefetcher_constructor = Napi::Persistent(PrefetcherWrap::Init(env));
+  data->chunk_cache_constructor = Napi::Persistent(ChunkCacheWrap::Init(env));
   env.SetInstanceData<AddonData>(data);
   napi_add_env_cleanup_hook(env, CleanupHook, new std::shared_ptr<Registry>(data->registry));
 
@@ -39,6 +43,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("features", features);
   exports.Set("openReader", Napi::Function::New<ReaderWrap::Open>(env, "openReader"));
   exports.Set("createWriter", Napi::Function::New<WriterWrap::Create>(env, "createWriter"));
+  exports.Set("createPrefetcher",
+              Napi::Function::New<PrefetcherWrap::Create>(env, "createPrefetcher"));
+  exports.Set("openChunkCache", Napi::Function::New<ChunkCacheWrap::Open>(env, "openChunkCache"));
   return exports;
 }
 

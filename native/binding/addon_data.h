@@ -25,6 +25,8 @@ struct Registry {
 struct AddonData {
   Napi::FunctionReference reader_constructor;
   Napi::FunctionReference writer_constructor;
+  Napi::FunctionReference prefetcher_constructor;
+  Napi::FunctionReference chunk_cache_constructor;
   std::shared_ptr<Registry> registry = std::make_shared<Registry>();
 };
 

@@ -29,6 +29,8 @@ class ReaderWrap : public Napi::ObjectWrap<ReaderWrap>, public Closable {
   explicit ReaderWrap(const Napi::CallbackInfo& info);
   ~ReaderWrap() override;
   void CloseForTeardown() override { core_.reset(); }
+  /// The opened file and index; null after close() (the chunk cache shares them).
+  std::shared_ptr<const ReaderCore> core() const { return core_; }
 
  private:
   Napi::Value Path(const Napi::CallbackInfo& info);

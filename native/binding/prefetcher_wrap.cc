@@ -1,0 +1,288 @@
+#include "prefetcher_wrap.h"
+
+#include <string>
+#include <utility>
+
+#include "errors.h"
+
+namespace edl::binding {
+
+using prefetch::Item;
+using prefetch::PopResult;
+using recordio::ErrorCode;
+using recordio::Status;
+
+namespace {
+
+// Hands a batch's bytes to JavaScript without a copy; V8 is told about the memory so that
+// garbage collection keeps up with large batches.
+Napi::Buffer<uint8_t> TakeData(Napi::Env env, recordio::ByteBuffer& b) {
+  const size_t n = b.size();
+  if (n == 0) return Napi::Buffer<uint8_t>::New(env, 0);
+  const size_t cap = b.capacity();
+  uint8_t* p = b.Release();
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
+  return Napi::Buffer<uint8_t>::New(env, p, n, [cap](Napi::Env e, uint8_t* q) {
+    recordio::FreeBlock(q, cap);
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
+  });
+}
+
+Napi::Uint32Array TakeBounds(Napi::Env env, recordio::ByteBuffer& b) {
+  const size_t n = b.size();
+  if (n == 0) return Napi::Uint32Array::New(env, 0);
+  const size_t cap = b.capacity();
+  uint8_t* p = b.Release();
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, p, n, [cap](Napi::Env e, void* q) {
+    recordio::FreeBlock(q, cap);
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
+  });
+  return Napi::Uint32Array::New(env, n / 4, ab, 0);
+}
+
+// The NativePrefetchItem of docs/native-binding.md.
+Napi::Object ItemToJs(Napi::Env env, Item& item) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("rangeId", Napi::Number::New(env, static_cast<double>(item.range_id)));
+  o.Set("firstRecord", Napi::Number::New(env, static_cast<double>(item.first_record)));
+  o.Set("records", Napi::Number::New(env, static_cast<double>(item.records)));
+  o.Set("rangeDone", Napi::Boolean::New(env, item.range_done));
+  o.Set("data", TakeData(env, item.data));
+  o.Set("bounds", TakeBounds(env, item.bounds));
+  Napi::Array skipped = Napi::Array::New(env, item.skipped.size());
+  for (size_t i = 0; i < item.skipped.size(); ++i) {
+    const auto& f = item.skipped[i];
+    skipped.Set(static_cast<uint32_t>(i), MakeFault(env, f.status, f.path, f.records));
+  }
+  o.Set("skipped", skipped);
+  o.Set("error", item.kind == Item::Kind::kError
+                     ? Napi::Value(MakeFault(env, item.error.status, item.error.path,
+                                             item.error.records))
+                     : env.Null());
+  return o;
+}
+
+bool GetNumber(Napi::Object o, const char* key, double min, double max, double* out) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) return false;
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= min && d <= max)) return false;
+  *out = d;
+  return true;
+}
+
+// Waits on a libuv thread for the next item: the AsyncWorker alternative to wait()'s
+// ThreadSafeFunction (bench/get-batch.mjs compares the two).
+class PullWorker : public Napi::AsyncWorker {
+ public:
+  PullWorker(Napi::Env env, std::shared_ptr<prefetch::Prefetcher> core)
+      : Napi::AsyncWorker(env, "edl.prefetch.pull"),
+        core_(std::move(core)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+  void Execute() override { result_ = core_->Pop(&item_, true); }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_))
+                                                  : env.Null());
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  std::shared_ptr<prefetch::Prefetcher> core_;
+  Napi::Promise::Deferred deferred_;
+  PopResult result_ = PopResult::kClosed;
+  Item item_;
+};
+
+}  // namespace
+
+Napi::Function PrefetcherWrap::Init(Napi::Env env) {
+  return DefineClass(env, "NativePrefetcher",
+                     {
+                         InstanceMethod<&PrefetcherWrap::Enqueue>("enqueue"),
+                         InstanceMethod<&PrefetcherWrap::End>("end"),
+                         InstanceMethod<&PrefetcherWrap::TryPop>("tryPop"),
+                         InstanceMethod<&PrefetcherWrap::Wait>("wait"),
+                         InstanceMethod<&PrefetcherWrap::Pull>("pull"),
+                         InstanceMethod<&PrefetcherWrap::Stats>("stats"),
+                         InstanceMethod<&PrefetcherWrap::Close>("close"),
+                     });
+}
+
+Napi::Value PrefetcherWrap::Create(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction()) {
+    return ThrowTypeError(env, "(options: object, onReady: function)", "createPrefetcher");
+  }
+  Napi::Object o = info[0].As<Napi::Object>();
+  double threads, batch_records, batch_bytes, max_bytes, max_batches, max_files;
+  // Only what keeps the conversions defined; the options were validated in TypeScript.
+  if (!GetNumber(o, "threads", 0, 256, &threads) ||
+      !GetNumber(o, "batchRecords", 1, 4294967295.0, &batch_records) ||
+      !GetNumber(o, "batchBytes", 1, 4294967295.0, &batch_bytes) ||
+      !GetNumber(o, "maxBufferedBytes", 1, 9007199254740991.0, &max_bytes) ||
+      !GetNumber(o, "maxBufferedBatches", 1, 4294967295.0, &max_batches) ||
+      !GetNumber(o, "maxOpenFiles", 1, 1e6, &max_files) || !o.Get("skipCorrupt").IsBoolean()) {
+    return ThrowTypeError(env, "valid prefetcher options", "createPrefetcher");
+  }
+  prefetch::PrefetchOptions opts;
+  opts.threads = static_cast<uint32_t>(threads);
+  opts.batch_records = static_cast<uint32_t>(batch_records);
+  opts.batch_bytes = static_cast<uint64_t>(batch_bytes);
+  opts.max_buffered_bytes = static_cast<uint64_t>(max_bytes);
+  opts.max_buffered_batches = static_cast<uint32_t>(max_batches);
+  opts.max_open_files = static_cast<size_t>(max_files);
+  opts.skip_corrupt = o.Get("skipCorrupt").As<Napi::Boolean>().Value();
+  auto* data = env.GetInstanceData<AddonData>();
+  auto* handoff = new prefetch::PrefetchOptions(opts);
+  Napi::Object obj =
+      data->prefetcher_constructor.New({Napi::External<void>::New(env, handoff), info[1]});
+  delete handoff;
+  if (obj.IsEmpty()) return env.Undefined();
+  return obj;
+}
+
+PrefetcherWrap::PrefetcherWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<PrefetcherWrap>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 2 || !info[0].IsExternal() || !info[1].IsFunction()) {
+    ThrowTypeError(env, "createPrefetcher() to be used", "NativePrefetcher");
+    return;
+  }
+  const auto* opts =
+      static_cast<const prefetch::PrefetchOptions*>(info[0].As<Napi::External<void>>().Data());
+  core_ = std::make_shared<prefetch::Prefetcher>(*opts);
+  // onReady runs on the main thread when a wait() is over; it holds the loop open only while
+  // someone waits (see Wait/Unref).
+  on_ready_ = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(),
+                                            "edl.prefetch.ready", 0, 1);
+  has_tsfn_ = true;
+  on_ready_.Unref(env);
+  Napi::ThreadSafeFunction tsfn = on_ready_;
+  core_->SetNotify([tsfn]() mutable { tsfn.NonBlockingCall(); });
+  Status s = core_->Start();
+  if (!s.ok()) {
+    Shutdown();
+    ThrowStatus(env, s, "");
+    return;
+  }
+  registry_ = env.GetInstanceData<AddonData>()->registry;
+  registry_->open.insert(this);
+}
+
+PrefetcherWrap::~PrefetcherWrap() {
+  Shutdown();
+  if (registry_) registry_->open.erase(this);
+}
+
+void PrefetcherWrap::Shutdown() {
+  if (core_) {
+    // Joins the threads: no notification can be sent after this.
+    core_->Close();
+    core_.reset();
+  }
+  if (has_tsfn_) {
+    has_tsfn_ = false;
+    on_ready_.Release();
+  }
+}
+
+void PrefetcherWrap::Unref(Napi::Env env) {
+  if (refed_ && has_tsfn_) {
+    refed_ = false;
+    on_ready_.Unref(env);
+  }
+}
+
+Napi::Value PrefetcherWrap::Enqueue(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
+    return ThrowTypeError(env, "(path: string, start: number, count: number)", "enqueue");
+  }
+  const double start = info[1].As<Napi::Number>().DoubleValue();
+  const double count = info[2].As<Napi::Number>().DoubleValue();
+  if (!(start >= 0 && start <= 9007199254740991.0 && count >= 0 && count <= 9007199254740991.0)) {
+    return ThrowTypeError(env, "(path: string, start: number, count: number)", "enqueue");
+  }
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "prefetcher is closed"), path);
+  auto id = core_->Enqueue({path, static_cast<uint64_t>(start), static_cast<uint64_t>(count)});
+  if (!id.ok()) return ThrowStatus(env, id.status(), path);
+  return Napi::Number::New(env, static_cast<double>(id.value()));
+}
+
+Napi::Value PrefetcherWrap::End(const Napi::CallbackInfo& info) {
+  if (core_) core_->EndInput();
+  return info.Env().Undefined();
+}
+
+Napi::Value PrefetcherWrap::TryPop(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Unref(env);
+  if (!core_) return env.Null();
+  Item item;
+  switch (core_->Pop(&item, false)) {
+    case PopResult::kItem:
+      return ItemToJs(env, item);
+    case PopResult::kEmpty:
+      return env.Undefined();
+    default:
+      return env.Null();
+  }
+}
+
+Napi::Value PrefetcherWrap::Wait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!core_ || !has_tsfn_) return Napi::Boolean::New(env, true);
+  if (!refed_) {
+    refed_ = true;
+    on_ready_.Ref(env);
+  }
+  const bool ready = core_->RequestNotify();
+  if (ready) Unref(env);
+  return Napi::Boolean::New(env, ready);
+}
+
+Napi::Value PrefetcherWrap::Pull(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!core_) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Resolve(env.Null());
+    return d.Promise();
+  }
+  auto* worker = new PullWorker(env, core_);
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  prefetch::PrefetchStats s;
+  if (core_) s = core_->Stats();
+  Napi::Object o = Napi::Object::New(env);
+  auto set = [&](const char* k, uint64_t v) {
+    o.Set(k, Napi::Number::New(env, static_cast<double>(v)));
+  };
+  set("bufferedBytes", s.buffered_bytes);
+  set("peakBufferedBytes", s.peak_buffered_bytes);
+  set("bufferedBatches", s.buffered_batches);
+  set("peakBufferedBatches", s.peak_buffered_batches);
+  set("rangesEnqueued", s.ranges_enqueued);
+  set("rangesDone", s.ranges_done);
+  set("batchesDelivered", s.batches_delivered);
+  set("piecesDecoded", s.pieces_decoded);
+  set("openFiles", s.open_files);
+  set("fileOpens", s.file_opens);
+  return o;
+}
+
+Napi::Value PrefetcherWrap::Close(const Napi::CallbackInfo& info) {
+  Shutdown();
+  return info.Env().Undefined();
+}
+
+}  // namespace edl::binding

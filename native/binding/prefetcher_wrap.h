@@ -1,0 +1,44 @@
+// NativePrefetcher: the native prefetch ring (native/prefetch) for JavaScript
+// (docs/native-binding.md).
+#ifndef EDL_BINDING_PREFETCHER_WRAP_H_
+#define EDL_BINDING_PREFETCHER_WRAP_H_
+
+#include <memory>
+
+#include "addon_data.h"
+#include "napi.h"
+#include "prefetcher.h"
+
+namespace edl::binding {
+
+class PrefetcherWrap : public Napi::ObjectWrap<PrefetcherWrap>, public Closable {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  /// createPrefetcher(options, onReady): starts the threads; throws on failure.
+  static Napi::Value Create(const Napi::CallbackInfo& info);
+
+  explicit PrefetcherWrap(const Napi::CallbackInfo& info);
+  ~PrefetcherWrap() override;
+  void CloseForTeardown() override { Shutdown(); }
+
+ private:
+  Napi::Value Enqueue(const Napi::CallbackInfo& info);
+  Napi::Value End(const Napi::CallbackInfo& info);
+  Napi::Value TryPop(const Napi::CallbackInfo& info);
+  Napi::Value Wait(const Napi::CallbackInfo& info);
+  Napi::Value Pull(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  void Shutdown();
+  void Unref(Napi::Env env);
+
+  std::shared_ptr<prefetch::Prefetcher> core_;
+  std::shared_ptr<Registry> registry_;
+  Napi::ThreadSafeFunction on_ready_;
+  bool has_tsfn_ = false;
+  bool refed_ = false;
+};
+
+}  // namespace edl::binding
+
+#endif  // EDL_BINDING_PREFETCHER_WRAP_H_
