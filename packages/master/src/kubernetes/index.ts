@@ -10,7 +10,7 @@ export {
   type RbacObjects,
   resourcesFor,
 } from './job-objects.js';
-export { loadKubeConfig, type KubeConfigSource } from './kube-config.js';
+export { type KubeConfigSource, loadKubeConfig } from './kube-config.js';
 export {
   KubernetesInstanceManager,
   type KubernetesInstanceManagerOptions,

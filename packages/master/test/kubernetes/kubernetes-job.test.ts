@@ -1,8 +1,8 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  kubernetesInstanceManager,
   type KubernetesInstanceManager,
+  kubernetesInstanceManager,
 } from '../../src/kubernetes/kubernetes-instance-manager.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
@@ -13,7 +13,7 @@ import type { KillKind } from './fixtures/fake-kubelet.js';
 beforeAll(() => buildDist(['-b packages/proto', '-b packages/data']), 180_000);
 
 const RECORDS = 600;
-const EPOCHS = 2;
+const EPOCHS = 3;
 let cluster: FakeCluster | undefined;
 afterAll(async () => cluster?.close());
 
@@ -68,7 +68,7 @@ describe('a whole job on the fake cluster: a real gRPC master, worker pods run a
           masterAddress: '', // the address the master bound (loopback here; the Service in a cluster)
           tokenSecret: { name: 'sim-token', key: 'token' },
           owner: { name: 'sim-master', uid: 'uid-1' },
-          env: { SIM_RECORDS: String(RECORDS), SIM_MINIBATCH: '10', SIM_STEP_DELAY_MS: '8' },
+          env: { SIM_RECORDS: String(RECORDS), SIM_MINIBATCH: '10', SIM_STEP_DELAY_MS: '20' },
         },
         numWorkers: 3,
         maxRelaunches: 2,

@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createPodApi } from '../../src/kubernetes/pod-api.js';
 import { PodWatcher } from '../../src/kubernetes/pod-watcher.js';
 import { sleep, waitFor } from '../helpers.js';
-import { FakeKubeApi } from './fixtures/fake-kube-api.js';
 import { kubeConfigFor } from './fixtures/fake-cluster.js';
+import { FakeKubeApi } from './fixtures/fake-kube-api.js';
 
 let server: FakeKubeApi | undefined;
 let watcher: PodWatcher | undefined;
