@@ -345,4 +345,76 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
       await cluster.close();
     }
   }, 120_000);
+
+  it('on SIGTERM (its pod deleted) deletes the worker pods and exits 143', async () => {
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    try {
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      cluster.server.create('secrets', 'ml', {
+        metadata: { name: 'slow-token' },
+        stringData: { token: 't' },
+      });
+      const csv = join(dir, 'slow.csv');
+      writeFileSync(csv, `x,y\n${Array.from({ length: 100 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+      const modelDef = join(dir, 'model.mjs');
+      writeFileSync(
+        modelDef,
+        'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
+      );
+      process.env.EDL_JOB_TOKEN = 't';
+      const running = edl([
+        'k8s',
+        'master',
+        '--job-name',
+        'slow',
+        '--image',
+        'edl:test',
+        '--num-workers',
+        '2',
+        '--namespace',
+        'ml',
+        '--kubeconfig',
+        kubeconfig,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--master-address',
+        'bound',
+        '--delete-grace-seconds',
+        '1',
+        '--edl-command',
+        JSON.stringify([process.execPath, simWorker]),
+        '--worker-env',
+        'SIM_RECORDS=100',
+        '--worker-env',
+        'SIM_STEP_DELAY_MS=1000',
+        '--',
+        '--model-def',
+        modelDef,
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--minibatch-size',
+        '10',
+      ]);
+      const deadline = Date.now() + 20_000;
+      while (cluster.kubelet.running().length < 2 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(cluster.kubelet.running().sort()).toEqual(['slow-worker-0', 'slow-worker-1']);
+      process.emit('SIGTERM');
+      const run = await running;
+      delete process.env.EDL_JOB_TOKEN;
+      expect(run.code, run.stderr.slice(-2000)).toBe(143);
+      expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+        job: 'slow',
+        state: 'terminated',
+        workers: { launched: 2, relaunched: 0, stopped: 2, running: 0 },
+      });
+      expect(cluster.server.pods('ml')).toEqual([]);
+    } finally {
+      await cluster.close();
+    }
+  }, 60_000);
 });

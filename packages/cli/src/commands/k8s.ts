@@ -580,12 +580,23 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
-    const stop = () => {
-      logger.warn('terminating: deleting the worker pods (resume from --checkpoint-dir)');
-      void handle.stop();
-    };
-    process.once('SIGTERM', stop);
-    const result = await handle.wait().finally(() => process.off('SIGTERM', stop));
+    // The pod is being deleted (or the node drained): stop the workers and leave; a job with
+    // --checkpoint-dir resumes from there when submitted again.
+    let onSignal = () => {};
+    const terminated = new Promise<'terminated'>((resolve) => {
+      onSignal = () => resolve('terminated');
+    });
+    process.once('SIGTERM', onSignal);
+    const result = await Promise.race([handle.wait(), terminated]).finally(() =>
+      process.off('SIGTERM', onSignal),
+    );
+    if (result === 'terminated') {
+      logger.warn('terminated: deleting the worker pods (a job with --checkpoint-dir resumes from there)');
+      await handle.stop();
+      const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
+      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
+      return 143;
+    }
     const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
       `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, error: result.error?.message, workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,

@@ -325,6 +325,21 @@ export class KubernetesInstanceManager implements InstanceManager {
       );
       return;
     }
+    // A pod that will never run (image pull error) or still runs after being given up on: delete it,
+    // so that it neither holds resources nor reappears as a live worker.
+    const phase = record.lastSeen?.status?.phase;
+    if (
+      record.alive &&
+      record.lastSeen?.metadata?.deletionTimestamp === undefined &&
+      phase !== 'Succeeded' &&
+      phase !== 'Failed'
+    ) {
+      this.#api
+        .delete(podName, 0)
+        .catch((error: unknown) =>
+          this.#logger.warn(`deleting worker pod ${podName} failed`, { error: (error as Error).message }),
+        );
+    }
     const jobEnded = this.#events.jobEnded();
     const reason = `worker pod ${podName} ${outcome.kind}: ${outcome.reason}`;
     if (outcome.kind === 'succeeded') this.#summary.succeeded++;

@@ -27,6 +27,16 @@ const PREEMPTION_REASONS = new Set([
   'NodeLost',
 ]);
 
+/** Waiting reasons of a container that will not start without a change to the pod or the image. */
+const CANNOT_START = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+]);
+
 /** The terminated state of the worker container (the first one), if it has ended. */
 function terminated(pod: V1Pod): V1ContainerStateTerminated | undefined {
   return pod.status?.containerStatuses?.[0]?.state?.terminated;
@@ -65,6 +75,15 @@ export function podOutcome(pod: V1Pod, deleted = false): PodOutcome {
   }
   if (deleted || pod.metadata?.deletionTimestamp !== undefined) {
     return { kind: 'preempted', reason: `pod deleted while ${phase}` };
+  }
+  // A container that cannot start stays Pending for ever (the kubelet keeps backing off): without
+  // this, a wrong --image would hang the job. It counts as a failure, within the relaunch limit.
+  const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
+  if (phase === 'Pending' && waiting?.reason !== undefined && CANNOT_START.has(waiting.reason)) {
+    return {
+      kind: 'failed',
+      reason: `cannot start: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`,
+    };
   }
   return { kind: 'active', phase };
 }

@@ -20,6 +20,8 @@ export interface PodWatcherStats {
   lists: number;
   /** Watches opened. */
   watches: number;
+  /** Watches dropped because nothing came for `idleTimeoutMs`. */
+  idle: number;
   /** Watches resumed from the last resourceVersion after the stream ended or broke. */
   resumes: number;
   /** 410 Gone answers (each leads to a re-list). */
@@ -34,6 +36,13 @@ export interface PodWatcherOptions {
   /** First delay before retrying a failed list or watch (doubles up to `maxBackoffMs`; default 100). */
   readonly backoffMs?: number;
   readonly maxBackoffMs?: number;
+  /**
+   * A watch that delivers nothing (no event, no bookmark) for this long is dropped and resumed
+   * (default 360,000 ms: longer than the server's watch timeout plus its bookmark interval). It
+   * catches half-open connections, which a node or load-balancer failure leaves behind and which
+   * would otherwise hang the watch without an error.
+   */
+  readonly idleTimeoutMs?: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -52,6 +61,7 @@ export class PodWatcher {
   readonly #listener: PodWatcherListener;
   readonly #backoffMs: number;
   readonly #maxBackoffMs: number;
+  readonly #idleTimeoutMs: number;
   #handle: WatchHandle | undefined;
   #stopped = false;
   #failures = 0;
@@ -61,6 +71,7 @@ export class PodWatcher {
   readonly stats: PodWatcherStats = {
     lists: 0,
     watches: 0,
+    idle: 0,
     resumes: 0,
     gone: 0,
     bookmarks: 0,
@@ -78,6 +89,7 @@ export class PodWatcher {
     this.#listener = listener;
     this.#backoffMs = options.backoffMs ?? 100;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 360_000;
   }
 
   /** Lists once (so that the listener knows the current pods) and keeps watching in the background. */
@@ -155,9 +167,11 @@ export class PodWatcher {
     return new Promise((resolve, reject) => {
       let settled = false;
       let events = 0;
+      let idle: NodeJS.Timeout | undefined;
       const finish = (outcome: 'ended' | 'ended-empty' | 'gone' | 'stopped' | Error) => {
         if (settled) return;
         settled = true;
+        clearTimeout(idle);
         this.#cancel = undefined;
         this.#handle?.abort();
         this.#handle = undefined;
@@ -168,6 +182,7 @@ export class PodWatcher {
         if (settled) return;
         this.#failures = 0;
         events++;
+        idle?.refresh();
         if (event.type === 'ERROR') {
           if (event.object.code === 410) finish('gone');
           else
@@ -193,6 +208,14 @@ export class PodWatcher {
         else finish(error);
       };
       this.#cancel = () => finish('stopped');
+      idle = setTimeout(() => {
+        this.stats.idle++;
+        this.#listener.notice?.(`pod watch silent for ${this.#idleTimeoutMs} ms, reconnecting`, {
+          resourceVersion: this.stats.resourceVersion,
+        });
+        finish('ended');
+      }, this.#idleTimeoutMs);
+      idle.unref();
       this.stats.watches++;
       this.#api.watch(this.#selector, this.stats.resourceVersion, onEvent, onDone).then(
         (handle) => {

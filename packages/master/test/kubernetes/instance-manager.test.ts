@@ -23,6 +23,16 @@ function recordingEvents() {
   return { events, lost, gaveUp, stopRequests, end: () => (ended = true) };
 }
 
+const template = () => ({
+  jobName: 'mnist',
+  image: 'edl:test',
+  args: ['worker'],
+  masterAddress: 'mnist-master.edl.svc:50001',
+  tokenSecret: { name: 'mnist-token', key: 'token' },
+  owner: { name: 'mnist-master', uid: 'uid-of-master' },
+  resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '1Gi' } },
+});
+
 let cluster: FakeCluster | undefined;
 let manager: KubernetesInstanceManager | undefined;
 afterEach(async () => {
@@ -32,21 +42,17 @@ afterEach(async () => {
   cluster = undefined;
 });
 
-async function setUp(options: Partial<KubernetesInstanceManagerOptions> = {}, api = {}) {
-  cluster = await startFakeCluster({ mode: 'idle', startDelayMs: 5 }, api);
+async function setUp(
+  options: Partial<KubernetesInstanceManagerOptions> = {},
+  api = {},
+  kubelet: { failImages?: string[] } = {},
+) {
+  cluster = await startFakeCluster({ mode: 'idle', startDelayMs: 5, ...kubelet }, api);
   const rec = recordingEvents();
   manager = new KubernetesInstanceManager(
     {
       api: cluster.podApi,
-      template: {
-        jobName: 'mnist',
-        image: 'edl:test',
-        args: ['worker'],
-        masterAddress: 'mnist-master.edl.svc:50001',
-        tokenSecret: { name: 'mnist-token', key: 'token' },
-        owner: { name: 'mnist-master', uid: 'uid-of-master' },
-        resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '1Gi' } },
-      },
+      template: template(),
       numWorkers: 2,
       deleteGraceSeconds: 1,
       watcher: { backoffMs: 20, maxBackoffMs: 100 },
@@ -56,7 +62,8 @@ async function setUp(options: Partial<KubernetesInstanceManagerOptions> = {}, ap
   );
   await manager.start();
   const c = cluster;
-  await waitFor(() => c.kubelet.running().length === (options.numWorkers ?? 2), 'workers running');
+  if (kubelet.failImages === undefined)
+    await waitFor(() => c.kubelet.running().length === (options.numWorkers ?? 2), 'workers running');
   const m = manager;
   await waitFor(
     () => m.watchStats.resourceVersion === String(c.server.resourceVersion),
@@ -237,5 +244,39 @@ describe('KubernetesInstanceManager against a fake API server', () => {
       running: 0,
     });
     expect(rec.gaveUp).toEqual([]);
+  });
+
+  it('fails a worker whose image cannot be pulled (deleting its pod), within the relaunch limit', async () => {
+    const { cluster, manager, rec } = await setUp(
+      { numWorkers: 1, maxRelaunches: 2, template: { ...template(), image: 'registry.example.com/typo:1' } },
+      {},
+      { failImages: ['registry.example.com/typo:1'] },
+    );
+    await waitFor(() => rec.gaveUp.length === 1, 'give up');
+    expect(rec.gaveUp[0]!.message).toBe(
+      'Worker worker-2 (pod mnist-worker-2) failed with cannot start: ImagePullBackOff: Back-off pulling image "registry.example.com/typo:1"; 2 relaunch(es) used, maxRelaunches is 2',
+    );
+    expect(rec.lost.map((l) => [l.workerId, l.crashed])).toEqual([
+      ['worker-0', true],
+      ['worker-1', true],
+      ['worker-2', true],
+    ]);
+    await waitFor(() => cluster.server.pods('edl').length === 0, 'the pods that never ran to be deleted');
+    expect(manager.runningWorkers).toBe(0);
+  });
+
+  it('drops a watch that went silent (half-open connection) and resumes it without losing the change', async () => {
+    const { cluster, manager, rec } = await setUp({
+      watcher: { backoffMs: 20, maxBackoffMs: 100, idleTimeoutMs: 300 },
+    });
+    cluster.server.stallWatches();
+    cluster.kubelet.kill('mnist-worker-0', 'evict');
+    await waitFor(
+      () => cluster.kubelet.running().includes('mnist-worker-2'),
+      'relaunch after the idle timeout',
+    );
+    expect(manager.watchStats.idle).toBeGreaterThanOrEqual(1);
+    expect(manager.watchStats.lists).toBe(1);
+    expect(rec.lost.map((l) => l.workerId)).toEqual(['worker-0']);
   });
 });
