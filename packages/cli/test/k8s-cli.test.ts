@@ -3,12 +3,13 @@
  * kubeconfig file, as a user's cluster would be reached.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { buildRbacObjects } from '@edl/master';
+import { generateCensusCsv } from '@edl/model-zoo';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeCluster, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
@@ -417,4 +418,91 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
       await cluster.close();
     }
   }, 60_000);
+
+  it('runs the census model with real `edl worker` pods (the built CLI) and survives a preemption', async () => {
+    const edlBin = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
+    if (!existsSync(edlBin)) throw new Error(`${edlBin} is missing: run 'pnpm build' first`);
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    try {
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      cluster.server.create('secrets', 'ml', {
+        metadata: { name: 'census-token' },
+        stringData: { token: 'census' },
+      });
+      const train = await generateCensusCsv({ file: join(dir, 'census-train.csv'), rows: 1500, seed: 1 });
+      const valid = await generateCensusCsv({ file: join(dir, 'census-valid.csv'), rows: 300, seed: 2 });
+      process.env.EDL_JOB_TOKEN = 'census';
+      let preempted = '';
+      const timer = setInterval(() => {
+        // Preempt worker-0 once it has trained a step (its first step logs a "progress" event).
+        const lines = cluster.server.logs.get('ml/census-worker-0') ?? [];
+        if (!preempted && lines.some((l) => l.includes('"event":"progress"'))) {
+          preempted = 'census-worker-0';
+          if (cluster.kubelet.running().includes(preempted)) cluster.kubelet.kill(preempted, 'preempt');
+        }
+      }, 50);
+      const run = await edl([
+        'k8s',
+        'master',
+        '--job-name',
+        'census',
+        '--image',
+        'edl:test',
+        '--num-workers',
+        '2',
+        '--namespace',
+        'ml',
+        '--kubeconfig',
+        kubeconfig,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--master-address',
+        'bound',
+        '--delete-grace-seconds',
+        '1',
+        '--edl-command',
+        JSON.stringify([process.execPath, edlBin]),
+        '--',
+        '--model-def',
+        'census',
+        '--training-data',
+        train,
+        '--validation-data',
+        valid,
+        '--data-reader-params',
+        '{"header":true,"recordsPerShard":500}',
+        '--backend',
+        'cpu',
+        '--minibatch-size',
+        '50',
+        '--num-minibatches-per-task',
+        '2',
+        '--num-epochs',
+        '2',
+      ]);
+      clearInterval(timer);
+      delete process.env.EDL_JOB_TOKEN;
+      expect(run.code, run.stderr.slice(-3000)).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+      expect(result.state).toBe('succeeded');
+      expect(result.evaluations.at(-1).records).toBe(300);
+      expect(result.evaluations.at(-1).metrics.accuracy).toBeGreaterThan(0.5);
+      expect(preempted).toBe('census-worker-0');
+      expect(result.workers).toMatchObject({
+        launched: 3,
+        relaunched: 1,
+        preempted: 1,
+        failed: 0,
+        running: 0,
+      });
+      // The relaunched worker is a new worker: its own id, and it logged its own progress.
+      expect(cluster.server.get('pods', 'ml', 'census-worker-2')?.metadata.labels['edl.dev/worker-id']).toBe(
+        'worker-2',
+      );
+    } finally {
+      await cluster.close();
+    }
+  }, 180_000);
 });
