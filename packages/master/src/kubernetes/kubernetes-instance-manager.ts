@@ -246,6 +246,10 @@ export class KubernetesInstanceManager implements InstanceManager {
         if (!record.ended)
           record.alive = record.lastSeen === undefined || podOutcome(record.lastSeen).kind === 'active';
         this.#logger.info(`worker pod ${record.podName} created`, { workerId: record.workerId });
+        // Scaled down (or stopped) while the create call was in flight: its delete found no pod.
+        if (record.stopping && !record.ended) {
+          await this.#api.delete(record.podName, this.#options.deleteGraceSeconds ?? 10).catch(() => {});
+        }
         return;
       } catch (error) {
         const message = (error as Error).message;
@@ -274,6 +278,7 @@ export class KubernetesInstanceManager implements InstanceManager {
     if (record.ended || record.stopping) return;
     record.stopping = true;
     this.#events.requestStop?.(record.workerId);
+    if (record.creating) return; // #create deletes it once it exists
     try {
       await this.#api.delete(record.podName, this.#options.deleteGraceSeconds ?? 10);
     } catch (error) {

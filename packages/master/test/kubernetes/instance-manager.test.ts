@@ -228,6 +228,16 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     await sleep(100);
     expect(cluster.kubelet.running()).toEqual(['mnist-worker-0']);
     expect(manager.summary()).toMatchObject({ launched: 4, relaunched: 0, stopped: 3, running: 1 });
+    // Down again before the new pods' create calls have returned: they are deleted once created.
+    const up = manager.scaleTo(3);
+    const down = manager.scaleTo(1);
+    expect(await up).toBe(1);
+    expect(await down).toBe(1);
+    await waitFor(
+      () => manager.runningWorkers === 1 && cluster.server.pods('edl').length === 1,
+      'back to 1 pod',
+    );
+    expect(cluster.server.pods('edl').map((p) => p.metadata.name)).toEqual(['mnist-worker-0']);
   });
 
   it('after the job ended, exited workers are counted and not relaunched', async () => {
