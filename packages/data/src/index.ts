@@ -1,3 +1,4 @@
+export * from './dataset/index.js';
 export type {
   DataReader,
   DatasetIterator,
@@ -9,5 +10,4 @@ export type {
   RecordRange,
   Shard,
 } from './protocols.js';
-export * from './dataset/index.js';
 export * from './readers/index.js';

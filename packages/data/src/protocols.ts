@@ -28,7 +28,10 @@ export interface RecordRange {
 /** Column names and types of the records a reader yields, where the reader knows them. */
 export interface ReaderMetadata {
   readonly columns?: ReadonlyArray<{ readonly name: string; readonly type: string }>;
-  readonly [key: string]: JsonValue | undefined | ReadonlyArray<{ readonly name: string; readonly type: string }>;
+  readonly [key: string]:
+    | JsonValue
+    | undefined
+    | ReadonlyArray<{ readonly name: string; readonly type: string }>;
 }
 
 /**
