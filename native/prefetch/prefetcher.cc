@@ -235,7 +235,9 @@ bool Prefetcher::DoWork(Lock& lock) {
     return true;
   }
   // The first piece not yet dispatched may start when the budget has room for its estimate, or
-  // when nothing at all is buffered (a piece larger than the budget must still get through).
+  // when the consumer has drained everything and no other piece is in flight: a piece larger than
+  // the room left must still get through, and the partial batch waiting for it must not block it.
+  const bool idle = ring_.empty() && next_dispatch_ == 0;
   if (next_dispatch_ < pieces_.size()) {
     Piece* p = pieces_[next_dispatch_].get();
     if (p->state != Piece::State::kWaiting || p->range->failed) {
@@ -245,7 +247,7 @@ bool Prefetcher::DoWork(Lock& lock) {
       p->state = Piece::State::kDone;
       return true;
     }
-    if (buffered_bytes_ == 0 || buffered_bytes_ + p->estimate <= options_.max_buffered_bytes) {
+    if (idle || buffered_bytes_ + p->estimate <= options_.max_buffered_bytes) {
       ++next_dispatch_;
       Decode(lock, p);
       return true;
@@ -253,7 +255,7 @@ bool Prefetcher::DoWork(Lock& lock) {
     return false;
   }
   if (!planning_ && !unplanned_.empty() && pieces_.size() < kMaxPieces &&
-      buffered_bytes_ < options_.max_buffered_bytes) {
+      (idle || buffered_bytes_ < options_.max_buffered_bytes)) {
     PlanNext(lock);
     return true;
   }
@@ -315,7 +317,9 @@ void Prefetcher::PlanNext(Lock& lock) {
     work_cv_.notify_all();
     return;
   }
-  // Consecutive chunks from `next` up to piece_bytes stored bytes (at least one chunk).
+  // Consecutive chunks from `next` up to piece_bytes stored bytes and a quarter of the budget
+  // decoded (at least one chunk), so that several pieces fit the budget at once.
+  const uint64_t max_estimate = std::max<uint64_t>(options_.max_buffered_bytes / 4, 1);
   const auto& index = r->file->index;
   size_t c = FirstChunk(index, r->next);
   uint64_t stored = 0;
@@ -323,9 +327,13 @@ void Prefetcher::PlanNext(Lock& lock) {
   uint64_t piece_end = r->next;
   for (; c < index.chunks.size() && index.chunks[c].first_record < end; ++c) {
     const ChunkInfo& info = index.chunks[c];
-    if (stored > 0 && stored + info.header.compressed_size > options_.piece_bytes) break;
+    const uint64_t decoded = DecodedEstimate(info, index.file_size);
+    if (stored > 0 && (stored + info.header.compressed_size > options_.piece_bytes ||
+                       estimate + decoded > max_estimate)) {
+      break;
+    }
     stored += info.header.compressed_size;
-    estimate += DecodedEstimate(info, index.file_size);
+    estimate += decoded;
     piece_end = std::min(end, info.first_record + info.header.num_records);
   }
   piece->start = r->next;

@@ -214,7 +214,8 @@ TEST(BackpressureKeepsBufferedBytesWithinTheBudgetPlusOneBatch) {
     o.batch_records = 64;
     o.max_buffered_bytes = 256 << 10;
     o.max_buffered_batches = 4;
-    o.piece_bytes = 32 << 10;
+    // piece_bytes stays at its 1 MiB default: pieces must shrink to fit the 256 KiB budget, and a
+    // partial batch waiting for the next piece must not block its dispatch.
     Prefetcher p(o);
     CHECK_OK(p.Start());
     CHECK(p.Enqueue({f, 0, 20000}).ok());

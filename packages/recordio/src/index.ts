@@ -15,8 +15,12 @@ export {
   platformPackageName,
 } from './native/load-addon.js';
 export { type NativeInfo, nativeInfo } from './native/native-info.js';
+export { type PrefetchRange, PrefetchRangeError } from './prefetch-error.js';
+export { PrefetchedBatch } from './prefetched-batch.js';
+export { Prefetcher, type PrefetcherOptions, type PrefetcherStats } from './prefetcher.js';
 export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
 export { RecordBatch } from './record-batch.js';
+export type { ChunkCacheStats } from './record-cache.js';
 export {
   type RecordBatchInput,
   RecordIOWriter,

@@ -3,6 +3,7 @@ import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
 import { RecordBatch } from './record-batch.js';
+import { type ChunkCacheStats, RecordCache } from './record-cache.js';
 import { RecordIterator } from './record-iterator.js';
 import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
 
@@ -21,6 +22,12 @@ export interface RecordIOReaderOptions {
    * plus the one read ahead stay a few tens of MiB even for well-compressed gzip.
    */
   readonly batchBytes?: number;
+  /**
+   * Decoded bytes of chunks kept for {@link RecordIOReader.get} (random access), most recently used
+   * first. Default 32 MiB: a few chunks of the writer's default 1 MiB, so reads near each other
+   * decode their chunk once. At least the last chunk used is kept, whatever its size.
+   */
+  readonly chunkCacheBytes?: number;
 }
 
 /** What skip mode passed over so far. */
@@ -33,7 +40,8 @@ export interface SkipStats {
   readonly faults: readonly RecordIOError[];
 }
 
-const OPTION_KEYS = ['onCorruptChunk', 'batchBytes'] as const;
+const OPTION_KEYS = ['onCorruptChunk', 'batchBytes', 'chunkCacheBytes'] as const;
+const DEFAULT_CHUNK_CACHE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_BYTES = 2 ** 31;
 
@@ -62,6 +70,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   readonly #native: NativeReader;
   readonly #skipCorrupt: boolean;
   readonly #batchBytes: number;
+  readonly #cache: RecordCache;
   readonly #skippedChunks = new Map<number, RecordIOError>();
   #skippedRecords = 0;
   #closed = false;
@@ -70,6 +79,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     this.#native = native;
     this.#skipCorrupt = options.onCorruptChunk === 'skip';
     this.#batchBytes = options.batchBytes;
+    this.#cache = new RecordCache(native, options.chunkCacheBytes, native.path);
     this.path = native.path;
     this.numRecords = native.numRecords;
     this.numChunks = native.numChunks;
@@ -104,13 +114,17 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       opts.batchBytes === undefined
         ? DEFAULT_BATCH_BYTES
         : checkInteger(opts.batchBytes, 'options.batchBytes', 1, MAX_BATCH_BYTES);
+    const chunkCacheBytes =
+      opts.chunkCacheBytes === undefined
+        ? DEFAULT_CHUNK_CACHE_BYTES
+        : checkInteger(opts.chunkCacheBytes, 'options.chunkCacheBytes', 0, Number.MAX_SAFE_INTEGER);
     let native: NativeReader;
     try {
       native = getAddon().openReader(file);
     } catch (error) {
       throw fromThrown(error, callSite, file);
     }
-    return new RecordIOReader(native, { onCorruptChunk, batchBytes });
+    return new RecordIOReader(native, { onCorruptChunk, batchBytes, chunkCacheBytes });
   }
 
   /** Whether {@link RecordIOReader.close} was called. */
@@ -165,6 +179,45 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   /**
+   * Record `index` for random access (Grain's `get`), from a cache of decoded chunks bounded by
+   * `chunkCacheBytes`: reads near each other decode their chunk once, on the libuv pool. The record
+   * is a view (no copy) that keeps its chunk alive. Safe to call concurrently.
+   *
+   * @throws RecordIOError `OUT_OF_RANGE`, `CLOSED`, or the fault of the record's chunk (`CHECKSUM`,
+   * `TRUNCATED`, ...) whatever `onCorruptChunk` says: a record that cannot be decoded is never
+   * replaced.
+   */
+  get(index: number): Promise<Uint8Array> {
+    const callSite = captureCallSite(this.get);
+    try {
+      checkInteger(index, 'index', 0, Number.MAX_SAFE_INTEGER);
+      this.#checkRange(index, 1, callSite);
+      this.#checkOpen(callSite);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#cache.get(index, callSite);
+  }
+
+  /** {@link RecordIOReader.get} for many records at once (each chunk decoded once). */
+  getMany(indices: readonly number[]): Promise<Uint8Array[]> {
+    return Promise.all(indices.map((index) => this.get(index)));
+  }
+
+  /** Synchronous {@link RecordIOReader.get}: decodes a missing chunk on the calling thread. */
+  getSync(index: number): Uint8Array {
+    checkInteger(index, 'index', 0, Number.MAX_SAFE_INTEGER);
+    this.#checkRange(index, 1, this.getSync);
+    this.#checkOpen(this.getSync);
+    return this.#cache.getSync(index, this.getSync);
+  }
+
+  /** Hits, misses, decodes and bytes of the chunk cache behind {@link RecordIOReader.get}. */
+  get chunkCacheStats(): ChunkCacheStats {
+    return this.#cache.stats();
+  }
+
+  /**
    * Yields records `[start, start + count)` one by one (views, no copies), reading chunk-aligned
    * batches one ahead of the consumer. On a corrupt chunk (with `onCorruptChunk: 'error'`) it first
    * yields every record before the fault, then throws the RecordIOError.
@@ -215,6 +268,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#cache.close();
     this.#native.close();
   }
 

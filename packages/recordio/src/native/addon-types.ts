@@ -6,11 +6,13 @@
  * @packageDocumentation
  */
 
+import type { NativePrefetchAddon } from './prefetch-types.js';
+
 /** Numeric compressor ids as stored in a chunk header: 0 none, 1 snappy, 2 gzip. */
 export type NativeCompressorId = 0 | 1 | 2;
 
 /** The module object exported by `edl_native.node`. */
-export interface NativeAddon {
+export interface NativeAddon extends NativePrefetchAddon {
   /** N-API version the addon targets (8); must not exceed `process.versions.napi`. */
   readonly napiVersion: number;
   /** Addon version, the same as the package version. */
