@@ -23,7 +23,7 @@ describe('argument validation', () => {
     );
     await expect(RecordIOReader.open(hello, { onCorrupt: 'skip' } as never)).rejects.toThrow(
       new TypeError(
-        'Expected one of onCorruptChunk, batchBytes for a key of options but received "onCorrupt"',
+        'Expected one of onCorruptChunk, batchBytes, chunkCacheBytes for a key of options but received "onCorrupt"',
       ),
     );
     await expect(RecordIOReader.open(hello, { batchBytes: 0 })).rejects.toThrow(
