@@ -158,7 +158,12 @@ PopResult Prefetcher::Pop(Item* out, bool wait) {
       Account(-static_cast<int64_t>(ItemBytes(*out)));
       stats_.buffered_batches = ring_.size();
       ++stats_.batches_delivered;
-      work_cv_.notify_all();
+      // Refill in bursts: the threads are woken once the ring or the budget is half drained, not
+      // at every batch, so that a consumer that keeps up does not pay a context switch per batch.
+      if (ring_.size() <= options_.max_buffered_batches / 2 ||
+          buffered_bytes_ <= options_.max_buffered_bytes / 2) {
+        work_cv_.notify_all();
+      }
       return PopResult::kItem;
     }
     if (EndedLocked()) return PopResult::kEnded;

@@ -74,6 +74,8 @@ const OPTION_KEYS = [
 ] as const;
 const RANGE_KEYS = ['path', 'start', 'count'] as const;
 const MIB = 1024 * 1024;
+/** Bytes delivered without a turn of the event loop before the prefetcher yields one. */
+const YIELD_BYTES = 8 * MIB;
 /** Batches cross into JavaScript with uint32 offsets. */
 const MAX_BATCH_BYTES = 2 ** 32 - 1 - 2 ** 24;
 
@@ -109,6 +111,8 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
   #closed = false;
   #ended = false;
   #lastStats: NativePrefetchStats | undefined;
+  /** Bytes handed out since the event loop last turned. */
+  #unyielded = 0;
 
   private constructor(native: NativePrefetcher, slot: WakeSlot, threads: number, worker: boolean, callSite: Error) {
     this.#native = native;
@@ -272,8 +276,19 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
     for (;;) {
       if (this.#closed) return null;
       if (this.#worker) return this.#native.pull();
+      if (this.#unyielded >= YIELD_BYTES) {
+        // Batches dropped by the consumer are freed by N-API finalizers, which run only when the
+        // event loop turns. A ring that is always ready (or threads: 0) would never let it turn,
+        // and memory would grow by every batch delivered.
+        this.#unyielded = 0;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       const item = this.#native.tryPop();
-      if (item !== undefined) return item;
+      if (item !== undefined) {
+        if (item !== null) this.#unyielded += item.data.byteLength + item.bounds.byteLength;
+        return item;
+      }
+      this.#unyielded = 0;
       await new Promise<void>((resolve) => {
         this.#slot.wake = resolve;
         if (this.#native.wait()) {
