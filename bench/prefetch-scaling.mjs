@@ -2,7 +2,8 @@
 /**
  * Prefetch scaling (issue 3 §4b): gzip decoding is CPU-bound, so records per second should grow
  * with prefetch threads. Reads the first EDL_BENCH_RECORDS records of the text and image gzip files
- * through a Prefetcher (batches of 128, a consumer that only touches the records) with 0, 1, 2 and 4
+ * through a Prefetcher (batches of EDL_BENCH_BATCH records, default 1024, so that the JavaScript
+ * side costs little; a consumer that only touches the records) with 0, 1, 2 and 4
  * threads; reports MB/s of record bytes, the 2-thread / 1-thread ratio (goal >= 1.7x), CPU seconds
  * of the process and the load average before and after, since the machine may be shared.
  *
@@ -19,6 +20,7 @@ const records =
 const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 3);
 const sets = (process.env.EDL_BENCH_SETS ?? 'text,image').split(',');
 const fileBytes = Number(process.env.EDL_BENCH_BYTES ?? 2 ** 28);
+const batchSize = Number(process.env.EDL_BENCH_BATCH ?? 1024);
 const load = () =>
   os
     .loadavg()
@@ -28,7 +30,7 @@ const load = () =>
 async function pass(ranges, threads) {
   const cpu = process.cpuUsage();
   const started = performance.now();
-  const p = Prefetcher.create({ threads, batchSize: 128 });
+  const p = Prefetcher.create({ threads, batchSize });
   for (const r of ranges) p.enqueue(r);
   p.end();
   let bytes = 0;
@@ -65,7 +67,8 @@ for (const set of sets) {
     console.log(
       `${set} gzip, ${total} records: threads ${threads}  ${mbps(threads).toFixed(0).padStart(5)} MB/s  ` +
         `x${(mbps(threads) / mbps(0)).toFixed(2)} of 0 threads  x${(mbps(threads) / mbps(1)).toFixed(2)} of 1 thread  ` +
-        `cpu ${r.cpu.toFixed(2)} s for ${r.seconds.toFixed(2)} s wall`,
+        `cpu ${r.cpu.toFixed(2)} s for ${r.seconds.toFixed(2)} s wall (${(r.cpu / r.seconds).toFixed(2)} cores), ` +
+        `${(r.bytes / r.cpu / 1e6).toFixed(0)} MB per CPU-second`,
     );
   }
   console.log(`${set}: 2 threads / 1 thread = x${(mbps(2) / mbps(1)).toFixed(2)} (goal >= 1.7)`);
