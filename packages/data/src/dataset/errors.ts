@@ -9,7 +9,9 @@ export type DatasetErrorCode =
   /** A state object does not have the shape this iterator writes. */
   | 'ERR_BAD_STATE'
   /** A source or description cannot be re-created or read. */
-  | 'ERR_SOURCE';
+  | 'ERR_SOURCE'
+  /** A `mapParallel` function threw, or its thread failed (the message names the element). */
+  | 'ERR_MAP_WORKER';
 
 /** Base error of `@edl/data` datasets, with a stable `code`. */
 export class DatasetError extends Error {

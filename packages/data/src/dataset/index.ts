@@ -27,5 +27,10 @@ export type { Predicate } from './transforms/filter.js';
 export type { IterableFactory } from './transforms/from-iterable.js';
 export type { InterleaveFn } from './transforms/interleave.js';
 export type { MapFn } from './transforms/map.js';
+export {
+  type ParallelMapFn,
+  ParallelMapIterator,
+  type ParallelMapOptions,
+} from './transforms/parallel-map.js';
 export type { RandomMapFn } from './transforms/random-map.js';
 export type { ReadOptions } from './transforms/to-iter-dataset.js';

@@ -6,6 +6,11 @@ import { FromIterableIterator, type IterableFactory } from './transforms/from-it
 import { type InterleaveFn, InterleaveIterator } from './transforms/interleave.js';
 import { type MapFn, MapIterator } from './transforms/map.js';
 import { MixIterator } from './transforms/mix.js';
+import {
+  ParallelMapIterator,
+  type ParallelMapOptions,
+  resolveParallelMapOptions,
+} from './transforms/parallel-map.js';
 import { PrefetchIterator } from './transforms/prefetch.js';
 import { TakeIterator } from './transforms/take.js';
 import { expectFunction, expectInteger, invalidArgument } from './validate.js';
@@ -79,6 +84,15 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   map<U>(fn: MapFn<T, U>): IterDataset<U> {
     expectFunction(fn, 'fn');
     return this.#then((parent) => new MapIterator(parent, fn), 'Map');
+  }
+
+  /** Maps elements on worker threads with an exported function, in order (see `ParallelMapOptions`). */
+  mapParallel<U>(options: ParallelMapOptions): IterDataset<U> {
+    const o = resolveParallelMapOptions(options);
+    return this.#then(
+      (parent) => new ParallelMapIterator<T, U>(parent, o),
+      `ParallelMap(${o.exportName}, workers=${o.workers})`,
+    );
   }
 
   /** Keeps the elements for which `predicate` is true. */

@@ -1,0 +1,493 @@
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
+import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
+import { DatasetError } from '../errors.js';
+import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
+import { expectInteger, invalidArgument } from '../validate.js';
+
+/**
+ * Options of `IterDataset.mapParallel`. Functions cannot cross threads, so the function is named by
+ * its module and export; every thread imports the module once. The export is called as
+ * `fn(value, args, { index })` (sync or async) where `index` is the element's position in this
+ * stage's output, so per-element randomness can be derived from `(seed, index)`.
+ */
+export interface ParallelMapOptions {
+  /** The module: an absolute path, a `file:` URL string or a URL (e.g. `new URL('./fns.js', import.meta.url)`). */
+  readonly module: string | URL;
+  /** Name of the exported function (default `default`). */
+  readonly export?: string;
+  /** Plain JSON passed to every call (default null). */
+  readonly args?: JsonValue;
+  /**
+   * Threads (default: available cores - 1, at least 1). 0 runs the function on the calling thread,
+   * with the same semantics (as Grain's `worker_count=0`): the serialized baseline.
+   */
+  readonly workers?: number;
+  /** Output order; only `true` (deterministic, checkpointable) is supported. */
+  readonly ordered?: boolean;
+  /** Elements read ahead and in flight at most (default 2 * workers, at least 2). */
+  readonly bufferSize?: number;
+  /**
+   * Transfer the ArrayBuffers of the inputs as they are (zero copy; detaches them in the parent's
+   * values). Default false: each typed-array view is copied to a buffer of exactly its bytes (a view
+   * into a large buffer, such as a record of a RecordIO chunk, never clones the whole buffer).
+   */
+  readonly transferInputs?: boolean;
+}
+
+/** A function callable by `mapParallel`. */
+export type ParallelMapFn<T = unknown, U = unknown> = (
+  value: T,
+  args: JsonValue,
+  context: { readonly index: number },
+) => U | Promise<U>;
+
+/** The option values after checks. */
+interface Resolved {
+  readonly moduleUrl: string;
+  readonly exportName: string;
+  readonly args: JsonValue;
+  readonly workers: number;
+  readonly bufferSize: number;
+  readonly transferInputs: boolean;
+}
+
+/** Checks `mapParallel` options (at dataset construction, so mistakes fail early). */
+export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved {
+  if (typeof options !== 'object' || options === null)
+    invalidArgument('an options object', 'options', options);
+  const { module } = options;
+  let moduleUrl: string;
+  if (module instanceof URL) moduleUrl = module.href;
+  else if (typeof module === 'string' && module.startsWith('file:')) moduleUrl = new URL(module).href;
+  else if (typeof module === 'string' && path.isAbsolute(module)) moduleUrl = pathToFileURL(module).href;
+  else invalidArgument('an absolute path, a file: URL or a URL', 'options.module', module);
+  const exportName = options.export ?? 'default';
+  if (typeof exportName !== 'string' || exportName.length === 0)
+    invalidArgument('an export name', 'options.export', exportName);
+  const args = options.args ?? null;
+  let argsJson: string | undefined;
+  try {
+    argsJson = JSON.stringify(args);
+  } catch {
+    argsJson = undefined;
+  }
+  if (argsJson === undefined) invalidArgument('plain JSON', 'options.args', args);
+  const workers = expectInteger(
+    options.workers ?? Math.max(1, availableParallelism() - 1),
+    'options.workers',
+    0,
+    1024,
+  );
+  const bufferSize = expectInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
+  if (options.ordered !== undefined && options.ordered !== true)
+    invalidArgument('true (only ordered output is supported)', 'options.ordered', options.ordered);
+  if (options.transferInputs !== undefined && typeof options.transferInputs !== 'boolean')
+    invalidArgument('a boolean', 'options.transferInputs', options.transferInputs);
+  return {
+    moduleUrl,
+    exportName,
+    args: JSON.parse(argsJson) as JsonValue,
+    workers,
+    bufferSize,
+    transferInputs: options.transferInputs ?? false,
+  };
+}
+
+/**
+ * The thread's program (CommonJS, run with `eval`, so that it works from the TypeScript sources and
+ * from the compiled package alike). It imports the module once, calls the export for each job, and
+ * transfers the ArrayBuffers of each result back.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const loaded = import(workerData.moduleUrl).then((m) => {
+  const fn = m[workerData.exportName];
+  if (typeof fn !== 'function') {
+    const names = Object.keys(m).join(', ') || 'none';
+    throw new TypeError('Export ' + workerData.exportName + ' of ' + workerData.moduleUrl + ' is not a function (exports: ' + names + ')');
+  }
+  return fn;
+});
+loaded.catch(() => undefined);
+function buffers(value, out, depth) {
+  if (value === null || typeof value !== 'object' || depth > 8) return;
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
+  } else if (value instanceof ArrayBuffer) out.add(value);
+  else if (Array.isArray(value)) for (const item of value) buffers(item, out, depth + 1);
+  else if (Object.getPrototypeOf(value) === Object.prototype) for (const key in value) buffers(value[key], out, depth + 1);
+}
+parentPort.on('message', async (job) => {
+  try {
+    const fn = await loaded;
+    const value = await fn(job.value, workerData.args, { index: job.index });
+    const out = new Set();
+    buffers(value, out, 0);
+    parentPort.postMessage({ id: job.id, ok: true, value }, [...out]);
+  } catch (error) {
+    const e = error instanceof Error ? error : new Error(String(error));
+    parentPort.postMessage({ id: job.id, ok: false, error: { name: e.name, message: e.message, stack: e.stack } });
+  }
+});
+`;
+
+/** A job's answer from a thread. */
+type Reply =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | {
+      readonly id: number;
+      readonly ok: false;
+      readonly error: { name: string; message: string; stack?: string };
+    };
+
+interface Job {
+  readonly index: number;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** One thread and the jobs it has not answered yet. */
+class PoolThread {
+  readonly worker: Worker;
+  readonly jobs = new Map<number, Job>();
+  #nextId = 0;
+  #failure: DatasetError | undefined;
+
+  constructor(resolved: Resolved, describeFn: string) {
+    this.worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: { moduleUrl: resolved.moduleUrl, exportName: resolved.exportName, args: resolved.args },
+    });
+    // An idle thread must not keep the process alive; a thread with jobs must (see #ref).
+    this.worker.unref();
+    this.worker.on('message', (reply: Reply) => {
+      const job = this.jobs.get(reply.id);
+      if (job === undefined) return;
+      this.jobs.delete(reply.id);
+      if (this.jobs.size === 0) this.worker.unref();
+      if (reply.ok) job.resolve(reply.value);
+      else {
+        const cause = Object.assign(new Error(reply.error.message), reply.error);
+        job.reject(
+          new DatasetError(
+            'ERR_MAP_WORKER',
+            `mapParallel ${describeFn} failed on element ${job.index}: ${reply.error.message}`,
+            { cause },
+          ),
+        );
+      }
+    });
+    const fail = (cause: unknown, what: string) => {
+      this.#failure ??= new DatasetError('ERR_MAP_WORKER', `mapParallel ${describeFn}: ${what}`, { cause });
+      for (const job of this.jobs.values()) {
+        job.reject(
+          new DatasetError('ERR_MAP_WORKER', `${this.#failure.message} (element ${job.index})`, { cause }),
+        );
+      }
+      this.jobs.clear();
+    };
+    this.worker.on('error', (error) => fail(error, `thread failed: ${error.message}`));
+    this.worker.on('exit', (code) => fail(undefined, `thread exited with code ${code}`));
+  }
+
+  get load(): number {
+    return this.jobs.size;
+  }
+
+  run(index: number, value: unknown, transfer: ArrayBuffer[]): Promise<unknown> {
+    if (this.#failure !== undefined) {
+      return Promise.reject(
+        new DatasetError('ERR_MAP_WORKER', `${this.#failure.message} (element ${index})`, {
+          cause: this.#failure,
+        }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      this.jobs.set(id, { index, resolve, reject });
+      if (this.jobs.size === 1) this.worker.ref();
+      this.worker.postMessage({ id, index, value }, transfer);
+    });
+  }
+
+  terminate(): Promise<number> {
+    this.#failure ??= new DatasetError('ERR_MAP_WORKER', 'thread terminated');
+    this.worker.removeAllListeners('exit');
+    for (const job of this.jobs.values()) job.reject(this.#failure);
+    this.jobs.clear();
+    return this.worker.terminate();
+  }
+}
+
+/**
+ * Prepares an input for `postMessage`: typed-array views are copied to buffers of exactly their
+ * bytes (transferred, so that is the only copy), or with `transferInputs` their buffers are
+ * transferred as they are. Plain objects and arrays are walked; anything else is structured-cloned.
+ */
+function packInput(value: unknown, transferInputs: boolean, transfer: Set<ArrayBuffer>, depth = 0): unknown {
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (ArrayBuffer.isView(value)) {
+    if (!(value.buffer instanceof ArrayBuffer)) return value; // SharedArrayBuffer: shared, not copied
+    if (transferInputs) {
+      transfer.add(value.buffer);
+      return value;
+    }
+    const bytes = value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
+    transfer.add(bytes);
+    if (value instanceof DataView) return new DataView(bytes);
+    const Typed = value.constructor as new (buffer: ArrayBuffer) => ArrayBufferView;
+    return new Typed(bytes);
+  }
+  if (value instanceof ArrayBuffer) {
+    if (transferInputs) transfer.add(value);
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item) => packInput(item, transferInputs, transfer, depth + 1));
+  if (Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value))
+      out[key] = packInput(item, transferInputs, transfer, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+/** The threads of one iterator, in a box that does not reference the iterator (see `abandoned`). */
+interface Pool {
+  threads: PoolThread[];
+}
+
+/** Terminates the threads of an iterator that was dropped without `return()` or its end. */
+const abandoned = new FinalizationRegistry<Pool>((pool) => {
+  for (const thread of pool.threads) void thread.terminate();
+});
+
+/** An element read from the parent and being mapped. */
+interface Entry<U> {
+  readonly result: Promise<IteratorResult<U>>;
+  /** Parent state right after this element was read. */
+  readonly stateAfter: JsonObject;
+}
+
+/**
+ * `IterDataset.mapParallel`: maps elements on a pool of worker threads (tf.data's
+ * `map(num_parallel_calls)`, Grain's multiprocessing), in order. Up to `bufferSize` elements are read
+ * from the parent and in flight at once; each is sent to the least loaded thread. Results come back
+ * in the parent's order.
+ *
+ * The state is the parent's state at the position of the next element to be *returned*, and that
+ * element's index: `{ parent, nextIndex }`. Restoring discards the elements in flight. Threads start
+ * on the first `next()`, and are terminated when the end (or a parent error) is returned, by
+ * `return()` / `close()` (a `for await` that breaks calls it), or when the iterator is garbage
+ * collected; they never keep the process alive while idle. A failure of the function is a `DatasetError` `ERR_MAP_WORKER` naming the element.
+ */
+export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
+  readonly #parent: DatasetIterator<T>;
+  readonly #o: Resolved;
+  readonly #describeFn: string;
+  readonly #pending: Entry<U>[] = [];
+  readonly #pool: Pool = { threads: [] };
+  #inline: Promise<ParallelMapFn<unknown, U>> | undefined;
+  #state: JsonObject | undefined;
+  /** Index of the next element to return, and of the next one to read from the parent. */
+  #nextIndex = 0;
+  #readIndex = 0;
+  /** Parent calls are chained so that a restore waits for a running read. */
+  #parentChain: Promise<void> = Promise.resolve();
+  #queued = 0;
+  #chainError: unknown;
+  #filling = false;
+  #stopped = false;
+  #generation = 0;
+  #wake: (() => void) | undefined;
+
+  constructor(parent: DatasetIterator<T>, options: Resolved) {
+    super();
+    this.#parent = parent;
+    this.#o = options;
+    this.#describeFn = `${options.exportName} of ${options.moduleUrl}`;
+    abandoned.register(this, this.#pool);
+  }
+
+  /** Threads currently running (0 before the first `next()` and after the end or `close()`). */
+  get threadCount(): number {
+    return this.#pool.threads.length;
+  }
+
+  protected async advance(): Promise<IteratorResult<U>> {
+    if (this.#state === undefined) this.#state = this.#parent.getState();
+    for (;;) {
+      if (this.#chainError !== undefined) {
+        const error = this.#chainError;
+        this.#chainError = undefined;
+        throw error;
+      }
+      const entry = this.#pending.shift();
+      if (entry !== undefined) {
+        this.#state = entry.stateAfter;
+        this.#startFilling();
+        let result: IteratorResult<U>;
+        try {
+          result = await entry.result;
+        } catch (error) {
+          this.#nextIndex++;
+          this.#stopped = false;
+          if (!(error instanceof DatasetError && error.code === 'ERR_MAP_WORKER')) await this.#closeThreads();
+          throw error;
+        }
+        if (result.done) {
+          this.#stopped = false;
+          await this.#closeThreads();
+          return DONE;
+        }
+        this.#nextIndex++;
+        return result;
+      }
+      const woken = new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#startFilling();
+      await woken;
+    }
+  }
+
+  /** Terminates the threads and ends the iteration (also what `for await ... break` calls). */
+  async return(): Promise<IteratorResult<U>> {
+    await this.close();
+    return DONE;
+  }
+
+  /** Terminates the threads; a later `next()` starts new ones. */
+  async close(): Promise<void> {
+    this.#generation++;
+    this.#pending.length = 0;
+    this.#filling = false;
+    this.#stopped = false;
+    await this.#closeThreads();
+  }
+
+  async #closeThreads(): Promise<void> {
+    const threads = this.#pool.threads;
+    this.#pool.threads = [];
+    await Promise.all(threads.map((thread) => thread.terminate()));
+  }
+
+  #startFilling(): void {
+    if (this.#filling || this.#stopped || this.#pending.length >= this.#o.bufferSize) return;
+    this.#filling = true;
+    const generation = this.#generation;
+    this.#enqueue(() => this.#fill(generation));
+  }
+
+  #enqueue(operation: () => void | Promise<void>): void {
+    this.#queued++;
+    this.#parentChain = this.#parentChain
+      .then(operation)
+      .catch((error: unknown) => {
+        this.#chainError = error;
+      })
+      .finally(() => {
+        this.#queued--;
+        this.#notify();
+      });
+  }
+
+  async #fill(generation: number): Promise<void> {
+    try {
+      while (generation === this.#generation && this.#pending.length < this.#o.bufferSize) {
+        let read: IteratorResult<T> | { error: unknown };
+        try {
+          read = await this.#parent.next();
+        } catch (error) {
+          read = { error };
+        }
+        if (generation !== this.#generation) return;
+        const stateAfter = this.#parent.getState();
+        let result: Promise<IteratorResult<U>>;
+        if ('error' in read) result = Promise.reject(read.error);
+        else if (read.done) result = Promise.resolve(DONE);
+        else {
+          const index = this.#readIndex++;
+          result = this.#dispatch(index, read.value).then((value) => ({ done: false, value }));
+        }
+        // Rejections are handled when the consumer gets there; keep Node from reporting them early.
+        result.catch(() => undefined);
+        this.#pending.push({ result, stateAfter });
+        this.#notify();
+        if ('error' in read || read.done) {
+          this.#stopped = true;
+          return;
+        }
+      }
+    } finally {
+      if (generation === this.#generation) this.#filling = false;
+      this.#notify();
+    }
+  }
+
+  #dispatch(index: number, value: T): Promise<U> {
+    if (this.#o.workers === 0) return this.#runInline(index, value);
+    const { threads } = this.#pool;
+    while (threads.length < this.#o.workers) threads.push(new PoolThread(this.#o, this.#describeFn));
+    let thread = threads[0] as PoolThread;
+    for (const candidate of threads) if (candidate.load < thread.load) thread = candidate;
+    const transfer = new Set<ArrayBuffer>();
+    const packed = packInput(value, this.#o.transferInputs, transfer);
+    return thread.run(index, packed, [...transfer]) as Promise<U>;
+  }
+
+  async #runInline(index: number, value: T): Promise<U> {
+    this.#inline ??= import(this.#o.moduleUrl).then((m: Record<string, unknown>) => {
+      const fn = m[this.#o.exportName];
+      if (typeof fn !== 'function') {
+        throw new TypeError(
+          `Export ${this.#o.exportName} of ${this.#o.moduleUrl} is not a function (exports: ${Object.keys(m).join(', ') || 'none'})`,
+        );
+      }
+      return fn as ParallelMapFn<unknown, U>;
+    });
+    try {
+      const fn = await this.#inline;
+      return await fn(value, this.#o.args, { index });
+    } catch (error) {
+      throw new DatasetError(
+        'ERR_MAP_WORKER',
+        `mapParallel ${this.#describeFn} failed on element ${index}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  getState(): JsonObject {
+    return { parent: copyState(this.#state ?? this.#parent.getState()), nextIndex: this.#nextIndex };
+  }
+
+  protected restore(state: JsonObject): void {
+    const checked = expectStateObject(state, 'ParallelMap');
+    const parentState = copyState(stateObject(checked, 'parent', 'ParallelMap'));
+    const nextIndex = stateCount(checked, 'nextIndex', 'ParallelMap');
+    this.#generation++;
+    this.#pending.length = 0;
+    this.#stopped = false;
+    this.#filling = false;
+    this.#state = parentState;
+    this.#nextIndex = nextIndex;
+    this.#readIndex = nextIndex;
+    if (this.#queued > 0) this.#enqueue(() => this.#parent.setState(parentState));
+    else this.#parent.setState(parentState);
+  }
+
+  toString(): string {
+    return `${this.#parent} -> ParallelMap(${this.#o.exportName}, workers=${this.#o.workers})`;
+  }
+}
