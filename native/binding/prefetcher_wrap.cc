@@ -56,10 +56,10 @@ Napi::Object ItemToJs(Napi::Env env, Item& item) {
     skipped.Set(static_cast<uint32_t>(i), MakeFault(env, f.status, f.path, f.records));
   }
   o.Set("skipped", skipped);
-  o.Set("error", item.kind == Item::Kind::kError
-                     ? Napi::Value(MakeFault(env, item.error.status, item.error.path,
-                                             item.error.records))
-                     : env.Null());
+  o.Set("error",
+        item.kind == Item::Kind::kError
+            ? Napi::Value(MakeFault(env, item.error.status, item.error.path, item.error.records))
+            : env.Null());
   return o;
 }
 
@@ -85,8 +85,7 @@ class PullWorker : public Napi::AsyncWorker {
   void OnOK() override {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
-    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_))
-                                                  : env.Null());
+    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_)) : env.Null());
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -157,8 +156,8 @@ PrefetcherWrap::PrefetcherWrap(const Napi::CallbackInfo& info)
   core_ = std::make_shared<prefetch::Prefetcher>(*opts);
   // onReady runs on the main thread when a wait() is over; it holds the loop open only while
   // someone waits (see Wait/Unref).
-  on_ready_ = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(),
-                                            "edl.prefetch.ready", 0, 1);
+  on_ready_ =
+      Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "edl.prefetch.ready", 0, 1);
   has_tsfn_ = true;
   on_ready_.Unref(env);
   Napi::ThreadSafeFunction tsfn = on_ready_;

@@ -53,8 +53,7 @@ std::shared_ptr<const DecodedChunk> ChunkCache::Lookup(uint64_t record) {
 
 Result<std::shared_ptr<const DecodedChunk>> ChunkCache::Get(uint64_t record) {
   if (record >= index_->num_records) {
-    return Status(ErrorCode::kOutOfRange, "record " + std::to_string(record) +
-                                              " is outside [0, " +
+    return Status(ErrorCode::kOutOfRange, "record " + std::to_string(record) + " is outside [0, " +
                                               std::to_string(index_->num_records) + ")");
   }
   const size_t chunk = ChunkOf(record);

@@ -41,12 +41,12 @@ uint64_t DecodedEstimate(const ChunkInfo& c, uint64_t file_size) {
 // Index of the first chunk holding a record >= `record` (chunks without records before it hold
 // nothing requested).
 size_t FirstChunk(const recordio::FileIndex& index, uint64_t record) {
-  return static_cast<size_t>(
-      std::partition_point(index.chunks.begin(), index.chunks.end(),
-                           [record](const ChunkInfo& c) {
-                             return c.first_record + c.header.num_records <= record;
-                           }) -
-      index.chunks.begin());
+  return static_cast<size_t>(std::partition_point(index.chunks.begin(), index.chunks.end(),
+                                                  [record](const ChunkInfo& c) {
+                                                    return c.first_record + c.header.num_records <=
+                                                           record;
+                                                  }) -
+                             index.chunks.begin());
 }
 
 uint64_t ItemBytes(const Item& item) { return item.data.size() + item.bounds.size(); }
@@ -299,10 +299,10 @@ void Prefetcher::PlanNext(Lock& lock) {
     whole = true;
   } else if (range.start > r->file->index.num_records ||
              range.count > r->file->index.num_records - range.start) {
-    piece->error = Status(ErrorCode::kOutOfRange,
-                          "records [" + std::to_string(range.start) + ", " + std::to_string(end) +
-                              ") are outside [0, " +
-                              std::to_string(r->file->index.num_records) + ")");
+    piece->error =
+        Status(ErrorCode::kOutOfRange, "records [" + std::to_string(range.start) + ", " +
+                                           std::to_string(end) + ") are outside [0, " +
+                                           std::to_string(r->file->index.num_records) + ")");
     whole = true;
   } else if (range.count == 0) {
     whole = true;
@@ -358,8 +358,8 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
   Account(static_cast<int64_t>(p->estimate));
   const OpenFile& f = *p->range->file;
   lock.unlock();
-  Status s = recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt,
-                                   &p->out);
+  Status s =
+      recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt, &p->out);
   if (!s.ok()) p->error = s;
   // File indices of the delivered records: without skips they run on from the start.
   if (p->out.skipped.empty()) {
@@ -473,8 +473,8 @@ void Prefetcher::Assemble(Lock& lock) {
         if (cur_.records == 0 && cur_.data.capacity() == 0 && delivered > 0) {
           // One allocation per batch, sized from the piece's mean record (the limit caps it).
           const uint64_t mean = p->out.data.size() / delivered + 1;
-          const uint64_t want = std::min<uint64_t>(mean * batch_records,
-                                                   options_.batch_bytes + batch_records * 4);
+          const uint64_t want =
+              std::min<uint64_t>(mean * batch_records, options_.batch_bytes + batch_records * 4);
           cur_.data.Reserve(static_cast<size_t>(std::min<uint64_t>(want, uint64_t{1} << 30)));
           cur_.bounds.Reserve(static_cast<size_t>(batch_records * 8));
         }

@@ -35,7 +35,8 @@ struct PrefetchOptions {
   uint32_t batch_records = 64;
   /// Most record bytes per batch (length prefixes not counted); a bigger record gets a batch alone.
   uint64_t batch_bytes = uint64_t{64} << 20;
-  /// Decoded bytes held ahead of the consumer: ready batches plus decoded (or being decoded) chunks.
+  /// Decoded bytes held ahead of the consumer: ready batches plus decoded (or being decoded)
+  /// chunks.
   uint64_t max_buffered_bytes = uint64_t{64} << 20;
   /// Ready batches held ahead of the consumer.
   uint32_t max_buffered_batches = 64;

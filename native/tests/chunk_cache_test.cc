@@ -1,5 +1,7 @@
 // The chunk cache: records equal sequential reads, one decode per chunk for nearby reads, the byte
 // bound, concurrent gets, and faults that are reported and not cached.
+#include "chunk_cache.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "chunk_cache.h"
 #include "file.h"
 #include "index.h"
 #include "reader.h"
@@ -56,8 +57,9 @@ TEST(RandomGetsEqualSequentialReadsAndDecodeEachChunkOnce) {
     edl::test::Rng rng(9);
     for (int k = 0; k < 5000; ++k) {
       const uint64_t i = rng.Below(static_cast<uint32_t>(o.index->num_records));
-      CHECK(Record(cache, i) == std::string(reinterpret_cast<const char*>(all.data.data() + b[2 * i]),
-                                            b[2 * i + 1] - b[2 * i]));
+      CHECK(Record(cache, i) ==
+            std::string(reinterpret_cast<const char*>(all.data.data() + b[2 * i]),
+                        b[2 * i + 1] - b[2 * i]));
     }
     auto s = cache.Stats();
     // Everything fits: each chunk was decoded exactly once.

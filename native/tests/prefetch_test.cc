@@ -201,7 +201,7 @@ TEST(EveryRangeEndsWithOneRangeDoneItemEvenWhenEmpty) {
   p.EndInput();
   Drained d = Drain(p, 32, uint64_t{1} << 30, ranges);
   const std::vector<std::string> want = {"B0@0+0!", "B1@10+32", "B1@42+32!", "B2@100+0!",
-                                         "B3@0+32", "B3@32+32", "B3@64+32", "B3@96+4!"};
+                                         "B3@0+32", "B3@32+32", "B3@64+32",  "B3@96+4!"};
   CHECK(d.items == want);
 }
 
@@ -278,14 +278,13 @@ TEST(CloseMidStreamStopsThreadsAndFreesEverything) {
 
 TEST(AnErrorInOneRangeLosesNoneOfTheOthers) {
   const std::string good = MakeFile("good.rio", Compressor::kSnappy, 1000, 200, 4 << 10, 7);
-  const std::vector<Range> ranges = {
-      {good, 0, 500},
-      {edl::test::GoldenPath("bad-crc-none-64k.rio"), 0, 8192},
-      {good, 500, 500},
-      {TempDir() + "/no-such-file.rio", 0, 10},
-      {edl::test::GoldenPath("truncated-none-64k.rio"), 7000, 1192},
-      {good, 990, 20},  // outside the file
-      {good, 0, 1000}};
+  const std::vector<Range> ranges = {{good, 0, 500},
+                                     {edl::test::GoldenPath("bad-crc-none-64k.rio"), 0, 8192},
+                                     {good, 500, 500},
+                                     {TempDir() + "/no-such-file.rio", 0, 10},
+                                     {edl::test::GoldenPath("truncated-none-64k.rio"), 7000, 1192},
+                                     {good, 990, 20},  // outside the file
+                                     {good, 0, 1000}};
   for (uint32_t threads : {0u, 1u, 3u}) {
     PrefetchOptions o;
     o.threads = threads;

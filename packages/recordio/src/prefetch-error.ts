@@ -32,12 +32,16 @@ export class PrefetchRangeError extends RecordIOError {
    */
   constructor(fault: NativeFault, range: PrefetchRange, firstRecord: number) {
     const base = RecordIOError.fromNative(fault);
-    super(base.code, `${base.detail} (range ${range.id}: records [${range.start}, ${range.start + range.count}), stopped at record ${firstRecord})`, {
-      path: base.path,
-      chunk: base.chunk,
-      offset: base.offset,
-      records: fault.records,
-    });
+    super(
+      base.code,
+      `${base.detail} (range ${range.id}: records [${range.start}, ${range.start + range.count}), stopped at record ${firstRecord})`,
+      {
+        path: base.path,
+        chunk: base.chunk,
+        offset: base.offset,
+        records: fault.records,
+      },
+    );
     this.range = range;
     this.position = firstRecord - range.start;
     this.undelivered = fault.records;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
-import type { NativePrefetcher, NativePrefetchItem, NativePrefetchStats } from './native/prefetch-types.js';
 import { getAddon } from './native/load-addon.js';
+import type { NativePrefetcher, NativePrefetchItem, NativePrefetchStats } from './native/prefetch-types.js';
 import { type PrefetchRange, PrefetchRangeError, skippedFault } from './prefetch-error.js';
 import { PrefetchedBatch } from './prefetched-batch.js';
 import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
@@ -114,7 +114,13 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
   /** Bytes handed out since the event loop last turned. */
   #unyielded = 0;
 
-  private constructor(native: NativePrefetcher, slot: WakeSlot, threads: number, worker: boolean, callSite: Error) {
+  private constructor(
+    native: NativePrefetcher,
+    slot: WakeSlot,
+    threads: number,
+    worker: boolean,
+    callSite: Error,
+  ) {
     this.#native = native;
     this.#slot = slot;
     this.threads = threads;
@@ -142,7 +148,9 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
         ? 'error'
         : checkOneOf(opts.onCorruptChunk, 'options.onCorruptChunk', ['error', 'skip'] as const);
     const wakeup =
-      opts.wakeup === undefined ? 'notify' : checkOneOf(opts.wakeup, 'options.wakeup', ['notify', 'worker'] as const);
+      opts.wakeup === undefined
+        ? 'notify'
+        : checkOneOf(opts.wakeup, 'options.wakeup', ['notify', 'worker'] as const);
     const slot: WakeSlot = { wake: undefined };
     const onReady = (): void => {
       const wake = slot.wake;
@@ -167,7 +175,13 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
     } catch (error) {
       throw fromThrown(error, Prefetcher.create);
     }
-    return new Prefetcher(native, slot, threads, wakeup === 'worker' && threads > 0, captureCallSite(Prefetcher.create));
+    return new Prefetcher(
+      native,
+      slot,
+      threads,
+      wakeup === 'worker' && threads > 0,
+      captureCallSite(Prefetcher.create),
+    );
   }
 
   /**

@@ -1,7 +1,7 @@
 import { type CallSite, fromThrown } from './errors.js';
 import type { NativeReader } from './native/addon-types.js';
-import type { NativeChunkCache, NativeChunkCacheStats } from './native/prefetch-types.js';
 import { getAddon } from './native/load-addon.js';
+import type { NativeChunkCache, NativeChunkCacheStats } from './native/prefetch-types.js';
 
 /** Counters of a reader's chunk cache. */
 export type ChunkCacheStats = NativeChunkCacheStats;

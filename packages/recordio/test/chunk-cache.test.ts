@@ -45,7 +45,9 @@ describe('reader.get (chunk cache)', () => {
   });
 
   it('reports a corrupt chunk with its location, and still serves the good ones', async () => {
-    await using reader = await RecordIOReader.open(`${GOLDEN_DIR}bad-crc-none-64k.rio`, { onCorruptChunk: 'skip' });
+    await using reader = await RecordIOReader.open(`${GOLDEN_DIR}bad-crc-none-64k.rio`, {
+      onCorruptChunk: 'skip',
+    });
     let bad = 0;
     for (const chunk of reader.chunks) {
       try {

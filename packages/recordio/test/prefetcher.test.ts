@@ -78,14 +78,20 @@ describe('Prefetcher', () => {
           for (const b of batches) {
             expect(b.length).toBeLessThanOrEqual(batchSize);
             expect(b.offset).toBe(b.firstRecord - b.range.start);
-            expect(ranges[b.range.id]).toEqual({ path: b.range.path, start: b.range.start, count: b.range.count });
+            expect(ranges[b.range.id]).toEqual({
+              path: b.range.path,
+              start: b.range.start,
+              count: b.range.count,
+            });
             for (let i = 0; i < b.length; i++) {
               got.push(`${b.range.id}#${b.firstRecord + i}=${Buffer.from(b.get(i)).toString()}`);
             }
           }
           expect(got).toEqual(want);
           // The same batches whatever the number of threads.
-          const shape = batches.map((b) => `${b.range.id}@${b.firstRecord}+${b.length}${b.rangeDone ? '!' : ''}`);
+          const shape = batches.map(
+            (b) => `${b.range.id}@${b.firstRecord}+${b.length}${b.rangeDone ? '!' : ''}`,
+          );
           shapes ??= shape;
           expect(shape).toEqual(shapes);
           // Every range ends with exactly one batch marked rangeDone.
