@@ -9,10 +9,12 @@ export { COMPRESSORS, type CompressorName } from './compressor.js';
 export { RecordIOError, type RecordIOErrorCode, type RecordIOErrorLocation } from './errors.js';
 export {
   getAddon,
+  type LoadAddonOptions,
   type LoadAttempt,
   loadNativeAddon,
   NATIVE_PATH_ENV,
   platformPackageName,
+  SOURCE_PACKAGE,
 } from './native/load-addon.js';
 export { type NativeInfo, nativeInfo } from './native/native-info.js';
 export { type PrefetchRange, PrefetchRangeError } from './prefetch-error.js';
