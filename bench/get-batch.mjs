@@ -68,12 +68,8 @@ async function main() {
           [0, 'notify'],
           [1, 'notify'],
           [2, 'notify'],
-          ...(compute === 0
-            ? [
-                [1, 'worker'],
-                [2, 'worker'],
-              ]
-            : []),
+          [1, 'worker'],
+          [2, 'worker'],
         ];
         const results = new Map(configs.map((c) => [c.join('/'), []]));
         for (let k = 0; k < repeat; k++) {
