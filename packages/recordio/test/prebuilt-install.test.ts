@@ -1,0 +1,246 @@
+// The install story end to end, on the real tarballs of `pnpm run pack:all`: npm installs
+// @edl/recordio into an empty project, offline, with no compiler or cmake on PATH, and the prebuilt
+// platform package (an optional dependency) reads a golden file. Then, without the platform
+// package, the loader's error says what to do, and @edl/native-source builds a working addon.
+import { spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { platformPackageName } from '../src/index.js';
+import { GOLDEN_DIR, readManifest } from './helpers/golden.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const { version } = JSON.parse(
+  readFileSync(join(repoRoot, 'packages', 'recordio', 'package.json'), 'utf8'),
+) as {
+  version: string;
+};
+const platformPackage = platformPackageName();
+const scratch = mkdtempSync(join(tmpdir(), 'edl-install-'));
+const packDir = join(scratch, 'packages');
+const binDir = join(scratch, 'bin'); // node, npm, npx and sh only
+const app = join(scratch, 'app');
+const golden = readManifest().filter((e) => e.file === 'seq-snappy-64k.rio' || e.file === 'seq-gzip-64k.rio');
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+interface Run {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(command: string, args: string[], cwd: string, path = binDir): Run {
+  // A bare environment: no npm_config_* from the pnpm that runs the tests, a private HOME.
+  const env = { PATH: path, HOME: join(scratch, 'home') };
+  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 540_000 });
+  if (result.error !== undefined) throw result.error;
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function ok(result: Run): Run {
+  expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
+  return result;
+}
+
+/** npm that cannot reach any registry: an empty cache, --offline, and a registry nobody listens on. */
+function npm(args: string[]): Run {
+  const offline = ['--offline', '--registry', 'http://127.0.0.1:9/', '--cache', join(scratch, 'npm-cache')];
+  return run(
+    join(binDir, 'npm'),
+    [...args, ...offline, '--no-audit', '--no-fund', '--no-update-notifier'],
+    app,
+  );
+}
+
+function tarball(name: string): string {
+  return join(packDir, `${name.replace('@', '').replace('/', '-')}-${version}.tgz`);
+}
+
+/** Reads a golden file through the installed @edl/recordio; the record count and stream sha256. */
+function readGolden(file: string, path = binDir): Run {
+  return run(join(binDir, 'node'), ['read-golden.mjs', join(GOLDEN_DIR, file)], app, path);
+}
+
+function expectGoldenReads(path = binDir): void {
+  for (const entry of golden) {
+    const out = JSON.parse(ok(readGolden(entry.file, path)).stdout) as { records: number; sha256: string };
+    expect(out).toEqual({ records: entry.numRecords, sha256: entry.streamSha256 });
+  }
+}
+
+/** Packs the tarballs and lays out the bare PATH and the empty project. */
+function prepare(): void {
+  // The tarball must carry the current TypeScript of this package.
+  ok(run('pnpm', ['exec', 'tsc', '-b', 'packages/recordio'], repoRoot, process.env.PATH));
+  ok(run(process.execPath, ['scripts/pack-all.mjs', '--out', packDir], repoRoot, process.env.PATH));
+
+  mkdirSync(binDir);
+  const npmBin = dirname(realpathSync(whichOnHostPath('npm')));
+  symlinkSync(process.execPath, join(binDir, 'node'));
+  symlinkSync(join(npmBin, 'npm-cli.js'), join(binDir, 'npm'));
+  symlinkSync(join(npmBin, 'npx-cli.js'), join(binDir, 'npx'));
+  symlinkSync('/bin/sh', join(binDir, 'sh')); // npx runs bins through sh
+
+  mkdirSync(app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({
+      private: true,
+      dependencies: { '@edl/recordio': `file:${tarball('@edl/recordio')}` },
+      // Stands in for the registry: the optional dependency resolves to our tarball.
+      overrides: { [platformPackage]: `file:${tarball(platformPackage)}` },
+    }),
+  );
+  writeFileSync(
+    join(app, 'read-golden.mjs'),
+    `import { createHash } from 'node:crypto';
+import { RecordIOReader } from '@edl/recordio';
+const reader = await RecordIOReader.open(process.argv[2]);
+const hash = createHash('sha256');
+const prefix = Buffer.alloc(4);
+let records = 0;
+for await (const record of reader.records()) {
+  prefix.writeUInt32LE(record.byteLength, 0);
+  hash.update(prefix).update(record);
+  records++;
+}
+reader.close();
+console.log(JSON.stringify({ records, sha256: hash.digest('hex') }));
+`,
+  );
+}
+
+function whichOnHostPath(name: string): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir !== '' && existsSync(join(dir, name))) return join(dir, name);
+  }
+  throw new Error(`${name} is not on PATH`);
+}
+
+describe.runIf(process.platform === 'linux')('installing the packed tarballs with npm', () => {
+  beforeAll(prepare, 300_000);
+
+  it('the test PATH has node and npm but no compiler, cmake or make', () => {
+    for (const tool of ['node', 'npm', 'npx']) ok(run('/bin/sh', ['-c', `command -v ${tool}`], scratch));
+    for (const tool of ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'cmake', 'make', 'ninja']) {
+      expect(run('/bin/sh', ['-c', `command -v ${tool}`], scratch).status, tool).not.toBe(0);
+    }
+  });
+
+  it('pack:all made every tarball with one version, and none has an install script', () => {
+    const files = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+    for (const name of ['@edl/recordio', '@edl/data', '@edl/cli', platformPackage, '@edl/native-source']) {
+      expect(files).toContain(tarball(name).slice(packDir.length + 1));
+    }
+    for (const file of files) {
+      const manifest = JSON.parse(
+        ok(run('tar', ['-xzOf', file, 'package/package.json'], packDir, process.env.PATH)).stdout,
+      ) as { version: string; scripts?: Record<string, string>; dependencies?: Record<string, string> };
+      expect(manifest.version, file).toBe(version);
+      expect(
+        Object.keys(manifest.scripts ?? {}).filter((s) => /install/.test(s)),
+        file,
+      ).toEqual([]);
+      expect(
+        Object.values(manifest.dependencies ?? {}).filter((v) => v.startsWith('workspace:')),
+        file,
+      ).toEqual([]);
+    }
+  });
+
+  it('installs offline with no compiler; the prebuilt reads a golden file', () => {
+    ok(npm(['install']));
+    const installed = join(app, 'node_modules', platformPackage);
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(manifest).toMatchObject({
+      version,
+      main: 'edl_native.node',
+      os: [process.platform],
+      cpu: [process.arch],
+    });
+    expect(readdirSync(installed).sort()).toEqual(['README.md', 'edl_native.node', 'package.json']);
+    const recordio = JSON.parse(
+      readFileSync(join(app, 'node_modules/@edl/recordio/package.json'), 'utf8'),
+    ) as {
+      optionalDependencies: Record<string, string>;
+    };
+    expect(recordio.optionalDependencies[platformPackage]).toBe(version);
+    expect(existsSync(join(app, 'node_modules/@edl/recordio/build'))).toBe(false); // nothing was compiled
+    expectGoldenReads();
+  });
+
+  it('the installed prebuilt depends only on glibc and libstdc++, within the stated floors', () => {
+    const out = ok(
+      run(
+        'bash',
+        ['scripts/check-portability.sh', join(app, 'node_modules', platformPackage, 'edl_native.node')],
+        repoRoot,
+        process.env.PATH,
+      ),
+    ).stdout;
+    expect(out).toMatch(/^floor: glibc 2\.\d+, libstdc\+\+ GLIBCXX_3\.4\.\d+$/m);
+    expect(out).toContain('check-portability: OK');
+  });
+
+  it('without the platform package: one error that says what to install or run', () => {
+    ok(npm(['install', '--omit=optional']));
+    expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
+    const result = readGolden(golden[0]!.file);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(
+      `NATIVE_LOAD: cannot load the elasticdl-ts native addon. Tried: ${platformPackage} (not installed); @edl/native-source (not installed); local build`,
+    );
+    expect(result.stderr).toContain(
+      `Fix: install the prebuilt package for this platform: npm install ${platformPackage}@${version} (an optional dependency of @edl/recordio`,
+    );
+    expect(result.stderr).toContain(
+      `or build from source: npm install @edl/native-source@${version}, then npx edl-build-native (needs cmake, make and a C++17 compiler)`,
+    );
+  });
+
+  it('@edl/native-source installs offline; without a compiler, edl-build-native says what is missing', () => {
+    ok(npm(['install', '--omit=optional', tarball('@edl/native-source')]));
+    const notBuilt = readGolden(golden[0]!.file);
+    expect(notBuilt.status).not.toBe(0);
+    expect(notBuilt.stderr).toContain(
+      '@edl/native-source (installed but not built: run npx edl-build-native)',
+    );
+
+    const build = run(join(binDir, 'npx'), ['--offline', 'edl-build-native'], app);
+    expect(build.status).toBe(1);
+    expect(build.stderr).toContain(
+      `edl-build-native: cannot build the elasticdl-ts native addon ${version} from source: cmake (3.19 or newer), a C++17 compiler (g++ 8+ or clang 7+), make or ninja not found on PATH.`,
+    );
+    expect(existsSync(join(app, 'node_modules/@edl/native-source/build'))).toBe(false);
+  });
+
+  it('with the compiler back on PATH, edl-build-native builds an addon that reads the golden file', () => {
+    const hostPath = (process.env.PATH ?? '')
+      .split(delimiter)
+      .filter((d) => d !== '' && !d.includes('node_modules'));
+    const withTools = [binDir, ...hostPath].join(delimiter);
+    const build = ok(
+      run(join(binDir, 'npx'), ['--offline', 'edl-build-native', '--jobs', '2'], app, withTools),
+    );
+    const built = join(app, 'node_modules/@edl/native-source/build/Release/edl_native.node');
+    expect(build.stdout).toContain(`edl-build-native: built ${built} (N-API 8); @edl/recordio will load it`);
+    expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
+    expectGoldenReads(); // back to no compiler: the build is only needed once
+  }, 600_000);
+});
