@@ -26,9 +26,13 @@ export {
 } from './census/synthetic.js';
 export {
   buildCifar10Model,
+  CIFAR10_PREPROCESS_MODULE,
+  type Cifar10InputOptions,
   type Cifar10ModelOptions,
   cifar10DatasetFn,
+  cifar10DatasetFnWith,
   cifar10Definition,
+  type PreparedCifar10Batch,
 } from './cifar10/definition.js';
 export {
   CIFAR10_CHANNELS,

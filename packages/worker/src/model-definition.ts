@@ -24,6 +24,11 @@ export interface DatasetFnMetadata {
   readonly minibatchSize: number;
   /** The reader's metadata (column names and types for tabular readers). */
   readonly reader: ReaderMetadata;
+  /**
+   * Threads the worker grants to input preparation, e.g. as `workers` of `records.mapParallel(...)`:
+   * 0 means the main thread (the serialized loop); absent is 0.
+   */
+  readonly inputWorkers?: number;
 }
 
 /**

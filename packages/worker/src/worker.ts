@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { type DataReader, IterDataset } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
@@ -29,6 +30,11 @@ export interface WorkerOptions<TRecord> {
   readonly getModelSteps?: number;
   /** Minibatches prepared ahead of compute (default 2; 0 gives the serialized loop of July 2019). */
   readonly prefetch?: number;
+  /**
+   * Threads for input preparation, passed to `datasetFn` as `metadata.inputWorkers` (default: 0 with
+   * `prefetch: 0`, the serialized loop; else the available cores - 1, at least 1).
+   */
+  readonly inputWorkers?: number;
   /** Heartbeat period in milliseconds (default 2000). */
   readonly heartbeatMs?: number;
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
@@ -90,6 +96,7 @@ export async function runWorker<TRecord>(options: WorkerOptions<TRecord>): Promi
   checkPositiveInteger(options.minibatchSize, 'minibatchSize');
   checkPositiveInteger(options.getModelSteps ?? 1, 'getModelSteps');
   checkPositiveInteger(options.prefetch ?? 2, 'prefetch', true);
+  if (options.inputWorkers !== undefined) checkPositiveInteger(options.inputWorkers, 'inputWorkers', true);
   const loop = new WorkerLoop(options);
   return loop.run();
 }
@@ -218,6 +225,8 @@ class WorkerLoop<TRecord> {
     const batches = modelDefinition.datasetFn(records, mode, {
       minibatchSize: size,
       reader: this.#readerFor(mode).metadata,
+      inputWorkers:
+        this.#o.inputWorkers ?? (this.#o.prefetch === 0 ? 0 : Math.max(1, availableParallelism() - 1)),
     });
     const iterator = prefetch(this.#timeInputFn(batches), this.#o.prefetch ?? 2);
     try {

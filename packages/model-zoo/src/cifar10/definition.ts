@@ -1,13 +1,8 @@
+import type { IterDataset } from '@edl/data';
 import type { DatasetFn, Minibatch, ModelDefinition } from '@edl/worker';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
-import {
-  CIFAR10_CHANNELS,
-  CIFAR10_CLASSES,
-  CIFAR10_PIXEL_BYTES,
-  CIFAR10_RECORD_BYTES,
-  CIFAR10_SIDE,
-} from './record-format.js';
+import { CIFAR10_CHANNELS, CIFAR10_CLASSES, CIFAR10_SIDE } from './record-format.js';
 
 /** Shape of the CIFAR-10 CNN. */
 export interface Cifar10ModelOptions {
@@ -19,6 +14,8 @@ export interface Cifar10ModelOptions {
   readonly dropout?: number;
   /** Learning rate of the SGD-with-momentum optimizer (default 0.05). */
   readonly learningRate?: number;
+  /** Input preprocessing (augmentation on by default). */
+  readonly input?: Cifar10InputOptions;
 }
 
 /** The Keras-style functional CNN of ElasticDL's `cifar10_functional_api`, with named layers. */
@@ -66,34 +63,79 @@ export function buildCifar10Model(options: Cifar10ModelOptions = {}): tfl.Layers
   return tfl.model({ inputs: input, outputs: output, name: 'cifar10' });
 }
 
-/** Decodes a minibatch of CIFAR-10 records into tensors: pixels scaled to [0, 1], one-hot labels. */
-function toMinibatch(batch: readonly Uint8Array[], withLabels: boolean): Minibatch {
-  const pixels = new Float32Array(batch.length * CIFAR10_PIXEL_BYTES);
-  const labels = new Int32Array(batch.length);
-  batch.forEach((record, i) => {
-    if (record.length !== CIFAR10_RECORD_BYTES) {
-      throw new RangeError(
-        `Expected ${CIFAR10_RECORD_BYTES} bytes for a CIFAR-10 record but received ${record.length}`,
-      );
-    }
-    labels[i] = record[0] as number;
-    const base = i * CIFAR10_PIXEL_BYTES;
-    for (let j = 0; j < CIFAR10_PIXEL_BYTES; j++) pixels[base + j] = (record[j + 1] as number) / 255;
-  });
-  const features = tf.tensor4d(pixels, [batch.length, CIFAR10_SIDE, CIFAR10_SIDE, CIFAR10_CHANNELS]);
-  if (!withLabels) return { features };
-  return {
-    features,
-    labels: tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), CIFAR10_CLASSES), 'float32')),
-  };
+/** A minibatch as the preprocessing module returns it (see workers/cifar10-preprocess.mjs). */
+export interface PreparedCifar10Batch {
+  /** Normalised (and, in training, augmented) images, batch x 32 x 32 x 3. */
+  readonly pixels: Float32Array;
+  readonly labels: Int32Array;
 }
 
 /**
- * seed 004's dataset_fn for CIFAR-10 records, on the shared records dataset: batch, then decode the
- * label byte and the pixels of each minibatch at once. Prediction minibatches carry no labels.
+ * The preprocessing module, plain JavaScript outside `src` so that worker threads can import it
+ * from the sources and from `dist` alike (both are two levels below the package root).
  */
-export const cifar10DatasetFn: DatasetFn<Uint8Array> = (records, mode, metadata) =>
-  records.batch(metadata.minibatchSize).map((batch) => toMinibatch(batch, mode !== 'prediction'));
+export const CIFAR10_PREPROCESS_MODULE = new URL('../../workers/cifar10-preprocess.mjs', import.meta.url);
+
+/** Options of {@link cifar10DatasetFnWith}. */
+export interface Cifar10InputOptions {
+  /** Random crop (4-pixel padding) and horizontal flip of training images (default true). */
+  readonly augment?: boolean;
+  /** Seed of the augmentation: record n of a stream gets the same crop and flip for the same seed (default 1). */
+  readonly seed?: number;
+}
+
+/** Turns a prepared minibatch into tensors: images and one-hot labels. */
+function toMinibatch(batch: PreparedCifar10Batch, withLabels: boolean): Minibatch {
+  const count = batch.labels.length;
+  const features = tf.tensor4d(batch.pixels, [count, CIFAR10_SIDE, CIFAR10_SIDE, CIFAR10_CHANNELS]);
+  if (!withLabels) return { features };
+  return {
+    features,
+    labels: tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(batch.labels, 'int32'), CIFAR10_CLASSES), 'float32')),
+  };
+}
+
+/** Reads the prepared minibatches and makes tensors; stopping early stops the threads. */
+async function* toMinibatches(
+  prepared: IterDataset<PreparedCifar10Batch>,
+  withLabels: boolean,
+): AsyncGenerator<Minibatch> {
+  const iterator = prepared.iterator();
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield toMinibatch(next.value, withLabels);
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}
+
+/**
+ * seed 004's dataset_fn for CIFAR-10 records, on the shared records dataset: batch, then parse and
+ * preprocess each minibatch (label byte, pixels normalised per channel, random crop and flip in
+ * training) with `mapParallel` on `metadata.inputWorkers` threads, off the main thread (0: on the
+ * main thread, the serialized loop), then make tensors. Prediction minibatches carry no labels.
+ */
+export function cifar10DatasetFnWith(options: Cifar10InputOptions = {}): DatasetFn<Uint8Array> {
+  return (records, mode, metadata) => {
+    const prepared = records.batch(metadata.minibatchSize).mapParallel<PreparedCifar10Batch>({
+      module: CIFAR10_PREPROCESS_MODULE,
+      export: 'preprocessCifar10Batch',
+      args: {
+        augment: mode === 'training' && (options.augment ?? true),
+        seed: options.seed ?? 1,
+        minibatchSize: metadata.minibatchSize,
+      },
+      workers: metadata.inputWorkers ?? 0,
+    });
+    return toMinibatches(prepared, mode !== 'prediction');
+  };
+}
+
+/** {@link cifar10DatasetFnWith} with the default options. */
+export const cifar10DatasetFn: DatasetFn<Uint8Array> = cifar10DatasetFnWith();
 
 /** A complete CIFAR-10 model definition with the given shape. */
 export function cifar10Definition(options: Cifar10ModelOptions = {}): ModelDefinition<Uint8Array> {
@@ -103,7 +145,7 @@ export function cifar10Definition(options: Cifar10ModelOptions = {}): ModelDefin
     loss: (labels, outputs) =>
       tf.mean(tf.neg(tf.sum(tf.mul(labels, tf.log(tf.clipByValue(outputs, 1e-7, 1))), -1))) as tf.Scalar,
     optimizer: { name: 'momentum', params: { learningRate: options.learningRate ?? 0.05, momentum: 0.9 } },
-    datasetFn: cifar10DatasetFn,
+    datasetFn: cifar10DatasetFnWith(options.input),
     evalMetrics: { accuracy: 'accuracy' },
   };
 }
