@@ -47,6 +47,32 @@ async function pass(ranges, threads, batchSize, compute, wakeup) {
   return { total, wait, batches, check };
 }
 
+/**
+ * Cost of one `next()` when a batch is already waiting (the ring was filled first): the price of
+ * handing a batch over with each wake-up, without decoding in the way. Median over the batches.
+ */
+async function readyCost(path, wakeup) {
+  const p = Prefetcher.create({
+    threads: 2,
+    batchSize: 64,
+    wakeup,
+    maxBufferedBatches: 256,
+    maxBufferedBytes: 2 ** 28,
+  });
+  p.enqueue({ path, start: 0, count: 64 * 200 });
+  p.end();
+  while (p.stats.bufferedBatches < 200) await new Promise((r) => setTimeout(r, 20));
+  const costs = [];
+  for (;;) {
+    const t = performance.now();
+    const r = await p.next();
+    costs.push(performance.now() - t);
+    if (r.done) break;
+  }
+  p.close();
+  return median(costs) * 1000;
+}
+
 async function main() {
   console.log(`get-batch: ${machineLine()}`);
   console.log(
@@ -108,6 +134,15 @@ async function main() {
         }
       }
     }
+  }
+  const snappy = inputFile('image', 'snappy', fileBytes);
+  for (let k = 0; k < 2; k++) {
+    const notify = await readyCost(snappy, 'notify');
+    const worker = await readyCost(snappy, 'worker');
+    console.log(
+      `next() with a batch ready (64 records, median): ThreadSafeFunction/tryPop ${notify.toFixed(1)} us, ` +
+        `AsyncWorker per pull ${worker.toFixed(1)} us`,
+    );
   }
   console.log(
     `\nload average after ${os
