@@ -39,6 +39,19 @@ describe('IterDataset.mapParallel', () => {
     const values = await squares(20, 0).toArray();
     expect(values.map((v) => v.value)).toEqual(Array.from({ length: 20 }, (_, i) => 2 * i * i));
     expect(new Set(values.map((v) => v.threadId))).toEqual(new Set([0]));
+    const inline = await assertCheckpointRoundTrip(() => squares(12, 0).iterator(), 13, { seed: 5 });
+    expect(inline.map((v) => v.value)).toEqual(Array.from({ length: 12 }, (_, i) => 2 * i * i));
+    // No read-ahead: the parent is read only as far as the elements returned.
+    let reads = 0;
+    const it = IterDataset.fromIterable(async function* () {
+      for (let i = 0; i < 12; i++, reads++) yield i;
+    })
+      .mapParallel<Squared>({ module: FNS, export: 'square', workers: 0 })
+      .iterator();
+    await it.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(reads).toBe(0); // the generator has not been resumed past element 0
+    expect(it.getState()).toEqual({ parent: { consumed: 1 }, nextIndex: 1 });
   });
 
   it('restores exactly: the state is the parent state of the next element to return', async () => {

@@ -22,13 +22,13 @@ export interface ParallelMapOptions {
   /** Plain JSON passed to every call (default null). */
   readonly args?: JsonValue;
   /**
-   * Threads (default: available cores - 1, at least 1). 0 runs the function on the calling thread,
-   * with the same semantics (as Grain's `worker_count=0`): the serialized baseline.
+   * Threads (default: available cores - 1, at least 1). 0 runs the function on the calling thread
+   * when `next()` asks, without read-ahead (as Grain's `worker_count=0`): the serialized baseline.
    */
   readonly workers?: number;
   /** Output order; only `true` (deterministic, checkpointable) is supported. */
   readonly ordered?: boolean;
-  /** Elements read ahead and in flight at most (default 2 * workers, at least 2). */
+  /** Elements read ahead and in flight at most (default 2 * workers, at least 2; unused with 0 workers). */
   readonly bufferSize?: number;
   /**
    * Transfer the ArrayBuffers of the inputs as they are (zero copy; detaches them in the parent's
@@ -319,6 +319,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   }
 
   protected async advance(): Promise<IteratorResult<U>> {
+    if (this.#o.workers === 0) return this.#advanceInline();
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
       if (this.#chainError !== undefined) {
@@ -353,6 +354,16 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
       this.#startFilling();
       await woken;
     }
+  }
+
+  /** `workers: 0`: read and map on demand, on this thread, with no read-ahead (a serialized loop). */
+  async #advanceInline(): Promise<IteratorResult<U>> {
+    const read = await this.#parent.next();
+    this.#state = this.#parent.getState();
+    if (read.done) return DONE;
+    const index = this.#nextIndex++;
+    this.#readIndex = this.#nextIndex;
+    return { done: false, value: await this.#runInline(index, read.value) };
   }
 
   /** Terminates the threads and ends the iteration (also what `for await ... break` calls). */
