@@ -16,6 +16,9 @@ import {
   ReportTaskResultResponseSchema,
   ReportVariablesResponseSchema,
   ScaleWorkersResponseSchema,
+  type TaskBatchStreamRequest,
+  type TaskBatchStreamResponse,
+  TaskBatchStreamResponseSchema,
   type TaskStreamRequest,
   type TaskStreamResponse,
   TaskStreamResponseSchema,
@@ -105,6 +108,8 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     'grpc.max_send_message_length': maxBytes,
     // Many small concurrent calls per worker connection: do not queue them behind HTTP/2 limits.
     'grpc.max_concurrent_streams': 4096,
+    // Channelz bookkeeping (per-call counters and traces) costs on every call and nothing reads it.
+    'grpc.enable_channelz': 0,
   });
 
   const authorized = (metadata: Metadata): boolean => {
@@ -162,39 +167,54 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     });
   };
 
-  /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
-  const taskStream = (call: ServerDuplexStream<TaskStreamRequest, TaskStreamResponse>) => {
-    if (!authorized(call.metadata)) {
-      call.emit(
-        'error',
-        grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
-      );
-      return;
+  /** One call of a TaskStream or TaskBatchStream; a failure answers that call only. */
+  const streamCall = (request: TaskStreamRequest): TaskStreamResponse => {
+    let result: TaskStreamResponse['result'];
+    try {
+      const c = request.call;
+      if (c.case === 'getTask') result = { case: 'getTask', value: getTask(c.value) };
+      else if (c.case === 'reportTaskResult')
+        result = { case: 'reportTaskResult', value: reportTaskResult(c.value) };
+      else if (c.case === 'heartbeat') result = { case: 'heartbeat', value: heartbeat(c.value) };
+      else throw new RangeError('Expected a call in a TaskStreamRequest but received none');
+    } catch (error) {
+      const failure = toStatus(error);
+      result = {
+        case: 'error',
+        value: create(CallErrorSchema, {
+          code: failure.code ?? status.INTERNAL,
+          details: failure.details ?? '',
+        }),
+      };
     }
-    call.on('data', (request: TaskStreamRequest) => {
-      let result: TaskStreamResponse['result'];
-      try {
-        const c = request.call;
-        if (c.case === 'getTask') result = { case: 'getTask', value: getTask(c.value) };
-        else if (c.case === 'reportTaskResult')
-          result = { case: 'reportTaskResult', value: reportTaskResult(c.value) };
-        else if (c.case === 'heartbeat') result = { case: 'heartbeat', value: heartbeat(c.value) };
-        else throw new RangeError('Expected a call in a TaskStreamRequest but received none');
-      } catch (error) {
-        const failure = toStatus(error);
-        result = {
-          case: 'error',
-          value: create(CallErrorSchema, {
-            code: failure.code ?? status.INTERNAL,
-            details: failure.details ?? '',
-          }),
-        };
-      }
-      call.write(create(TaskStreamResponseSchema, { callId: request.callId, result }));
-    });
-    call.on('end', () => call.end());
-    call.on('error', () => {});
+    return create(TaskStreamResponseSchema, { callId: request.callId, result });
   };
+
+  /**
+   * A bidi stream of calls: the token is checked once, when the stream opens (it is the job's token
+   * and cannot change while the stream lives); a stream without it is refused before any call.
+   */
+  function callStream<Req, Res>(answer: (request: Req) => Res) {
+    return (call: ServerDuplexStream<Req, Res>) => {
+      if (!authorized(call.metadata)) {
+        call.emit(
+          'error',
+          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
+        );
+        return;
+      }
+      call.on('data', (request: Req) => call.write(answer(request)));
+      call.on('end', () => call.end());
+      call.on('error', () => {});
+    };
+  }
+
+  /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
+  const taskStream = callStream<TaskStreamRequest, TaskStreamResponse>(streamCall);
+  /** The same calls in batches (many workers of one process): answered in order, one batch each. */
+  const taskBatchStream = callStream<TaskBatchStreamRequest, TaskBatchStreamResponse>((batch) =>
+    create(TaskBatchStreamResponseSchema, { results: batch.calls.map(streamCall) }),
+  );
 
   const implementation = {
     getTask: unary(getTask),
@@ -288,6 +308,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     }),
     ping: unary((_r: In<'ping'>) => create(PingResponseSchema, {})),
     taskStream,
+    taskBatchStream,
   };
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 

@@ -13,9 +13,11 @@ describe('gRPC server', () => {
   beforeAll(async () => {
     master = new Master({
       jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 40 }],
+      trainingShards: [{ name: 's', start: 0, count: 80 }],
       minibatchSize: 10,
       numMinibatchesPerTask: 2,
+      // Every transport's test fails the same first task once on purpose.
+      maxTaskFailures: 10,
       logger: silentLogger,
       parameterStore: { optimizer: { type: 'sgd', learningRate: 0.5 } },
     });
@@ -27,7 +29,7 @@ describe('gRPC server', () => {
     expect(server.address).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 
-  for (const transport of ['unary', 'stream'] as const) {
+  for (const transport of ['unary', 'stream', 'batch'] as const) {
     it(`serves getTask / reportTaskResult / heartbeat over ${transport} calls`, async () => {
       const client = await MasterClient.connect(server.address, TOKEN, { transport });
       const { task } = await client.getTask(`w-${transport}`);
@@ -124,6 +126,42 @@ describe('gRPC server', () => {
     client.close();
     await freshServer.shutdown(1_000);
   });
+
+  it('answers each call of a batch on its own: one bad call fails alone', async () => {
+    const client = await MasterClient.connect(server.address, TOKEN, { transport: 'batch' });
+    const [a, bad, b] = await Promise.allSettled([
+      client.getTask('batch-a'),
+      client.reportTaskResult({ workerId: '', taskId: 1 }),
+      client.getTask('batch-b'),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_ARGUMENT' } });
+    const ids = [a, b].map((r) => (r.status === 'fulfilled' ? r.value.task?.id : undefined));
+    expect(master.taskManager.tasksOf('batch-a')).toEqual([ids[0]]);
+    expect(master.taskManager.tasksOf('batch-b')).toEqual([ids[1]]);
+    expect(ids[0]).not.toBe(ids[1]);
+    for (const [workerId, taskId] of [
+      ['batch-a', ids[0]!],
+      ['batch-b', ids[1]!],
+    ] as const)
+      await client.reportTaskResult({ workerId, taskId, error: 'given back' });
+    client.close();
+  });
+
+  for (const transport of ['unary', 'stream', 'batch'] as const) {
+    it(`refuses ${transport} calls over the size limit`, async () => {
+      const client = await MasterClient.connect(server.address, TOKEN, { transport });
+      const error = await client
+        .reportTaskResult({ workerId: 'w', taskId: 1, error: 'x'.repeat(100_000) })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'RESOURCE_EXHAUSTED' });
+      // Many small calls batched together stay under the limit (the client splits batches).
+      const replies = await Promise.all(
+        Array.from({ length: 600 }, (_, i) => client.heartbeat(`size-${i}-${'y'.repeat(300)}`)),
+      );
+      expect(replies).toHaveLength(600);
+      client.close();
+    });
+  }
 
   it('refuses messages over the size limit', async () => {
     const client = await MasterClient.connect(server.address, TOKEN);

@@ -22,6 +22,9 @@ import {
   ReportTaskResultRequestSchema,
   ReportVariablesRequestSchema,
   ScaleWorkersRequestSchema,
+  type TaskBatchStreamRequest,
+  TaskBatchStreamRequestSchema,
+  type TaskBatchStreamResponse,
   type TaskStreamRequest,
   TaskStreamRequestSchema,
   type TaskStreamResponse,
@@ -44,12 +47,29 @@ export interface MasterClientOptions {
   /** How long `connect` waits for the channel to be ready, in milliseconds (default 10,000). */
   readonly connectTimeoutMs?: number;
   /**
-   * How getTask, reportTaskResult and heartbeat travel: 'unary' calls (default), or 'stream':
-   * multiplexed on one long-lived TaskStream per client, several times cheaper per call. Errors are
-   * the same MasterRpcErrors either way; a broken stream fails its pending calls with UNAVAILABLE and
-   * the next call opens a new one.
+   * How getTask, reportTaskResult and heartbeat travel: 'unary' calls (default); 'stream':
+   * multiplexed on one long-lived TaskStream per client, several times cheaper per call; or 'batch':
+   * on one TaskBatchStream, the calls made in the same event-loop turn sent together in one message
+   * (for a process that runs many workers through one client: one message each way per turn instead
+   * of one per call). Errors are the same MasterRpcErrors in every case; a broken stream fails its
+   * pending calls with UNAVAILABLE and the next call opens a new one.
    */
-  readonly transport?: 'unary' | 'stream';
+  readonly transport?: 'unary' | 'stream' | 'batch';
+}
+
+/** Most calls sent in one TaskBatchStreamRequest. */
+const MAX_BATCH_CALLS = 512;
+/**
+ * Most bytes (estimated from above) of one TaskBatchStreamRequest: batching must never make a message
+ * bigger than the master accepts when its calls, sent one by one, would each fit.
+ */
+const MAX_BATCH_BYTES = 16 * 1024;
+
+/** An upper bound of the encoded size of a stream call (UTF-8 takes at most 3 bytes per UTF-16 unit). */
+function callBytes(call: StreamCall): number {
+  const v = call.value;
+  if (v === undefined) return 48;
+  return 48 + 3 * (v.workerId.length + ('error' in v ? v.error.length : 0));
 }
 
 type StreamCall = NonNullable<TaskStreamRequest['call']>;
@@ -59,8 +79,13 @@ interface PendingCall {
   readonly method: string;
   readonly resolve: (result: StreamResult) => void;
   readonly reject: (error: MasterRpcError) => void;
-  readonly timer: NodeJS.Timeout;
+  /** performance.now() after which the call fails with DEADLINE_EXCEEDED. */
+  readonly deadline: number;
 }
+
+type AnyDuplex =
+  | ClientDuplexStream<TaskStreamRequest, TaskStreamResponse>
+  | ClientDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse>;
 
 /** The model as a worker sees it. */
 export interface ModelSnapshot {
@@ -165,8 +190,16 @@ export class MasterClient {
   readonly #token: string;
   readonly #deadlineMs: number;
   readonly #useStream: boolean;
-  #stream: ClientDuplexStream<TaskStreamRequest, TaskStreamResponse> | undefined;
+  readonly #batch: boolean;
+  #stream: AnyDuplex | undefined;
+  /** Calls in flight on the stream, in the order sent: all share one deadline, so oldest first. */
   readonly #pending = new Map<number, PendingCall>();
+  /** One timer for every pending stream call (a timer per call costs more than the call itself). */
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  /** Batch transport: calls waiting for the end of this event-loop turn. */
+  #queued: TaskStreamRequest[] = [];
+  #queuedBytes = 0;
+  #flushScheduled = false;
   #nextCallId = 1;
   #closed = false;
 
@@ -184,13 +217,16 @@ export class MasterClient {
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.#token = token;
     this.#deadlineMs = options.deadlineMs ?? 30_000;
-    this.#useStream = options.transport === 'stream';
+    this.#useStream = options.transport === 'stream' || options.transport === 'batch';
+    this.#batch = options.transport === 'batch';
     this.#client = new Client(address, ChannelCredentials.createInsecure(), {
       'grpc.max_receive_message_length': maxBytes,
       'grpc.max_send_message_length': maxBytes,
       // Loopback and LAN calls are tiny and frequent: no need for the default connection backoff cap.
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,
+      // Channelz bookkeeping (call counters, traces) costs on every call and nothing reads it.
+      'grpc.enable_channelz': 0,
     });
   }
 
@@ -379,25 +415,18 @@ export class MasterClient {
     this.#closed = true;
     this.#stream?.end();
     this.#failPending(grpcStatus.CANCELLED, 'client closed');
+    if (this.#deadlineTimer !== undefined) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
     this.#client.close();
   }
 
-  #openStream(): ClientDuplexStream<TaskStreamRequest, TaskStreamResponse> {
-    const definition = masterServiceDefinition.taskStream;
+  #openStream(): AnyDuplex {
     const metadata = new Metadata();
     metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
-    const stream = this.#client.makeBidiStreamRequest(
-      definition.path,
-      definition.requestSerialize as (value: TaskStreamRequest) => Buffer,
-      definition.responseDeserialize as (bytes: Buffer) => TaskStreamResponse,
-      metadata,
-      {},
-    );
-    stream.on('data', (response: TaskStreamResponse) => {
+    const settle = (response: TaskStreamResponse) => {
       const pending = this.#pending.get(response.callId);
       if (pending === undefined) return;
       this.#pending.delete(response.callId);
-      clearTimeout(pending.timer);
       if (response.result.case === 'error') {
         pending.reject(
           new MasterRpcError(pending.method, response.result.value.code, response.result.value.details),
@@ -405,7 +434,33 @@ export class MasterClient {
       } else {
         pending.resolve(response.result);
       }
-    });
+    };
+    let stream: AnyDuplex;
+    if (this.#batch) {
+      const definition = masterServiceDefinition.taskBatchStream;
+      const batchStream = this.#client.makeBidiStreamRequest(
+        definition.path,
+        definition.requestSerialize as (value: TaskBatchStreamRequest) => Buffer,
+        definition.responseDeserialize as (bytes: Buffer) => TaskBatchStreamResponse,
+        metadata,
+        {},
+      );
+      batchStream.on('data', (response: TaskBatchStreamResponse) => {
+        for (const result of response.results) settle(result);
+      });
+      stream = batchStream;
+    } else {
+      const definition = masterServiceDefinition.taskStream;
+      const callStream = this.#client.makeBidiStreamRequest(
+        definition.path,
+        definition.requestSerialize as (value: TaskStreamRequest) => Buffer,
+        definition.responseDeserialize as (bytes: Buffer) => TaskStreamResponse,
+        metadata,
+        {},
+      );
+      callStream.on('data', settle);
+      stream = callStream;
+    }
     const broken = (code: number, details: string) => {
       if (this.#stream === stream) this.#stream = undefined;
       this.#failPending(code, details);
@@ -418,11 +473,41 @@ export class MasterClient {
   #failPending(code: number, details: string): void {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
-    for (const call of pending) {
-      clearTimeout(call.timer);
-      call.reject(new MasterRpcError(call.method, code, details));
-    }
+    this.#queued = [];
+    this.#queuedBytes = 0;
+    for (const call of pending) call.reject(new MasterRpcError(call.method, code, details));
   }
+
+  /** Fails the stream calls past their deadline, then waits for the next oldest one. */
+  #checkDeadlines = (): void => {
+    this.#deadlineTimer = undefined;
+    const now = performance.now();
+    for (const [callId, call] of this.#pending) {
+      if (call.deadline > now) {
+        this.#deadlineTimer = setTimeout(this.#checkDeadlines, Math.ceil(call.deadline - now)).unref();
+        return;
+      }
+      this.#pending.delete(callId);
+      call.reject(
+        new MasterRpcError(
+          call.method,
+          grpcStatus.DEADLINE_EXCEEDED,
+          `no answer within ${this.#deadlineMs} ms`,
+        ),
+      );
+    }
+  };
+
+  #flush = (): void => {
+    this.#flushScheduled = false;
+    const calls = this.#queued;
+    if (calls.length === 0) return;
+    this.#queued = [];
+    this.#queuedBytes = 0;
+    (this.#stream as ClientDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse> | undefined)?.write(
+      create(TaskBatchStreamRequestSchema, { calls }),
+    );
+  };
 
   #streamCall(method: string, call: StreamCall): Promise<StreamResult> {
     if (this.#closed)
@@ -431,19 +516,28 @@ export class MasterClient {
     const callId = this.#nextCallId;
     this.#nextCallId = (this.#nextCallId % 0xffffffff) + 1;
     return new Promise<StreamResult>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (this.#pending.delete(callId)) {
-          reject(
-            new MasterRpcError(
-              method,
-              grpcStatus.DEADLINE_EXCEEDED,
-              `no answer within ${this.#deadlineMs} ms`,
-            ),
-          );
+      const deadline = performance.now() + this.#deadlineMs;
+      this.#pending.set(callId, { method, resolve, reject, deadline });
+      // Unreferenced: the open stream keeps the process alive while calls are pending, and a
+      // finished worker must not wait for the timer of its last call.
+      this.#deadlineTimer ??= setTimeout(this.#checkDeadlines, this.#deadlineMs).unref();
+      const request = create(TaskStreamRequestSchema, { callId, call });
+      if (this.#batch) {
+        // Calls of this turn go out together at its end; a full batch goes at once.
+        const bytes = callBytes(call);
+        if (this.#queuedBytes + bytes > MAX_BATCH_BYTES) this.#flush();
+        this.#queued.push(request);
+        this.#queuedBytes += bytes;
+        if (this.#queued.length >= MAX_BATCH_CALLS) this.#flush();
+        else if (!this.#flushScheduled) {
+          this.#flushScheduled = true;
+          setImmediate(this.#flush);
         }
-      }, this.#deadlineMs);
-      this.#pending.set(callId, { method, resolve, reject, timer });
-      this.#stream?.write(create(TaskStreamRequestSchema, { callId, call }));
+      } else {
+        (this.#stream as ClientDuplexStream<TaskStreamRequest, TaskStreamResponse> | undefined)?.write(
+          request,
+        );
+      }
     });
   }
 

@@ -1,5 +1,12 @@
 import { create } from '@bufbuild/protobuf';
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  type ServerDuplexStream,
+  type ServerUnaryCall,
+  type sendUnaryData,
+  status,
+} from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   fromTensorMessage,
@@ -13,6 +20,12 @@ import {
   PingResponseSchema,
   type ReportGradientRequest,
   ReportGradientResponseSchema,
+  type TaskBatchStreamRequest,
+  type TaskBatchStreamResponse,
+  TaskBatchStreamResponseSchema,
+  type TaskStreamRequest,
+  type TaskStreamResponse,
+  TaskStreamResponseSchema,
   TaskType,
 } from '../src/index.js';
 
@@ -21,6 +34,17 @@ describe('MasterClient over real gRPC', () => {
   const server = new Server();
   let address = '';
   let lastGradient: ReportGradientRequest | undefined;
+  /** Number of calls in each TaskBatchStreamRequest received. */
+  const batchSizes: number[] = [];
+  /** Answers a stream call with a WAIT-free heartbeat reply; a worker named 'silent' gets no answer. */
+  const answer = (request: TaskStreamRequest): TaskStreamResponse | undefined => {
+    const c = request.call;
+    if (c.case !== 'heartbeat' || c.value.workerId === 'silent') return undefined;
+    return create(TaskStreamResponseSchema, {
+      callId: request.callId,
+      result: { case: 'heartbeat', value: { shouldStop: c.value.workerId === 'stop', modelVersion: 9n } },
+    });
+  };
 
   beforeAll(async () => {
     const unimplemented = (_call: unknown, callback: sendUnaryData<never>) =>
@@ -56,6 +80,23 @@ describe('MasterClient over real gRPC', () => {
           taskProgress: call.request.rangeEnd,
         }),
       );
+    };
+    handlers.taskStream = (call: ServerDuplexStream<TaskStreamRequest, TaskStreamResponse>) => {
+      call.on('data', (request: TaskStreamRequest) => {
+        const response = answer(request);
+        if (response) call.write(response);
+      });
+      call.on('end', () => call.end());
+    };
+    handlers.taskBatchStream = (
+      call: ServerDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse>,
+    ) => {
+      call.on('data', (batch: TaskBatchStreamRequest) => {
+        batchSizes.push(batch.calls.length);
+        const results = batch.calls.map(answer).filter((r) => r !== undefined);
+        call.write(create(TaskBatchStreamResponseSchema, { results }));
+      });
+      call.on('end', () => call.end());
     };
     handlers.ping = (_call: unknown, callback: sendUnaryData<unknown>) =>
       callback(null, create(PingResponseSchema, {}));
@@ -116,4 +157,36 @@ describe('MasterClient over real gRPC', () => {
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     client.close();
   });
+
+  it('sends the calls made in one event-loop turn as one batch on the batch transport', async () => {
+    const client = await MasterClient.connect(address, 'secret', { transport: 'batch' });
+    batchSizes.length = 0;
+    const replies = await Promise.all(['a', 'b', 'stop', 'c'].map((w) => client.heartbeat(w)));
+    expect(replies.map((r) => r.shouldStop)).toEqual([false, false, true, false]);
+    expect(replies[0]?.modelVersion).toBe(9);
+    expect(batchSizes).toEqual([4]);
+    await client.heartbeat('d');
+    expect(batchSizes).toEqual([4, 1]);
+    client.close();
+  });
+
+  for (const transport of ['stream', 'batch'] as const) {
+    it(`fails a ${transport} call the master never answers with DEADLINE_EXCEEDED, and only that call`, async () => {
+      const client = await MasterClient.connect(address, 'secret', { transport, deadlineMs: 300 });
+      const t0 = performance.now();
+      const silent = client.heartbeat('silent').catch((e: unknown) => e);
+      const answered = await client.heartbeat('w');
+      expect(answered.modelVersion).toBe(9);
+      const error = await silent;
+      expect(error).toBeInstanceOf(MasterRpcError);
+      expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', method: 'heartbeat', retryable: true });
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
+      // A later call gets its own full deadline, not what is left of the first one's.
+      const second = client.heartbeat('silent').catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(await client.heartbeat('w')).toMatchObject({ modelVersion: 9 });
+      expect(await second).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+      client.close();
+    });
+  }
 });
