@@ -1,8 +1,6 @@
 /** One `edl` sub-command. Each lives in `src/commands/<name>.ts` and exports it as `command`. */
 export interface Command {
   readonly name: string;
-  /** One line for `edl --help`. */
-  readonly summary: string;
   /** Full help text for `edl <name> --help`. */
   readonly usage: string;
   /** Runs with the arguments after the command name; resolves to the process exit code. */

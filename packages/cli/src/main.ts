@@ -1,16 +1,46 @@
 import type { Command, CommandIO } from './command.js';
 import { UsageError } from './command.js';
 
-/** Commands load lazily: `edl recordio cat` must not pay for TensorFlow.js start-up. */
-const commandLoaders: Record<string, () => Promise<{ command: Command }>> = {
-  recordio: () => import('./commands/recordio.js'),
-  master: () => import('./commands/master.js'),
-  train: () => import('./commands/train.js'),
-  evaluate: () => import('./commands/evaluate.js'),
-  predict: () => import('./commands/predict.js'),
-  demo: () => import('./commands/demo.js'),
-  worker: () => import('./commands/worker.js'),
-  k8s: () => import('./commands/k8s.js'),
+/**
+ * Commands load lazily: `edl recordio cat` must not pay for TensorFlow.js or gRPC start-up, so the
+ * one-line summaries for `edl --help` live here rather than in the command modules.
+ */
+const commands: Record<
+  string,
+  { readonly summary: string; readonly load: () => Promise<{ command: Command }> }
+> = {
+  recordio: {
+    summary: 'inspect, print and write RecordIO files',
+    load: () => import('./commands/recordio.js'),
+  },
+  master: {
+    summary: "run a job's master with local workers; scale or inspect a running job",
+    load: () => import('./commands/master.js'),
+  },
+  train: {
+    summary: 'train a model with local workers (and evaluate it with --validation-data)',
+    load: () => import('./commands/train.js'),
+  },
+  evaluate: {
+    summary: 'evaluate a trained model on validation data',
+    load: () => import('./commands/evaluate.js'),
+  },
+  predict: {
+    summary: 'run a trained model over data and write its outputs to a file',
+    load: () => import('./commands/predict.js'),
+  },
+  demo: {
+    summary: 'generate CIFAR-10-like data and train the CNN on it with 2 local workers',
+    load: () => import('./commands/demo.js'),
+  },
+  worker: {
+    summary: 'run one worker process (started by train, evaluate and predict)',
+    load: () => import('./commands/worker.js'),
+  },
+  k8s: {
+    summary: 'run a job on Kubernetes: submit, manifest, status, logs, delete',
+    load: () => import('./commands/k8s.js'),
+  },
 };
 
 function topUsage(): string {
@@ -18,7 +48,7 @@ function topUsage(): string {
     'Usage: edl <command> [options]',
     '',
     'Commands:',
-    ...Object.keys(commandLoaders).map((name) => `  ${name}`),
+    ...Object.entries(commands).map(([name, { summary }]) => `  ${name.padEnd(10)}${summary}`),
     '',
     "Run 'edl <command> --help' for a command's options.",
   ].join('\n');
@@ -31,12 +61,12 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
     io.stdout.write(`${topUsage()}\n`);
     return name === undefined ? 2 : 0;
   }
-  const load = commandLoaders[name];
-  if (load === undefined) {
+  const entry = commands[name];
+  if (entry === undefined) {
     io.stderr.write(`edl: unknown command '${name}'\n${topUsage()}\n`);
     return 2;
   }
-  const { command } = await load();
+  const { command } = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`${command.usage}\n`);
     return 0;

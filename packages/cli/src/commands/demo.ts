@@ -28,7 +28,6 @@ Options:
 /** `edl demo`: synthetic CIFAR-10-like data, the CNN trained with 2 workers, the timing table. */
 export const command: Command = {
   name: 'demo',
-  summary: 'generate CIFAR-10-like data and train the CNN on it with 2 local workers',
   usage,
   async run(argv, io) {
     let values: Record<string, string | boolean | undefined>;

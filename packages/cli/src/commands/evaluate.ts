@@ -18,7 +18,6 @@ Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 /** `edl evaluate`: an evaluation-only job. */
 export const command: Command = {
   name: 'evaluate',
-  summary: 'evaluate a trained model on validation data',
   usage,
   async run(argv, io) {
     return (await runJob('evaluate', parseJobOptions(argv), io)).exitCode;

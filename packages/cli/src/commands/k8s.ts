@@ -610,7 +610,6 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
 /** `edl k8s`: run jobs on Kubernetes. */
 export const command: Command = {
   name: 'k8s',
-  summary: 'run a job on Kubernetes: submit, manifest, status, logs, delete',
   usage,
   async run(argv, io) {
     const [sub, ...rest] = argv;

@@ -267,7 +267,6 @@ async function admin(name: 'scale' | 'status', argv: string[], io: CommandIO): P
 /** `edl master`: runs a job's master, or talks to a running one (scale, status). */
 export const command: Command = {
   name: 'master',
-  summary: "run a job's master with local workers; scale or inspect a running job",
   usage,
   async run(argv, io) {
     if (argv[0] === 'scale' || argv[0] === 'status') return admin(argv[0], argv.slice(1), io);

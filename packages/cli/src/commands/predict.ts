@@ -19,7 +19,6 @@ Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 /** `edl predict`: a prediction-only job. */
 export const command: Command = {
   name: 'predict',
-  summary: 'run a trained model over data and write its outputs to a file',
   usage,
   async run(argv, io) {
     return (await runJob('predict', parseJobOptions(argv), io)).exitCode;

@@ -30,7 +30,6 @@ const subcommands: Record<string, (argv: string[], io: CommandIO) => Promise<num
 /** `edl recordio`: inspect, print and write RecordIO files. */
 export const command: Command = {
   name: 'recordio',
-  summary: 'inspect, print and write RecordIO files',
   usage,
   async run(argv, io) {
     const [name, ...rest] = argv;

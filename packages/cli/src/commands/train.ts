@@ -23,7 +23,6 @@ Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 /** `edl train`: a training (or training-with-evaluation) job. */
 export const command: Command = {
   name: 'train',
-  summary: 'train a model with local workers (and evaluate it with --validation-data)',
   usage,
   async run(argv, io) {
     return (await runJob('train', parseJobOptions(argv), io)).exitCode;

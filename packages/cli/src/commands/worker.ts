@@ -48,7 +48,6 @@ function env(name: string): string {
 /** `edl worker`: one worker process of a job. */
 export const command: Command = {
   name: 'worker',
-  summary: 'run one worker process (started by train, evaluate and predict)',
   usage,
   async run(argv, io) {
     let values: Record<string, string | undefined>;
