@@ -2,6 +2,16 @@ import { type DescMessage, fromBinary, type MessageShape, toBinary } from '@bufb
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { MasterService } from './generated/edl/v1/master_pb.js';
+import {
+  decodeTaskBatchStreamRequest,
+  decodeTaskBatchStreamResponse,
+  decodeTaskStreamRequest,
+  decodeTaskStreamResponse,
+  encodeTaskBatchStreamRequest,
+  encodeTaskBatchStreamResponse,
+  encodeTaskStreamRequest,
+  encodeTaskStreamResponse,
+} from './task-stream-codec.js';
 
 /** Metadata key that carries the job token on every call. */
 export const JOB_TOKEN_METADATA_KEY = 'x-edl-job-token';
@@ -49,6 +59,29 @@ function buildDefinition<
       responseDeserialize: deserializer(method.output),
       originalName: method.localName,
     };
+  }
+  // The dispatch fast path: the hand-written codec (same wire format, checked against the generated one).
+  type Codec = Pick<
+    MethodDefinition<unknown, unknown>,
+    'requestSerialize' | 'requestDeserialize' | 'responseSerialize' | 'responseDeserialize'
+  >;
+  const fast: Record<string, Codec> = {
+    taskStream: {
+      requestSerialize: encodeTaskStreamRequest as Codec['requestSerialize'],
+      requestDeserialize: decodeTaskStreamRequest,
+      responseSerialize: encodeTaskStreamResponse as Codec['responseSerialize'],
+      responseDeserialize: decodeTaskStreamResponse,
+    },
+    taskBatchStream: {
+      requestSerialize: encodeTaskBatchStreamRequest as Codec['requestSerialize'],
+      requestDeserialize: decodeTaskBatchStreamRequest,
+      responseSerialize: encodeTaskBatchStreamResponse as Codec['responseSerialize'],
+      responseDeserialize: decodeTaskBatchStreamResponse,
+    },
+  };
+  for (const [name, codec] of Object.entries(fast) as [string, Codec][]) {
+    const method = definition[name];
+    if (method !== undefined) Object.assign(method, codec);
   }
   return definition;
 }

@@ -12,21 +12,19 @@ import { MasterRpcError } from './errors.js';
 import {
   GetJobStatusRequestSchema,
   GetModelRequestSchema,
-  GetTaskRequestSchema,
+  type GetTaskRequest,
   type GradientStatus,
-  HeartbeatRequestSchema,
+  type HeartbeatRequest,
   type MetricPartial,
   PingRequestSchema,
   ReportEvaluationMetricsRequestSchema,
   ReportGradientRequestSchema,
-  ReportTaskResultRequestSchema,
+  type ReportTaskResultRequest,
   ReportVariablesRequestSchema,
   ScaleWorkersRequestSchema,
   type TaskBatchStreamRequest,
-  TaskBatchStreamRequestSchema,
   type TaskBatchStreamResponse,
   type TaskStreamRequest,
-  TaskStreamRequestSchema,
   type TaskStreamResponse,
 } from './generated/edl/v1/master_pb.js';
 import {
@@ -259,7 +257,8 @@ export class MasterClient {
 
   /** Asks for the next task. `task` is absent and `jobFinished` true once the job is over. */
   async getTask(workerId: string): Promise<GetTaskResult> {
-    const request = create(GetTaskRequestSchema, { workerId });
+    // Literals rather than `create` on the dispatch calls: `create` walks the schema every time.
+    const request: GetTaskRequest = { $typeName: 'edl.v1.GetTaskRequest', workerId };
     const response = this.#useStream
       ? ((await this.#streamCall('getTask', { case: 'getTask', value: request })).value as Awaited<
           ReturnType<MasterClient['getTaskMessage']>
@@ -273,18 +272,19 @@ export class MasterClient {
   }
 
   /** The raw unary GetTask call (benchmarks and tests; prefer getTask). */
-  getTaskMessage(request: ReturnType<typeof create<typeof GetTaskRequestSchema>>) {
+  getTaskMessage(request: GetTaskRequest) {
     return this.#call('getTask', request);
   }
 
   /** Reports the end (or failure) of a task. */
   async reportTaskResult(report: TaskResultReport): Promise<{ accepted: boolean }> {
-    const request = create(ReportTaskResultRequestSchema, {
+    const request: ReportTaskResultRequest = {
+      $typeName: 'edl.v1.ReportTaskResultRequest',
       workerId: report.workerId,
       taskId: toWireInt(report.taskId, 'taskId'),
       recordsDone: toWireInt(report.recordsDone ?? 0, 'recordsDone'),
       error: report.error ?? '',
-    });
+    };
     if (this.#useStream) {
       const result = await this.#streamCall('reportTaskResult', { case: 'reportTaskResult', value: request });
       return { accepted: result.case === 'reportTaskResult' && result.value.accepted };
@@ -365,7 +365,7 @@ export class MasterClient {
 
   /** Renews the leases of every task this worker holds. */
   async heartbeat(workerId: string): Promise<{ shouldStop: boolean; modelVersion: number }> {
-    const request = create(HeartbeatRequestSchema, { workerId });
+    const request: HeartbeatRequest = { $typeName: 'edl.v1.HeartbeatRequest', workerId };
     let response: { shouldStop: boolean; modelVersion: bigint };
     if (this.#useStream) {
       const result = await this.#streamCall('heartbeat', { case: 'heartbeat', value: request });
@@ -504,9 +504,10 @@ export class MasterClient {
     if (calls.length === 0) return;
     this.#queued = [];
     this.#queuedBytes = 0;
-    (this.#stream as ClientDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse> | undefined)?.write(
-      create(TaskBatchStreamRequestSchema, { calls }),
-    );
+    (this.#stream as ClientDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse> | undefined)?.write({
+      $typeName: 'edl.v1.TaskBatchStreamRequest',
+      calls,
+    });
   };
 
   #streamCall(method: string, call: StreamCall): Promise<StreamResult> {
@@ -521,7 +522,7 @@ export class MasterClient {
       // Unreferenced: the open stream keeps the process alive while calls are pending, and a
       // finished worker must not wait for the timer of its last call.
       this.#deadlineTimer ??= setTimeout(this.#checkDeadlines, this.#deadlineMs).unref();
-      const request = create(TaskStreamRequestSchema, { callId, call });
+      const request: TaskStreamRequest = { $typeName: 'edl.v1.TaskStreamRequest', callId, call };
       if (this.#batch) {
         // Calls of this turn go out together at its end; a full batch goes at once.
         const bytes = callBytes(call);

@@ -1,5 +1,4 @@
-import { create } from '@bufbuild/protobuf';
-import { type Task, TaskSchema, TaskType } from './generated/edl/v1/master_pb.js';
+import { type Task, TaskType } from './generated/edl/v1/master_pb.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
 
 /** A task as workers and the master handle it: numbers instead of int64 bigints. */
@@ -34,12 +33,14 @@ export function fromTaskMessage(task: Task): TaskAssignment {
   };
 }
 
-/** TaskAssignment -> wire message. */
+/** TaskAssignment -> wire message (a literal, not `create`: this is on every dispatch). */
 export function toTaskMessage(task: TaskAssignment): Task {
-  return create(TaskSchema, {
+  return {
+    $typeName: 'edl.v1.Task',
     id: toWireInt(task.id, 'task.id'),
     type: task.type,
     shard: {
+      $typeName: 'edl.v1.Shard',
       name: task.shardName,
       start: toWireInt(task.start, 'task.start'),
       end: toWireInt(task.end, 'task.end'),
@@ -48,7 +49,7 @@ export function toTaskMessage(task: TaskAssignment): Task {
     epoch: task.epoch,
     leaseMs: task.leaseMs,
     extendedConfig: { ...task.extendedConfig },
-  });
+  };
 }
 
 /** The name of a task type, for logs: 'TRAINING', 'WAIT', ... */
