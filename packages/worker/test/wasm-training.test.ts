@@ -11,7 +11,6 @@ function smallCnn(): tfl.LayersModel {
       filters: 8,
       kernelSize: 3,
       padding: 'same',
-      seed: 1,
       kernelInitializer: tfl.initializers.glorotUniform({ seed: 1 }),
     })
     .apply(input) as tfl.SymbolicTensor;
