@@ -347,3 +347,34 @@ TEST(SkipModeListsBadChunksWithTheNextBatch) {
   CHECK(skipped >= 1);
   CHECK_EQ(records + skipped_records, 8192u);
 }
+
+TEST(RangesEnqueuedWhileConsumingArriveInOrder) {
+  const std::string f = MakeFile("live.rio", Compressor::kSnappy, 2000, 100, 2 << 10, 8);
+  PrefetchOptions o;
+  o.threads = 3;
+  o.batch_records = 50;
+  o.max_buffered_batches = 4;
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  std::thread producer([&] {
+    for (uint64_t r = 0; r < 40; ++r) {
+      CHECK(p.Enqueue({f, r * 45, 50 + r % 7}).ok());
+      if (r % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    p.EndInput();
+  });
+  Item item;
+  uint64_t expect_range = 0;
+  uint64_t records = 0;
+  uint64_t want = 0;
+  for (uint64_t r = 0; r < 40; ++r) want += 50 + r % 7;
+  while (p.Pop(&item, true) == PopResult::kItem) {
+    CHECK(item.kind == Item::Kind::kBatch);
+    CHECK_EQ(item.range_id, expect_range);
+    records += item.records;
+    if (item.range_done) ++expect_range;
+  }
+  producer.join();
+  CHECK_EQ(expect_range, 40u);
+  CHECK_EQ(records, want);
+}

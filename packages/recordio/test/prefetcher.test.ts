@@ -225,6 +225,27 @@ describe('Prefetcher', () => {
     expect(() => p.enqueue({ path: f.path, start: 0, count: 1 })).toThrow(RecordIOError);
   });
 
+  it('serves concurrent next() calls in order', async () => {
+    const f = await writeTestFile('concurrent.rio', 'gzip', 640, 100, 12);
+    await using p = Prefetcher.create({ threads: 2, batchSize: 64 });
+    p.enqueue({ path: f.path, start: 0, count: 640 });
+    p.end();
+    const results = await Promise.all(Array.from({ length: 11 }, () => p.next()));
+    expect(results.map((r) => (r.done ? 'done' : r.value.firstRecord))).toEqual([
+      0,
+      64,
+      128,
+      192,
+      256,
+      320,
+      384,
+      448,
+      512,
+      576,
+      'done',
+    ]);
+  });
+
   it('close() mid-stream resolves a pending next() as done and is idempotent', async () => {
     const p = Prefetcher.create({ threads: 2 });
     const pending = p.next();
