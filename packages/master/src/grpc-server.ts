@@ -61,7 +61,10 @@ export interface MasterServer {
   /** host:port to give workers. */
   readonly address: string;
   readonly port: number;
-  /** Stops accepting calls, lets calls in flight finish for up to `graceMs`, then cuts the rest. */
+  /**
+   * Stops accepting calls, lets calls in flight finish for up to `graceMs`, then cuts the rest. Open
+   * TaskStreams and TaskBatchStreams are ended at once (their calls so far are answered).
+   */
   shutdown(graceMs?: number): Promise<void>;
 }
 
@@ -169,6 +172,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     };
   };
 
+  /** Ends each open TaskStream / TaskBatchStream (at shutdown: they would hold it for the whole grace). */
+  const openStreams = new Set<() => void>();
+
   /** One call of a TaskStream or TaskBatchStream; a failure answers that call only. */
   const streamCall = (request: TaskStreamRequest): TaskStreamResponse => {
     let result: TaskStreamResponse['result'];
@@ -205,9 +211,25 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         );
         return;
       }
-      call.on('data', (request: Req) => call.write(answer(request)));
-      call.on('end', () => call.end());
-      call.on('error', () => {});
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        openStreams.delete(end);
+        call.end();
+      };
+      openStreams.add(end);
+      // After `end` (shutdown), a call still on its way is not run: its client sees the stream
+      // end and fails it as UNAVAILABLE, so it is retried, never half-done.
+      call.on('data', (request: Req) => {
+        if (!ended) call.write(answer(request));
+      });
+      call.on('end', end);
+      call.on('error', () => {
+        ended = true;
+        openStreams.delete(end);
+      });
+      call.on('close', () => openStreams.delete(end));
     };
   }
 
@@ -337,6 +359,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
           clearTimeout(timer);
           resolve();
         });
+        // Every call a stream delivered so far has been answered (handlers are synchronous): end
+        // the streams so that tryShutdown need not wait for the workers to close them.
+        for (const end of [...openStreams]) end();
       });
       return stopped;
     },

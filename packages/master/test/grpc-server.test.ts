@@ -163,6 +163,31 @@ describe('gRPC server', () => {
     });
   }
 
+  for (const transport of ['stream', 'batch'] as const) {
+    it(`shuts down at once with open ${transport} streams, failing later calls as UNAVAILABLE`, async () => {
+      const fresh = new Master({
+        jobType: 'training',
+        trainingShards: [{ name: 's', start: 0, count: 40 }],
+        minibatchSize: 10,
+        numMinibatchesPerTask: 2,
+        logger: silentLogger,
+      });
+      const freshServer = await serveMaster(fresh, { token: TOKEN });
+      const client = await MasterClient.connect(freshServer.address, TOKEN, { transport });
+      const { task } = await client.getTask('w');
+      const t0 = performance.now();
+      await freshServer.shutdown(10_000);
+      expect(performance.now() - t0).toBeLessThan(5_000);
+      const error = await client
+        .reportTaskResult({ workerId: 'w', taskId: task!.id })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+      // The report never ran: the task is still held, nothing was counted.
+      expect(fresh.taskManager.tasksOf('w')).toEqual([task!.id]);
+      client.close();
+    });
+  }
+
   it('refuses messages over the size limit', async () => {
     const client = await MasterClient.connect(server.address, TOKEN);
     const big = [{ name: 'big', shape: [100_000], values: new Float32Array(100_000) }];
