@@ -41,6 +41,15 @@ export interface ReaderMetadata {
 export interface DataReader<TRecord = Uint8Array> {
   createShards(): Promise<Shard[]>;
   readRecords(range: RecordRange): AsyncIterable<TRecord>;
+  /**
+   * Optional read-ahead: announces that `readRecords(range)` will be called, so that a reader that
+   * can read ahead (the RecordIO reader, through its native prefetcher) starts reading the range now,
+   * behind the ranges announced before it. Advisory and synchronous: it never throws for a bad range
+   * (`readRecords` reports that) and never changes what `readRecords` yields. Callers announce ranges
+   * in the order they will most likely read them (a worker: each task as soon as it receives it),
+   * and only ranges they will read.
+   */
+  prefetch?(range: RecordRange): void;
   readonly metadata: ReaderMetadata;
   describe(): ReaderDescription;
   close?(): Promise<void>;

@@ -13,7 +13,7 @@ import { checkObject, describeValue, expectedMessage } from './validate.js';
 export type BuiltInReaderType = 'recordio' | 'text' | 'table';
 
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
-  recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk'],
+  recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch'],
   text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride'],
   table: [
     'connection',

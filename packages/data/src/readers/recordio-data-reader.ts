@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { RecordIOReader } from '@edl/recordio';
+import { Prefetcher, RecordIOReader } from '@edl/recordio';
 import type {
   DataReader,
   JsonObject,
@@ -10,6 +11,7 @@ import type {
   Shard,
 } from '../protocols.js';
 import { DataReaderError } from './errors.js';
+import { PrefetchedRanges } from './prefetched-ranges.js';
 import { ReaderCache } from './reader-cache.js';
 import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
 
@@ -30,7 +32,29 @@ export type RecordIODataReaderOptions = (
   readonly maxOpenFiles?: number;
   /** A corrupt chunk fails the read (`error`, default) or is skipped and counted (`skip`). */
   readonly onCorruptChunk?: 'error' | 'skip';
+  /**
+   * Reading through the native prefetcher, which reads announced ranges ahead on its own threads
+   * (see {@link RecordIODataReader.prefetch}); `false` reads each range when it is asked for, with
+   * no read-ahead across ranges. Default `{}` (prefetching with the defaults below).
+   */
+  readonly prefetch?: RecordIOPrefetchOptions | false;
 };
+
+/** Options of the native prefetcher of a {@link RecordIODataReader}. */
+export interface RecordIOPrefetchOptions {
+  /** Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1 on one core). */
+  readonly threads?: number;
+  /** Records per native batch (one crossing into JavaScript). Default 64. */
+  readonly batchSize?: number;
+  /**
+   * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
+   * announced ranges pulled past while another range is read first. Default 64 MiB.
+   */
+  readonly maxBufferedBytes?: number;
+}
+
+const PREFETCH_KEYS = ['threads', 'batchSize', 'maxBufferedBytes'];
+const MIB = 1024 * 1024;
 
 /**
  * ElasticDL's default reader: one shard per RecordIO file, named by the file's absolute path, in
@@ -45,6 +69,9 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   readonly #maxOpenFiles: number;
   readonly #onCorruptChunk: 'error' | 'skip';
   readonly #cache: ReaderCache<RecordIOReader>;
+  /** `options.prefetch` as given (undefined: the defaults), for describe(). */
+  readonly #prefetchParam: JsonObject | false | undefined;
+  readonly #ranges: PrefetchedRanges | undefined;
   #closed = false;
 
   private constructor(
@@ -52,12 +79,22 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     dataDir: string | undefined,
     maxOpenFiles: number,
     onCorruptChunk: 'error' | 'skip',
+    prefetch: Required<RecordIOPrefetchOptions> | false,
+    prefetchParam: JsonObject | false | undefined,
   ) {
     this.#files = files;
     this.#dataDir = dataDir;
     this.#maxOpenFiles = maxOpenFiles;
     this.#onCorruptChunk = onCorruptChunk;
+    this.#prefetchParam = prefetchParam;
     this.#cache = new ReaderCache(maxOpenFiles, (path) => RecordIOReader.open(path, { onCorruptChunk }));
+    this.#ranges =
+      prefetch === false
+        ? undefined
+        : new PrefetchedRanges(
+            () => Prefetcher.create({ ...prefetch, maxOpenFiles, onCorruptChunk }),
+            prefetch.maxBufferedBytes,
+          );
     this.metadata = { format: 'recordio', files: files.length };
   }
 
@@ -85,7 +122,19 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       files = [...new Set(files)];
     }
     files.sort(compareCodeUnits);
-    return new RecordIODataReader(files, dataDir, maxOpenFiles, onCorruptChunk as 'error' | 'skip');
+    const prefetch = checkPrefetchOptions(o.prefetch);
+    const given =
+      o.prefetch === undefined || o.prefetch === false
+        ? o.prefetch
+        : ({ ...(o.prefetch as object) } as JsonObject);
+    return new RecordIODataReader(
+      files,
+      dataDir,
+      maxOpenFiles,
+      onCorruptChunk as 'error' | 'skip',
+      prefetch,
+      given,
+    );
   }
 
   /** The files, in shard order. */
@@ -113,7 +162,44 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     return shards;
   }
 
-  /** Yields records `[range.start, range.end)` of the file `range.shardName`. */
+  /** The native prefetcher's counters, once it has started (undefined with `prefetch: false`). */
+  get prefetchStats(): Prefetcher['stats'] | undefined {
+    return this.#ranges?.prefetcher?.stats;
+  }
+
+  /**
+   * Announces that `readRecords(range)` will follow: the range is queued on the native prefetcher
+   * now and read ahead, after the ranges announced before it, while earlier ranges are consumed.
+   * Advisory: a range that is invalid, or a reader with `prefetch: false`, announces nothing, and
+   * `readRecords` reports what is wrong in its turn. Announce only ranges you will read: a range
+   * never read costs its read-ahead until `maxBufferedBytes` of such ranges forces it out.
+   */
+  prefetch(range: RecordRange): void {
+    if (this.#closed || this.#ranges === undefined) return;
+    let checked: { shardName: string; start: number; end: number };
+    try {
+      checked = checkRange(range);
+    } catch {
+      return;
+    }
+    if (!this.#owns(checked.shardName) || checked.end <= checked.start) return;
+    try {
+      this.#ranges.announce({
+        path: checked.shardName,
+        start: checked.start,
+        count: checked.end - checked.start,
+      });
+    } catch {
+      // Advisory only: the same failure (a prefetcher that cannot start) comes back from readRecords.
+    }
+  }
+
+  /**
+   * Yields records `[range.start, range.end)` of the file `range.shardName`: through the native
+   * prefetcher (the batches of the same range announced with {@link RecordIODataReader.prefetch},
+   * or of one queued now), or with `prefetch: false` straight from the file. Corrupt data ends the
+   * range with a `RecordIOError` after the records before it; other ranges are not affected.
+   */
   async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
     this.#checkOpen();
     const { shardName, start, end } = checkRange(range);
@@ -131,7 +217,14 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
           `records [${start}, ${end}) of ${shardName}, which has ${reader.numRecords} records`,
         );
       }
-      if (end > start) yield* reader.records(start, end - start);
+      if (end <= start) return;
+      if (this.#ranges === undefined) {
+        yield* reader.records(start, end - start);
+        return;
+      }
+      for await (const batch of this.#ranges.read({ path: shardName, start, count: end - start })) {
+        for (let i = 0; i < batch.length; i++) yield batch.get(i);
+      }
     } finally {
       this.#cache.release(shardName);
     }
@@ -143,12 +236,16 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       this.#dataDir !== undefined ? { dataDir: this.#dataDir } : { files: [...this.#files] };
     params.maxOpenFiles = this.#maxOpenFiles;
     params.onCorruptChunk = this.#onCorruptChunk;
+    if (this.#prefetchParam !== undefined) {
+      params.prefetch = this.#prefetchParam === false ? false : { ...this.#prefetchParam };
+    }
     return { type: 'recordio', params };
   }
 
-  /** Closes every open file. Idempotent. */
+  /** Closes every open file and stops the prefetcher's threads. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#ranges?.close();
     await this.#cache.closeAll();
   }
 
@@ -162,6 +259,29 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     if (this.#closed)
       throw new DataReaderError('CLOSED', `the RecordIO reader of ${this.#dataDir ?? 'its files'} is closed`);
   }
+}
+
+function checkPrefetchOptions(value: unknown): Required<RecordIOPrefetchOptions> | false {
+  if (value === false) return false;
+  const o = checkObject(value ?? {}, 'options.prefetch');
+  for (const key of Object.keys(o)) {
+    if (!PREFETCH_KEYS.includes(key)) {
+      throw new TypeError(
+        expectedMessage(`one of ${PREFETCH_KEYS.join(', ')}`, 'a key of options.prefetch', key),
+      );
+    }
+  }
+  return {
+    threads: checkInteger(o.threads, 'options.prefetch.threads', availableParallelism() > 1 ? 2 : 1, 0, 64),
+    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 64, 1, 1 << 20),
+    maxBufferedBytes: checkInteger(
+      o.maxBufferedBytes,
+      'options.prefetch.maxBufferedBytes',
+      64 * MIB,
+      1,
+      Number.MAX_SAFE_INTEGER,
+    ),
+  };
 }
 
 function compareCodeUnits(a: string, b: string): number {
