@@ -48,6 +48,7 @@ export interface MasterClientOptions {
    * How getTask, reportTaskResult and heartbeat travel: 'unary' calls (default); 'stream':
    * multiplexed on one long-lived TaskStream per client, several times cheaper per call; or 'batch':
    * on one TaskBatchStream, the calls made in the same event-loop turn sent together in one message
+   * (a call made while no other is in flight goes at once)
    * (for a process that runs many workers through one client: one message each way per turn instead
    * of one per call). Errors are the same MasterRpcErrors in every case; a broken stream fails its
    * pending calls with UNAVAILABLE and the next call opens a new one.
@@ -524,6 +525,14 @@ export class MasterClient {
       this.#deadlineTimer ??= setTimeout(this.#checkDeadlines, this.#deadlineMs).unref();
       const request: TaskStreamRequest = { $typeName: 'edl.v1.TaskStreamRequest', callId, call };
       if (this.#batch) {
+        if (this.#pending.size === 1) {
+          // Nothing else in flight, so nothing to wait for (Nagle's rule): send it now. Calls made
+          // while this one is out go together at the end of the turn.
+          (
+            this.#stream as ClientDuplexStream<TaskBatchStreamRequest, TaskBatchStreamResponse> | undefined
+          )?.write({ $typeName: 'edl.v1.TaskBatchStreamRequest', calls: [request] });
+          return;
+        }
         // Calls of this turn go out together at its end; a full batch goes at once.
         const bytes = callBytes(call);
         if (this.#queuedBytes + bytes > MAX_BATCH_BYTES) this.#flush();
