@@ -13,37 +13,45 @@ using recordio::Status;
 
 namespace {
 
-// Hands the decoded bytes to JavaScript without a copy; V8 is told about the memory so that
-// garbage collection keeps up with large batches.
-Napi::Buffer<uint8_t> TakeBuffer(Napi::Env env, recordio::ByteBuffer& b) {
-  const size_t n = b.size();
-  if (n == 0) return Napi::Buffer<uint8_t>::New(env, 0);
+constexpr const char* kReadSignature =
+    "(start: number, count: number, skipCorrupt: boolean, reuseData?: ArrayBuffer, "
+    "reuseBounds?: ArrayBuffer)";
+
+// Hands a decoded buffer to JavaScript without a copy. The ArrayBuffer spans the whole block
+// (capacity, not just the bytes used) so that JavaScript can hand it back for a later read
+// (RecordBatch.release()) and have it filled in place. The bytes past the view are zeros or earlier
+// decoded records of this process, never foreign memory (small blocks are malloc'ed at exact size).
+// V8 is told about the memory so that garbage collection keeps up with large batches.
+Napi::ArrayBuffer TakeArrayBuffer(Napi::Env env, recordio::ByteBuffer& b) {
   const size_t cap = b.capacity();
   uint8_t* p = b.Release();
   Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
-  return Napi::Buffer<uint8_t>::New(env, p, n, [cap](Napi::Env e, uint8_t* q) {
+  return Napi::ArrayBuffer::New(env, p, cap, [cap](Napi::Env e, void* q) {
     recordio::FreeBlock(q, cap);
     Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
   });
 }
 
-Napi::Uint32Array TakeBounds(Napi::Env env, recordio::ByteBuffer& b) {
+// `data` or `bounds` of a result: a view of `b`'s bytes, in the ArrayBuffer handed in for reuse
+// when the read fitted in it, else in a new external ArrayBuffer.
+template <typename View>
+View TakeView(Napi::Env env, recordio::ByteBuffer& b, const Napi::ObjectReference& reused,
+              size_t element) {
   const size_t n = b.size();
-  if (n == 0) return Napi::Uint32Array::New(env, 0);
-  const size_t cap = b.capacity();
-  uint8_t* p = b.Release();
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
-  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, p, n, [cap](Napi::Env e, void* q) {
-    recordio::FreeBlock(q, cap);
-    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
-  });
-  return Napi::Uint32Array::New(env, n / 4, ab, 0);
+  if (b.borrowed()) {
+    b.Release();
+    return View::New(env, n / element, reused.Value().As<Napi::ArrayBuffer>(), 0);
+  }
+  if (b.data() == nullptr) return View::New(env, 0);
+  return View::New(env, n / element, TakeArrayBuffer(env, b), 0);
 }
 
-Napi::Object MakeResult(Napi::Env env, ReadOutput& out, const std::string& path) {
+Napi::Object MakeResult(Napi::Env env, ReadOutput& out, const std::string& path,
+                        const Napi::ObjectReference& reuse_data,
+                        const Napi::ObjectReference& reuse_bounds) {
   Napi::Object r = Napi::Object::New(env);
-  r.Set("data", TakeBuffer(env, out.data));
-  r.Set("bounds", TakeBounds(env, out.bounds));
+  r.Set("data", TakeView<Napi::Uint8Array>(env, out.data, reuse_data, 1));
+  r.Set("bounds", TakeView<Napi::Uint32Array>(env, out.bounds, reuse_bounds, 4));
   r.Set("firstRecord", Napi::Number::New(env, static_cast<double>(out.first_record)));
   Napi::Array skipped = Napi::Array::New(env, out.skipped.size());
   for (size_t i = 0; i < out.skipped.size(); ++i) {
@@ -63,7 +71,25 @@ struct ReadArgs {
   bool skip_corrupt = false;
 };
 
-bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a) {
+// Optional 4th / 5th arguments: ArrayBuffers of earlier results handed back for reuse (or
+// undefined). Anything else is a caller bug.
+bool ParseReuse(const Napi::CallbackInfo& info, size_t i, Napi::ObjectReference* ref) {
+  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return true;
+  if (!info[i].IsArrayBuffer()) return false;
+  *ref = Napi::Persistent(info[i].As<Napi::Object>());
+  return true;
+}
+
+// Points `b` at a reused ArrayBuffer. Its memory stays valid while `ref` holds the ArrayBuffer
+// (JavaScript does not touch a buffer it handed back until the read returns it).
+void BorrowInto(const Napi::ObjectReference& ref, recordio::ByteBuffer* b) {
+  if (ref.IsEmpty()) return;
+  Napi::ArrayBuffer ab = ref.Value().As<Napi::ArrayBuffer>();
+  b->Borrow(static_cast<uint8_t*>(ab.Data()), ab.ByteLength());
+}
+
+bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a, Napi::ObjectReference* reuse_data,
+                   Napi::ObjectReference* reuse_bounds) {
   if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsBoolean()) {
     return false;
   }
@@ -76,16 +102,30 @@ bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a) {
   a->start = static_cast<uint64_t>(start);
   a->count = static_cast<uint64_t>(count);
   a->skip_corrupt = info[2].As<Napi::Boolean>().Value();
+  if (!ParseReuse(info, 3, reuse_data) || !ParseReuse(info, 4, reuse_bounds)) return false;
+  // One buffer for both would have the bounds overwrite the records.
+  if (!reuse_data->IsEmpty() && !reuse_bounds->IsEmpty() &&
+      reuse_data->Value().StrictEquals(reuse_bounds->Value())) {
+    return false;
+  }
   return true;
 }
 
 class ReadWorker : public Napi::AsyncWorker {
  public:
-  ReadWorker(Napi::Env env, std::shared_ptr<const ReaderCore> core, ReadArgs args)
+  ReadWorker(Napi::Env env, std::shared_ptr<const ReaderCore> core, ReadArgs args,
+             Napi::ObjectReference reuse_data, Napi::ObjectReference reuse_bounds)
       : Napi::AsyncWorker(env, "edl.recordio.read"),
         core_(std::move(core)),
         args_(args),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
+        deferred_(Napi::Promise::Deferred::New(env)),
+        reuse_data_(std::move(reuse_data)),
+        reuse_bounds_(std::move(reuse_bounds)) {
+    // Resolved here, on the main thread; the pool thread only sees raw memory kept alive by the
+    // references until OnOK.
+    BorrowInto(reuse_data_, &out_.data);
+    BorrowInto(reuse_bounds_, &out_.bounds);
+  }
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
@@ -101,7 +141,7 @@ class ReadWorker : public Napi::AsyncWorker {
       deferred_.Reject(MakeError(env, status_, core_->path).Value());
       return;
     }
-    deferred_.Resolve(MakeResult(env, out_, core_->path));
+    deferred_.Resolve(MakeResult(env, out_, core_->path, reuse_data_, reuse_bounds_));
   }
 
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
@@ -110,6 +150,8 @@ class ReadWorker : public Napi::AsyncWorker {
   std::shared_ptr<const ReaderCore> core_;
   ReadArgs args_;
   Napi::Promise::Deferred deferred_;
+  Napi::ObjectReference reuse_data_;
+  Napi::ObjectReference reuse_bounds_;
   Status status_;
   ReadOutput out_;
 };
@@ -209,15 +251,18 @@ Napi::Value ReaderWrap::ChunkTable(const Napi::CallbackInfo& info) {
 Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ReadArgs args;
-  if (!ParseReadArgs(info, &args)) {
-    return ThrowTypeError(env, "(start: number, count: number, skipCorrupt: boolean)", "read");
+  Napi::ObjectReference reuse_data;
+  Napi::ObjectReference reuse_bounds;
+  if (!ParseReadArgs(info, &args, &reuse_data, &reuse_bounds)) {
+    return ThrowTypeError(env, kReadSignature, "read");
   }
   if (!core_) {
     auto d = Napi::Promise::Deferred::New(env);
     d.Reject(MakeError(env, Status(ErrorCode::kClosed, "reader is closed"), path_).Value());
     return d.Promise();
   }
-  auto* worker = new ReadWorker(env, core_, args);
+  auto* worker =
+      new ReadWorker(env, core_, args, std::move(reuse_data), std::move(reuse_bounds));
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;
@@ -226,15 +271,19 @@ Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
 Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ReadArgs args;
-  if (!ParseReadArgs(info, &args)) {
-    return ThrowTypeError(env, "(start: number, count: number, skipCorrupt: boolean)", "readSync");
+  Napi::ObjectReference reuse_data;
+  Napi::ObjectReference reuse_bounds;
+  if (!ParseReadArgs(info, &args, &reuse_data, &reuse_bounds)) {
+    return ThrowTypeError(env, kReadSignature, "readSync");
   }
   if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "reader is closed"), path_);
   ReadOutput out;
+  BorrowInto(reuse_data, &out.data);
+  BorrowInto(reuse_bounds, &out.bounds);
   Status s = recordio::ReadRecords(*core_->file, core_->index, args.start, args.count,
                                    args.skip_corrupt, &out);
-  if (!s.ok()) return ThrowStatus(env, s, path_);
-  return MakeResult(env, out, path_);
+  if (!s.ok()) return ThrowStatus(env, s, path_);  // ~ByteBuffer leaves borrowed storage alone
+  return MakeResult(env, out, path_, reuse_data, reuse_bounds);
 }
 
 Napi::Value ReaderWrap::Close(const Napi::CallbackInfo& info) {

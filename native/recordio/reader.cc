@@ -68,12 +68,13 @@ class RangeReader {
       decoded = data.end();
       n = size;
     } else {
-      if (!scratch_.Reserve(size)) return TooLarge();
-      Status s = ReadPayload(payload_at, scratch_.data(), size);
+      ByteBuffer& scratch = Scratch();
+      if (!scratch.Reserve(size)) return TooLarge();
+      Status s = ReadPayload(payload_at, scratch.data(), size);
       if (!s.ok()) return s;
-      s = CheckPayloadCrc(h, scratch_.data());
+      s = CheckPayloadCrc(h, scratch.data());
       if (!s.ok()) return Status(s.code(), s.message());
-      s = DecompressPayload(h.compressor, scratch_.data(), size, data, room);
+      s = DecompressPayload(h.compressor, scratch.data(), size, data, room);
       if (!s.ok()) return s.Shift(static_cast<int64_t>(payload_at));
       // Decompression appended; take the bytes back out of `size` so the split below sees them.
       n = data.size() - base;
@@ -119,10 +120,27 @@ class RangeReader {
     return Status(ErrorCode::kTooLarge, "batch exceeds 4 GiB - 1 bytes (or memory is exhausted)");
   }
 
+  // Compressed payloads land here before decoding. One per thread and kept between reads: a fresh
+  // buffer per read meant a fresh mapping (page faults on every byte of it) whenever the block
+  // pool was empty, which it is while JavaScript still holds the previous batches.
+  static ByteBuffer& Scratch() {
+    thread_local ByteBuffer scratch;
+    return scratch;
+  }
+
+ public:
+  // Lets go of an unusually large scratch buffer, so one huge chunk does not pin its memory.
+  static void TrimScratch() {
+    ByteBuffer& scratch = Scratch();
+    if (scratch.capacity() > kScratchKeepBytes) scratch = ByteBuffer();
+  }
+
+ private:
+  static constexpr size_t kScratchKeepBytes = size_t{16} << 20;
+
   const RandomAccessFile& file_;
   const FileIndex& index_;
   ReadOutput* out_;
-  ByteBuffer scratch_;
 };
 
 }  // namespace
@@ -151,8 +169,10 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
   // One reservation for the whole batch: exact for stored chunks, an estimate otherwise.
   uint64_t data_estimate = 0;
   uint64_t record_estimate = 0;
+  bool all_stored = true;
   for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
     const ChunkInfo& info = chunks[c];
+    all_stored = all_stored && info.header.compressor == static_cast<uint32_t>(Compressor::kNone);
     const uint64_t decoded = DecodedEstimate(info, index.file_size);
     data_estimate += decoded;
     const uint64_t lo = std::max(start, info.first_record);
@@ -160,7 +180,12 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
     // A lying header must not make us reserve more than its payload is likely to hold.
     record_estimate += std::min(hi - lo, decoded / kLengthPrefixSize + 1);
   }
-  out->data.Reserve(static_cast<size_t>(std::min(data_estimate, kMaxDecodedBytes)));
+  // Storage handed back for reuse is kept unless the batch surely outgrows it: for compressed
+  // chunks the estimate is a guess, and outgrowing it later costs one copy, while abandoning it
+  // now would cost fresh pages for every batch.
+  if (!out->data.borrowed() || all_stored) {
+    out->data.Reserve(static_cast<size_t>(std::min(data_estimate, kMaxDecodedBytes)));
+  }
   out->bounds.Reserve(static_cast<size_t>(std::min(record_estimate, kMaxDecodedBytes / 4)) * 8);
 
   RangeReader reader(file, index, out);
@@ -188,6 +213,7 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
     stopped = true;
     break;
   }
+  RangeReader::TrimScratch();
   // A read that reaches the end of the file also reaches a bad tail the scan stopped at.
   if (!stopped && end == index.num_records && !index.tail.ok()) {
     ChunkFault fault{index.tail, 0};

@@ -2,7 +2,7 @@ import { type ChunkInfo, chunkInfosFromTable, planChunkAlignedRanges } from './c
 import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
-import { RecordBatch } from './record-batch.js';
+import { type BatchRecycler, RecordBatch } from './record-batch.js';
 import { type ChunkCacheStats, RecordCache } from './record-cache.js';
 import { RecordIterator } from './record-iterator.js';
 import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
@@ -44,6 +44,10 @@ const OPTION_KEYS = ['onCorruptChunk', 'batchBytes', 'chunkCacheBytes'] as const
 const DEFAULT_CHUNK_CACHE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_BYTES = 2 ** 31;
+/** Released buffers kept per reader (each of data and bounds): the batch in use, one read ahead, spare. */
+const SPARE_BUFFERS = 4;
+/** Smaller buffers are not worth keeping: malloc serves them without page faults. */
+const MIN_SPARE_BYTES = 64 * 1024;
 
 /**
  * Reads a RecordIO file (the format of the Go package wangkuiyi/recordio). Opening scans the chunk
@@ -74,6 +78,23 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   readonly #skippedChunks = new Map<number, RecordIOError>();
   #skippedRecords = 0;
   #closed = false;
+  /** Buffers of released batches, for the next reads to decode into (most recent last). */
+  #spareData: ArrayBuffer[] = [];
+  #spareBounds: ArrayBuffer[] = [];
+  readonly #recycle: BatchRecycler = (data, bounds) => {
+    if (this.#closed) return;
+    if (data instanceof ArrayBuffer && data.byteLength >= MIN_SPARE_BYTES && this.#spareData.length < SPARE_BUFFERS) {
+      this.#spareData.push(data);
+    }
+    if (
+      bounds instanceof ArrayBuffer &&
+      bounds.byteLength >= MIN_SPARE_BYTES &&
+      bounds !== data &&
+      this.#spareBounds.length < SPARE_BUFFERS
+    ) {
+      this.#spareBounds.push(bounds);
+    }
+  };
 
   private constructor(native: NativeReader, options: Required<RecordIOReaderOptions>) {
     this.#native = native;
@@ -159,10 +180,11 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   /**
    * Synchronous {@link RecordIOReader.read}: decodes on the calling thread.
    *
-   * Memory of batches that are no longer referenced goes back to the addon's pool when N-API runs
-   * their finalizers, which Node.js does when the event loop turns. A long synchronous loop of
-   * `readSync` calls therefore holds every batch it has read until it yields (e.g.
-   * `await new Promise(setImmediate)` every few batches); prefer `read()` / `batches()` for scans.
+   * Call `batch.release()` when done with a batch (its views become invalid): the next read then
+   * decodes into the same memory, so a loop of `readSync` calls stays at a constant footprint and
+   * never page-faults fresh memory. Batches that are merely dropped go back to the addon only when
+   * V8 collects them *and* the event loop turns: a long synchronous loop that neither releases
+   * nor yields holds every batch it has read.
    */
   readSync(start: number, count: number): RecordBatch {
     const callSite = this.readSync;
@@ -171,7 +193,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     this.#checkOpen(callSite);
     let result: NativeReadResult;
     try {
-      result = this.#native.readSync(start, count, this.#skipCorrupt);
+      result = this.#native.readSync(start, count, this.#skipCorrupt, this.#spareData.pop(), this.#spareBounds.pop());
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
@@ -236,7 +258,8 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   /**
    * Like {@link RecordIOReader.records} but yields whole chunk-aligned batches: the fast path for
    * consumers that work on `data`/`bounds` directly. On a fault the batch of records before it comes
-   * first, then the error.
+   * first, then the error. Calling `batch.release()` before asking for the next batch lets the read
+   * ahead decode into its memory (see {@link RecordBatch.release}).
    */
   batches(start = 0, count?: number): AsyncIterableIterator<RecordBatch> {
     const callSite = captureCallSite(this.batches);
@@ -268,6 +291,8 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#spareData = [];
+    this.#spareBounds = [];
     this.#cache.close();
     this.#native.close();
   }
@@ -310,7 +335,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
     this.#checkOpen(callSite);
     try {
-      return await this.#native.read(start, count, this.#skipCorrupt);
+      return await this.#native.read(start, count, this.#skipCorrupt, this.#spareData.pop(), this.#spareBounds.pop());
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
@@ -331,7 +356,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       }
     }
     if (throwOnFault && result.error !== null) throw RecordIOError.fromNative(result.error, callSite);
-    return new RecordBatch(result.data, result.bounds, Math.max(first, result.firstRecord));
+    return new RecordBatch(result.data, result.bounds, Math.max(first, result.firstRecord), this.#recycle);
   }
 
   #checkOpen(callSite: CallSite): void {

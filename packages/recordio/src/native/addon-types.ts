@@ -40,19 +40,36 @@ export interface NativeReader {
   chunkTable(): Float64Array;
   /**
    * Reads records `[start, start + count)` on the libuv thread pool. The range is checked by the
-   * caller. Never rejects for a bad chunk: faults come back in the result.
+   * caller. Never rejects for a bad chunk: faults come back in the result. `reuseData` /
+   * `reuseBounds`: ArrayBuffers of earlier results handed back to be decoded into (the result's
+   * views are then in them when the read fits); the caller leaves them untouched until it settles.
    */
-  read(start: number, count: number, skipCorrupt: boolean): Promise<NativeReadResult>;
+  read(
+    start: number,
+    count: number,
+    skipCorrupt: boolean,
+    reuseData?: ArrayBuffer,
+    reuseBounds?: ArrayBuffer,
+  ): Promise<NativeReadResult>;
   /** Same as {@link NativeReader.read}, on the calling thread. */
-  readSync(start: number, count: number, skipCorrupt: boolean): NativeReadResult;
+  readSync(
+    start: number,
+    count: number,
+    skipCorrupt: boolean,
+    reuseData?: ArrayBuffer,
+    reuseBounds?: ArrayBuffer,
+  ): NativeReadResult;
   /** Idempotent; a pending read finishes first. */
   close(): void;
 }
 
 /** Records decoded by one read: one buffer plus `[begin, end)` pairs into it. */
 export interface NativeReadResult {
-  /** Owns the decoded bytes of the chunks touched (external memory). */
-  readonly data: Buffer;
+  /**
+   * The decoded bytes of the chunks touched, at offset 0 of an ArrayBuffer that may be longer
+   * (the whole native block, so it can be handed back for reuse).
+   */
+  readonly data: Uint8Array;
   /** 2 per delivered record: begin, end (byte offsets into `data`). */
   readonly bounds: Uint32Array;
   /** Index of the first delivered record. */
