@@ -36,7 +36,17 @@ export interface TaskFeedOptions<TRecord> {
   readonly logger?: WorkerLogger;
   /** First pause after a WAIT answer, in milliseconds; doubles up to 250 ms (default 25). */
   readonly waitMs?: number;
+  /**
+   * Read ahead across tasks (default true): each task's range is announced to its reader's
+   * `prefetch` as soon as the task arrives, and, while a task is read from a reader that can read
+   * ahead, the next task is asked for, so that its records are decoded before the current task runs
+   * out. Tasks are still read and reported in the order received. `false`: one task at a time.
+   */
+  readonly readAhead?: boolean;
 }
+
+/** Task kinds whose range is read. */
+const DATA_KINDS: ReadonlySet<string> = new Set(['training', 'evaluation', 'prediction']);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -55,6 +65,8 @@ export class TaskFeed<TRecord> {
   readonly #logger: WorkerLogger;
   readonly #pending: PendingTask[] = [];
   #held: WorkerTask | undefined;
+  /** get_task sent while the current task was read, not yet taken (it rejects as get_task would). */
+  #ahead: Promise<WorkerTask | undefined> | undefined;
   #finished = false;
   #jobError = '';
 
@@ -88,6 +100,11 @@ export class TaskFeed<TRecord> {
       this.#held = undefined;
       return task;
     }
+    if (this.#ahead !== undefined) {
+      // A segment that ended early (a failure, a stop) leaves the task fetched ahead: it comes next.
+      const task = await this.#takeAhead();
+      if (task === undefined || task.kind !== 'wait') return task;
+    }
     let pause = this.#options.waitMs ?? 25;
     while (!this.#finished) {
       const task = await this.#fetch();
@@ -107,8 +124,9 @@ export class TaskFeed<TRecord> {
   async *records(head: WorkerTask): AsyncGenerator<TRecord> {
     let task: WorkerTask | undefined = head;
     while (task !== undefined) {
+      if (this.#readsAhead(task)) this.#fetchAhead();
       yield* this.#readTask(task);
-      const next = await this.#fetch();
+      const next = await this.#next();
       if (next === undefined || next.kind === 'wait') return;
       if (!sameSegment(head, next)) {
         this.#held = next;
@@ -163,6 +181,42 @@ export class TaskFeed<TRecord> {
     return this.#pending.splice(0, this.#pending.length);
   }
 
+  /** Whether to ask for the next task while `task` is read: its reader can read ahead. */
+  #readsAhead(task: WorkerTask): boolean {
+    return (
+      this.#options.readAhead !== false &&
+      this.#ahead === undefined &&
+      typeof this.#options.readerFor(task).prefetch === 'function'
+    );
+  }
+
+  /** Sends get_task now; the answer waits in #ahead (announced to its reader on arrival). */
+  #fetchAhead(): void {
+    const ahead = this.#fetch();
+    // Rejections are rethrown where the answer is taken, exactly where a late get_task would throw.
+    ahead.catch(() => {});
+    this.#ahead = ahead;
+  }
+
+  async #takeAhead(): Promise<WorkerTask | undefined> {
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    return ahead;
+  }
+
+  /**
+   * The task after the current one: the one fetched ahead, or a new get_task. A WAIT answered
+   * ahead is not final (tasks may come back meanwhile): the master is asked again, as it would
+   * have been without read-ahead.
+   */
+  async #next(): Promise<WorkerTask | undefined> {
+    if (this.#ahead !== undefined) {
+      const task = await this.#takeAhead();
+      if (task === undefined || task.kind !== 'wait') return task;
+    }
+    return this.#fetch();
+  }
+
   async #fetch(): Promise<WorkerTask | undefined> {
     const { master, workerId, timers } = this.#options;
     const answer = await timers.time('get_task', () => fetchTask(master, workerId));
@@ -181,8 +235,21 @@ export class TaskFeed<TRecord> {
         end: task.end,
         epoch: task.epoch,
       });
+      this.#announce(task);
     }
     return answer.task;
+  }
+
+  /** Tells the task's reader to start reading its range now (advisory, never throws). */
+  #announce(task: WorkerTask): void {
+    if (this.#options.readAhead === false || !DATA_KINDS.has(task.kind) || task.end <= task.start) return;
+    try {
+      this.#options
+        .readerFor(task)
+        .prefetch?.({ shardName: task.shardName, start: task.start, end: task.end });
+    } catch (error) {
+      this.#logger.warn('task.prefetch_failed', { task: task.id, error: (error as Error).message });
+    }
   }
 
   async *#readTask(task: WorkerTask): AsyncGenerator<TRecord> {

@@ -1,0 +1,244 @@
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RecordIODataReader } from '@edl/data';
+import { type GetTaskResult, TaskType } from '@edl/proto';
+import { RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MasterConnection } from '../src/master-connection.js';
+import { TaskFeed } from '../src/task-feed.js';
+import { Timers } from '../src/timers.js';
+
+let dir: string;
+const files: string[] = [];
+let corrupt: string;
+
+function record(file: number, i: number): Uint8Array {
+  const size = i % 9 === 0 ? 0 : 16 + ((i * 41 + file * 7) % 500);
+  return Uint8Array.from({ length: size }, (_, b) => (file * 13 + i * 5 + b) & 0xff);
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edl-task-feed-'));
+  for (let f = 0; f < 4; f++) {
+    const path = join(dir, `part-${f}.rio`);
+    const writer = await RecordIOWriter.create(path, { compressor: 'gzip', maxChunkBytes: 4000 });
+    for (let i = 0; i < 600; i++) writer.write(record(f, i));
+    writer.close();
+    files.push(path);
+  }
+  corrupt = files[3] as string;
+  const reader = await RecordIOReader.open(corrupt);
+  const chunk = reader.chunks[1];
+  reader.close();
+  if (chunk === undefined) throw new Error('part-3.rio needs two chunks');
+  const handle = await open(corrupt, 'r+');
+  await handle.write(new Uint8Array([1, 2, 3, 4]), 0, 4, chunk.offset + 24);
+  await handle.close();
+}, 60_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+type Step =
+  | { kind: 'training' | 'evaluation' | 'wait'; file: number; start: number; end: number }
+  | 'finished';
+
+/**
+ * The master's get_task side, scripted: each call takes the next answer. `log` records, per call,
+ * how many records the test had consumed by then, to see when the feed asks.
+ */
+function scriptedMaster(steps: Step[], consumed: () => number) {
+  const log: number[] = [];
+  let id = 0;
+  const types = { training: TaskType.TRAINING, evaluation: TaskType.EVALUATION, wait: TaskType.WAIT };
+  const getTask = async (): Promise<GetTaskResult> => {
+    log.push(consumed());
+    // Answered at once (a real master answers in well under a task's reading time).
+    await Promise.resolve();
+    const step = steps.shift() ?? 'finished';
+    if (step === 'finished') return { jobFinished: true, jobError: '' };
+    id += 1;
+    return {
+      jobFinished: false,
+      jobError: '',
+      task: {
+        id,
+        type: types[step.kind],
+        shardName: step.kind === 'wait' ? '' : (files[step.file] as string),
+        start: step.start,
+        end: step.end,
+        modelVersion: 0,
+        epoch: 0,
+        leaseMs: 0,
+        extendedConfig: {},
+      },
+    };
+  };
+  const unused = () => Promise.reject(new Error('not used by TaskFeed'));
+  const master = {
+    getTask,
+    reportTaskResult: unused,
+    getModel: unused,
+    reportVariables: unused,
+    reportGradient: unused,
+    reportEvaluationMetrics: unused,
+    heartbeat: unused,
+  } as unknown as MasterConnection;
+  return { master, log };
+}
+
+interface Run {
+  /** Records per task id, as read. */
+  readonly tasks: Map<number, Uint8Array[]>;
+  /** Task ids per segment. */
+  readonly segments: number[][];
+  readonly errors: string[];
+  readonly log: number[];
+  /** The reader's ranges queued on its prefetcher when each task's last record was consumed. */
+  readonly queuedAtTaskEnd: (number | undefined)[];
+}
+
+/** Runs every segment to the end of the job, as the worker loop does (failed segments drained). */
+async function runFeed(steps: Step[], reader: RecordIODataReader, readAhead: boolean): Promise<Run> {
+  let consumed = 0;
+  const { master, log } = scriptedMaster([...steps], () => consumed);
+  const feed = new TaskFeed<Uint8Array>({
+    master,
+    workerId: 'w',
+    readerFor: () => reader,
+    timers: new Timers(),
+    readAhead,
+    waitMs: 1,
+  });
+  const tasks = new Map<number, Uint8Array[]>();
+  const segments: number[][] = [];
+  const errors: string[] = [];
+  const queuedAtTaskEnd: (number | undefined)[] = [];
+  for (;;) {
+    const head = await feed.nextHead();
+    if (head === undefined) break;
+    const seen = new Set<number>();
+    try {
+      for await (const value of feed.records(head)) {
+        consumed++;
+        const slice = feed.take(1)[0];
+        if (slice === undefined) throw new Error('a record with no task');
+        seen.add(slice.task.id);
+        const list = tasks.get(slice.task.id) ?? [];
+        list.push(value.slice());
+        tasks.set(slice.task.id, list);
+        if (slice.completesTask) queuedAtTaskEnd.push(reader.prefetchStats?.rangesEnqueued);
+        if (slice.completesTask) await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      expect(error).toBeInstanceOf(RecordIOError);
+      errors.push((error as RecordIOError).code);
+    }
+    for (const pending of feed.drain()) seen.add(pending.task.id);
+    segments.push([...seen]);
+  }
+  return { tasks, segments, errors, log, queuedAtTaskEnd };
+}
+
+const training = (file: number, start: number, end: number): Step => ({ kind: 'training', file, start, end });
+
+describe('TaskFeed read-ahead', () => {
+  const steps: Step[] = [
+    training(0, 0, 250),
+    training(1, 100, 600),
+    training(0, 250, 600),
+    training(2, 0, 0),
+    { kind: 'evaluation', file: 2, start: 10, end: 310 },
+    { kind: 'evaluation', file: 1, start: 0, end: 100 },
+    training(2, 300, 600),
+    training(0, 0, 250),
+  ];
+
+  it('reads the same tasks, records and segments as one task at a time, asking for each next task early', async () => {
+    const plain = await RecordIODataReader.open({ files, prefetch: false });
+    const base = await runFeed(steps, plain, false);
+    for (const threads of [0, 1, 2]) {
+      const reader = await RecordIODataReader.open({ files, prefetch: { threads, batchSize: 32 } });
+      const run = await runFeed(steps, reader, true);
+      expect(run.errors).toEqual([]);
+      expect(run.segments).toEqual(base.segments);
+      expect([...run.tasks.keys()]).toEqual([...base.tasks.keys()]);
+      for (const [id, records] of base.tasks) {
+        const got = run.tasks.get(id) as Uint8Array[];
+        expect(got.length).toBe(records.length);
+        expect(got.every((r, i) => Buffer.compare(r, records[i] as Uint8Array) === 0)).toBe(true);
+      }
+      // Every task with records was announced before it was read: one range each, none read twice.
+      expect(reader.prefetchStats?.rangesEnqueued).toBe(7);
+      // The second get_task went out while the first task (250 records) was being read, and its
+      // range was queued on the prefetcher before the first task's last record was consumed.
+      expect(run.log[1]).toBeLessThan(250);
+      expect(run.queuedAtTaskEnd[0]).toBe(2);
+      await reader.close();
+    }
+    // Without read-ahead the next task is asked for once the current one is read.
+    expect(base.log[1]).toBe(250);
+    const onDemand = await RecordIODataReader.open({ files, prefetch: { threads: 2 } });
+    const serial = await runFeed(steps, onDemand, false);
+    expect(serial.log[1]).toBe(250);
+    expect(serial.queuedAtTaskEnd[0]).toBe(1);
+    expect(serial.segments).toEqual(base.segments);
+    await onDemand.close();
+    await plain.close();
+  }, 60_000);
+
+  it('keeps a task fetched ahead when the task before it fails, and reads it next', async () => {
+    const failing: Step[] = [
+      training(0, 0, 100),
+      training(3, 0, 600),
+      training(1, 0, 300),
+      training(2, 0, 50),
+    ];
+    const plain = await RecordIODataReader.open({ files, prefetch: false });
+    const base = await runFeed(failing, plain, false);
+    expect(base.errors).toEqual(['CHECKSUM']);
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 2, batchSize: 16 } });
+    const run = await runFeed(failing, reader, true);
+    expect(run.errors).toEqual(['CHECKSUM']);
+    // The failed segment drains tasks 1 and 2; task 3 (fetched ahead) opens the next segment.
+    expect(run.segments).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(base.segments).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    for (const id of [1, 3, 4]) {
+      const got = run.tasks.get(id) as Uint8Array[];
+      const want = base.tasks.get(id) as Uint8Array[];
+      expect(got.length).toBe(want.length);
+      expect(got.every((r, i) => Buffer.compare(r, want[i] as Uint8Array) === 0)).toBe(true);
+    }
+    expect(run.tasks.get(2)?.length).toBe(base.tasks.get(2)?.length);
+    await reader.close();
+    await plain.close();
+  }, 30_000);
+
+  it('asks again after a WAIT answered ahead, and loses no task', async () => {
+    const waiting: Step[] = [
+      training(0, 0, 200),
+      { kind: 'wait', file: 0, start: 0, end: 0 },
+      { kind: 'wait', file: 0, start: 0, end: 0 },
+      training(1, 0, 200),
+      training(2, 0, 200),
+    ];
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1 } });
+    const run = await runFeed(waiting, reader, true);
+    // Task ids count answers: 1, then the WAITs (2, 3), then 4 and 5, each read whole and in order.
+    expect([...run.tasks.keys()]).toEqual([1, 4, 5]);
+    expect(run.tasks.get(4)?.every((r, i) => Buffer.compare(r, record(1, i)) === 0)).toBe(true);
+    expect(run.tasks.get(5)?.map((r) => r.length)).toEqual(
+      Array.from({ length: 200 }, (_, i) => record(2, i).length),
+    );
+    expect(run.segments.flat()).toEqual([1, 4, 5]);
+    await reader.close();
+  }, 30_000);
+});
