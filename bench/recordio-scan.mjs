@@ -6,10 +6,12 @@
  *
  * Environment: EDL_BENCH_BYTES (record bytes per file, default 1 GiB), EDL_BENCH_REPEAT (passes per
  * measurement, best kept, default 3), EDL_BENCH_SETS (e.g. "text"), EDL_BENCH_COMPRESSORS (e.g.
- * "none,gzip"). Inputs are generated once into bench/data/ (gitignored) and reused.
+ * "none,gzip"), EDL_BENCH_MODES (comma-separated substrings of reader names to run; the plain JS
+ * reader always runs), EDL_BENCH_RECORDIO (path of another build of @edl/recordio's index.js, to
+ * measure an older build in the same session; modes it lacks are left out). Inputs are generated
+ * once into bench/data/ (gitignored) and reused.
  */
-import { fileURLToPath } from 'node:url';
-import { nativeInfo, RecordIOReader, RecordIOWriter } from '@edl/recordio';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureFile, RECORD_SETS } from './lib/generate.mjs';
 import { jsScan } from './lib/js-recordio.mjs';
 import { machineLine } from './lib/machine.mjs';
@@ -21,6 +23,13 @@ const sets = (process.env.EDL_BENCH_SETS ?? 'image,text').split(',');
 const compressors = (process.env.EDL_BENCH_COMPRESSORS ?? 'none,snappy,gzip').split(',');
 /** Stored bytes per native read: whole chunks, as RecordIOReader.batches() reads them. */
 const READ_BYTES = 4 << 20;
+const modeFilter = process.env.EDL_BENCH_MODES?.split(',').filter((m) => m !== '');
+const recordioPath = process.env.EDL_BENCH_RECORDIO;
+const { nativeInfo, RecordIOReader, RecordBatch, RecordIOWriter } = await import(
+  recordioPath === undefined ? '@edl/recordio' : pathToFileURL(recordioPath).href
+);
+/** Whether this build has RecordBatch.release() (older builds do not). */
+const hasRelease = typeof RecordBatch.prototype.release === 'function';
 
 function log(text) {
   process.stderr.write(text);
@@ -52,7 +61,49 @@ const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
 
 /** The consumers: each returns { records, bytes, check } so every mode is seen to see the same data. */
 const modes = {
-  'native readSync, offsets': async (path) => {
+  // The fast path: each batch handed back with release() once touched, so the next readSync decodes
+  // into the same memory. No yielding needed: memory stays flat in a tight synchronous loop.
+  'native readSync + release(), offsets': async (path) => {
+    const reader = RecordIOReader.openSync(path);
+    let records = 0;
+    let bytes = 0;
+    let check = 0;
+    for (const [start, count] of ranges(reader)) {
+      const batch = reader.readSync(start, count);
+      const { data, bounds } = batch;
+      for (let i = 0; i < bounds.length; i += 2) {
+        const begin = bounds[i];
+        const end = bounds[i + 1];
+        bytes += end - begin;
+        if (end > begin) check += data[begin];
+      }
+      records += bounds.length / 2;
+      batch.release();
+    }
+    reader.close();
+    return { records, bytes, check };
+  },
+  'native readSync + release(), get(i) views': async (path) => {
+    const reader = RecordIOReader.openSync(path);
+    let records = 0;
+    let bytes = 0;
+    let check = 0;
+    for (const [start, count] of ranges(reader)) {
+      const batch = reader.readSync(start, count);
+      for (let i = 0; i < batch.length; i++) {
+        const r = batch.get(i);
+        bytes += r.length;
+        if (r.length > 0) check += r[0];
+      }
+      records += batch.length;
+      batch.release();
+    }
+    reader.close();
+    return { records, bytes, check };
+  },
+  // The way before release() existed: drop each batch and let the event loop turn so that N-API
+  // can run the finalizers of collected ones.
+  'native readSync + yield, offsets': async (path) => {
     const reader = RecordIOReader.openSync(path);
     let records = 0;
     let bytes = 0;
@@ -71,7 +122,7 @@ const modes = {
     reader.close();
     return { records, bytes, check };
   },
-  'native readSync, get(i) views': async (path) => {
+  'native readSync + yield, get(i) views': async (path) => {
     const reader = RecordIOReader.openSync(path);
     let records = 0;
     let bytes = 0;
@@ -85,6 +136,23 @@ const modes = {
         if (r.length > 0) check += r[0];
       }
       records += batch.length;
+    }
+    reader.close();
+    return { records, bytes, check };
+  },
+  'native batches() + release(), views': async (path) => {
+    const reader = await RecordIOReader.open(path);
+    let records = 0;
+    let bytes = 0;
+    let check = 0;
+    for await (const batch of reader.batches()) {
+      for (let i = 0; i < batch.length; i++) {
+        const r = batch.get(i);
+        bytes += r.length;
+        if (r.length > 0) check += r[0];
+      }
+      records += batch.length;
+      batch.release();
     }
     reader.close();
     return { records, bytes, check };
@@ -139,6 +207,12 @@ const modes = {
   },
 };
 
+for (const name of Object.keys(modes)) {
+  const wanted =
+    name.startsWith('plain') || modeFilter === undefined || modeFilter.some((m) => name.includes(m));
+  if (!wanted || (!hasRelease && name.includes('release()'))) delete modes[name];
+}
+
 /** Which JS mode each native mode is compared with (same delivery: offsets or views). */
 const baselineOf = (mode) =>
   mode.endsWith('offsets') ? 'plain JS reader, offsets' : 'plain JS reader, views';
@@ -170,7 +244,7 @@ const info = nativeInfo();
 console.log('## recordio-scan: full scan, every record delivered to JavaScript and touched');
 console.log(`machine: ${machineLine()}`);
 console.log(
-  `addon ${info.version}, crc32=${info.crc32}, crc32c=${info.crc32c}; ${(targetBytes / 2 ** 20).toFixed(0)} MiB of record bytes per file; best of ${repeat}; one thread unless marked async`,
+  `addon ${info.version}, crc32=${info.crc32}, crc32c=${info.crc32c}; ${(targetBytes / 2 ** 20).toFixed(0)} MiB of record bytes per file; best of ${repeat}; one thread unless marked async${recordioPath === undefined ? '' : `; @edl/recordio from ${recordioPath}`}`,
 );
 console.log('');
 console.log(
@@ -185,7 +259,7 @@ for (const set of sets) {
     const path = `${dataDir}${set}-${compressor}-${targetBytes}.rio`;
     const fileBytes = ensureFile(RecordIOWriter, path, set, compressor, targetBytes, log);
     // Warm the page cache (and the JIT) before timing.
-    await modes['native readSync, offsets'](path);
+    await modes['plain JS reader, offsets'](path);
     const results = await measureAll(path, `${set}/${compressor}`);
     const reference = results['plain JS reader, offsets'];
     for (const [name, r] of Object.entries(results)) {
