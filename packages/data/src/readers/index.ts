@@ -10,7 +10,11 @@ export {
   parseReaderSpec,
 } from './custom-reader.js';
 export { DataReaderError, type DataReaderErrorCode } from './errors.js';
-export { RecordIODataReader, type RecordIODataReaderOptions } from './recordio-data-reader.js';
+export {
+  RecordIODataReader,
+  type RecordIODataReaderOptions,
+  type RecordIOPrefetchOptions,
+} from './recordio-data-reader.js';
 export {
   type PgConnectionOptions,
   TableDataReader,
