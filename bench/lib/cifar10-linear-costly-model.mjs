@@ -1,13 +1,15 @@
 /**
  * bench/lib/cifar10-linear-model.mjs with the input work made as costly, relative to the step, as
- * in the seed's 2019 worker: the same preprocessing run EDL_BENCH_INPUT_REPEAT times (default 8)
+ * in the seed's 2019 worker: the same preprocessing run EDL_BENCH_INPUT_REPEAT times (default 14)
  * per minibatch (see costly-preprocess.mjs), on the main thread with `inputWorkers` 0 (the
  * serialized loop) and on `inputWorkers` threads otherwise.
  */
 import { tf } from '../../packages/worker/dist/index.js';
 import * as linear from './cifar10-linear-model.mjs';
 
-const repeat = Number(process.env.EDL_BENCH_INPUT_REPEAT ?? 8);
+const repeat = Number(process.env.EDL_BENCH_INPUT_REPEAT ?? 14);
+/** Overrides the worker's `inputWorkers` (A/B runs: prefetching with the input on the main thread). */
+const workers = process.env.EDL_BENCH_INPUT_WORKERS;
 
 async function* toMinibatches(prepared, withLabels) {
   const iterator = prepared.iterator();
@@ -36,7 +38,7 @@ export const datasetFn = (records, mode, metadata) =>
       module: new URL('./costly-preprocess.mjs', import.meta.url),
       export: 'costlyPreprocess',
       args: { augment: mode === 'training', seed: 1, minibatchSize: metadata.minibatchSize, repeat },
-      workers: metadata.inputWorkers ?? 0,
+      workers: workers === undefined ? (metadata.inputWorkers ?? 0) : Number(workers),
     }),
     mode !== 'prediction',
   );

@@ -142,6 +142,10 @@ describe('IterDataset.mapParallel', () => {
       ),
     );
     expect(() => base.mapParallel({ module: FNS, ordered: false })).toThrow(TypeError);
+    const uncloneable = IterDataset.fromIterable(async function* () {
+      yield { f: () => 1 };
+    }).mapParallel({ module: FNS, export: 'failOn', args: { failOn: null }, workers: 1 });
+    await expect(uncloneable.toArray()).rejects.toThrow(/cannot send element 0 to a thread: /);
     expect(() => base.mapParallel({ module: FNS, workers: -1 })).toThrow(RangeError);
     expect(() => base.mapParallel({ module: FNS, bufferSize: 0 })).toThrow(RangeError);
     expect(() => base.mapParallel({ module: FNS, args: { f: () => 1 } as never })).not.toThrow();
@@ -154,7 +158,16 @@ describe('IterDataset.mapParallel', () => {
     await it.next();
     expect(it.threadCount).toBe(3);
     expect(osThreads()).toBeGreaterThanOrEqual(before + 3);
+    const saved = it.getState();
     expect(await it.return()).toEqual({ done: true, value: undefined });
+    expect(it.threadCount).toBe(0);
+    expect(osThreads()).toBeLessThanOrEqual(before);
+    expect(await it.next()).toEqual({ done: true, value: undefined });
+    // A restore reopens it, on new threads.
+    it.setState(saved);
+    expect((await it.next()).value).toMatchObject({ value: 2, index: 1 });
+    expect(it.threadCount).toBe(3);
+    await it.close();
     expect(it.threadCount).toBe(0);
     expect(osThreads()).toBeLessThanOrEqual(before);
 

@@ -208,9 +208,21 @@ class PoolThread {
     }
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
+      try {
+        this.worker.postMessage({ id, index, value }, transfer);
+      } catch (error) {
+        // Not cloneable (a function, a class instance with private state...): name the element.
+        reject(
+          new DatasetError(
+            'ERR_MAP_WORKER',
+            `mapParallel cannot send element ${index} to a thread: ${(error as Error).message}`,
+            { cause: error },
+          ),
+        );
+        return;
+      }
       this.jobs.set(id, { index, resolve, reject });
       if (this.jobs.size === 1) this.worker.ref();
-      this.worker.postMessage({ id, index, value }, transfer);
     });
   }
 
@@ -304,6 +316,8 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   #stopped = false;
   #generation = 0;
   #wake: (() => void) | undefined;
+  /** `return()` or `close()` was called: done until a `setState()`. */
+  #closed = false;
 
   constructor(parent: DatasetIterator<T>, options: Resolved) {
     super();
@@ -319,6 +333,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   }
 
   protected async advance(): Promise<IteratorResult<U>> {
+    if (this.#closed) return DONE;
     if (this.#o.workers === 0) return this.#advanceInline();
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
@@ -372,8 +387,9 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     return DONE;
   }
 
-  /** Terminates the threads; a later `next()` starts new ones. */
+  /** Terminates the threads and drops the elements in flight; `next()` then returns done until `setState()`. */
   async close(): Promise<void> {
+    this.#closed = true;
     this.#generation++;
     this.#pending.length = 0;
     this.#filling = false;
@@ -488,6 +504,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     const parentState = copyState(stateObject(checked, 'parent', 'ParallelMap'));
     const nextIndex = stateCount(checked, 'nextIndex', 'ParallelMap');
     this.#generation++;
+    this.#closed = false;
     this.#pending.length = 0;
     this.#stopped = false;
     this.#filling = false;
