@@ -1,8 +1,17 @@
 import { create, fromBinary, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import {
+  CallErrorSchema,
+  GetTaskRequestSchema,
+  GetTaskResponseSchema,
+  HeartbeatRequestSchema,
+  HeartbeatResponseSchema,
+  ReportTaskResultRequestSchema,
+  ReportTaskResultResponseSchema,
+  ShardSchema,
   TaskBatchStreamRequestSchema,
   TaskBatchStreamResponseSchema,
+  TaskSchema,
   TaskStreamRequestSchema,
   TaskStreamResponseSchema,
   TaskType,
@@ -128,6 +137,31 @@ describe('TaskStream codec (hand-written) against the generated protobuf-es code
       const truncated = bytes.subarray(0, cut);
       expect(() => fromBinary(TaskStreamResponseSchema, truncated)).toThrow();
       expect(() => decodeTaskStreamResponse(truncated)).toThrow();
+    }
+  });
+
+  it('knows every field of the messages it encodes (a new field in master.proto must be added to it)', () => {
+    // The encoder writes the fields it knows: one it does not know would be dropped silently.
+    const known: [{ typeName: string; fields: { number: number; name: string }[] }, string[]][] = [
+      [TaskStreamRequestSchema, ['call_id', 'get_task', 'report_task_result', 'heartbeat']],
+      [TaskStreamResponseSchema, ['call_id', 'get_task', 'report_task_result', 'heartbeat', 'error']],
+      [TaskBatchStreamRequestSchema, ['calls']],
+      [TaskBatchStreamResponseSchema, ['results']],
+      [GetTaskRequestSchema, ['worker_id']],
+      [HeartbeatRequestSchema, ['worker_id']],
+      [ReportTaskResultRequestSchema, ['worker_id', 'task_id', 'records_done', 'error']],
+      [GetTaskResponseSchema, ['task', 'job_finished', 'job_error']],
+      [TaskSchema, ['id', 'shard', 'type', 'model_version', 'extended_config', 'epoch', 'lease_ms']],
+      [ShardSchema, ['name', 'start', 'end']],
+      [ReportTaskResultResponseSchema, ['accepted']],
+      [HeartbeatResponseSchema, ['should_stop', 'model_version']],
+      [CallErrorSchema, ['code', 'details']],
+    ];
+    for (const [schema, names] of known) {
+      const fields = schema.fields.map((f) => `${f.number}:${f.name}`);
+      expect(fields, `${schema.typeName}: update src/task-stream-codec.ts`).toEqual(
+        names.map((name, i) => `${i + 1}:${name}`),
+      );
     }
   });
 });
