@@ -107,7 +107,10 @@ export const command: Command = {
     const exportDir = values['export-dir'];
     const checkpoint = values['model-checkpoint'];
     const nonTrainable = checkpoint === undefined ? undefined : loadNonTrainableWeights(checkpoint);
-    const client = await MasterClient.connect(address, token);
+    // One long-lived stream carries get_task / report_task_result / heartbeat: several times cheaper
+    // for the master than unary calls. A broken stream fails its calls as UNAVAILABLE, which
+    // withRetries retries on a fresh stream.
+    const client = await MasterClient.connect(address, token, { transport: 'stream' });
     // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
     const master = withRetries(client, { logger });
     let lastReport = 0;
