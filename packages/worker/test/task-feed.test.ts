@@ -178,8 +178,12 @@ describe('TaskFeed read-ahead', () => {
       expect(run.queuedAtTaskEnd[0]).toBe(2);
       await reader.close();
     }
-    // Without read-ahead the next task is asked for once the current one is read.
+    // Without read-ahead the next task is asked for once the current one is read; a reader that
+    // cannot read ahead (no `prefetch`) keeps that order even with readAhead on.
     expect(base.log[1]).toBe(250);
+    const plainAhead = await runFeed(steps, plain, true);
+    expect(plainAhead.log).toEqual(base.log);
+    expect(plainAhead.segments).toEqual(base.segments);
     const onDemand = await RecordIODataReader.open({ files, prefetch: { threads: 2 } });
     const serial = await runFeed(steps, onDemand, false);
     expect(serial.log[1]).toBe(250);

@@ -64,6 +64,15 @@ const MIB = 1024 * 1024;
  */
 export class RecordIODataReader implements DataReader<Uint8Array> {
   readonly metadata: ReaderMetadata;
+  /**
+   * Announces that `readRecords(range)` will follow: the range is queued on the native prefetcher
+   * now and read ahead, after the ranges announced before it, while earlier ranges are consumed.
+   * Advisory: an invalid range announces nothing, and `readRecords` reports what is wrong in its
+   * turn. Announce only ranges you will read: a range never read costs its read-ahead until
+   * `maxBufferedBytes` of such ranges forces it out. Absent with `prefetch: false` (a reader that
+   * cannot read ahead has no `prefetch`, so callers such as the worker's TaskFeed do not try).
+   */
+  readonly prefetch?: (range: RecordRange) => void;
   readonly #files: readonly string[];
   readonly #dataDir: string | undefined;
   readonly #maxOpenFiles: number;
@@ -96,6 +105,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
             prefetch.maxBufferedBytes,
           );
     this.metadata = { format: 'recordio', files: files.length };
+    if (prefetch !== false) this.prefetch = (range) => this.#announce(range);
   }
 
   /** Checks the options and lists the files (a directory is listed now, once). */
@@ -167,14 +177,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     return this.#ranges?.prefetcher?.stats;
   }
 
-  /**
-   * Announces that `readRecords(range)` will follow: the range is queued on the native prefetcher
-   * now and read ahead, after the ranges announced before it, while earlier ranges are consumed.
-   * Advisory: a range that is invalid, or a reader with `prefetch: false`, announces nothing, and
-   * `readRecords` reports what is wrong in its turn. Announce only ranges you will read: a range
-   * never read costs its read-ahead until `maxBufferedBytes` of such ranges forces it out.
-   */
-  prefetch(range: RecordRange): void {
+  #announce(range: RecordRange): void {
     if (this.#closed || this.#ranges === undefined) return;
     let checked: { shardName: string; start: number; end: number };
     try {
@@ -196,7 +199,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
 
   /**
    * Yields records `[range.start, range.end)` of the file `range.shardName`: through the native
-   * prefetcher (the batches of the same range announced with {@link RecordIODataReader.prefetch},
+   * prefetcher (the batches of the same range announced with `prefetch`,
    * or of one queued now), or with `prefetch: false` straight from the file. Corrupt data ends the
    * range with a `RecordIOError` after the records before it; other ranges are not affected.
    */

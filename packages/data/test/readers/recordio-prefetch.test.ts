@@ -73,6 +73,12 @@ function difference(a: Uint8Array[], b: Uint8Array[]): string | undefined {
   return at < 0 ? undefined : `record ${at} differs`;
 }
 
+/** `reader.prefetch(range)`, which a reader with read-ahead has. */
+function announce(reader: RecordIODataReader, range: RecordRange): void {
+  if (reader.prefetch === undefined) throw new Error('this reader cannot read ahead');
+  reader.prefetch(range);
+}
+
 function expected(range: RecordRange): Uint8Array[] {
   return (written.get(range.shardName) as Uint8Array[]).slice(range.start, range.end);
 }
@@ -128,10 +134,10 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
         try {
           const tasks = randomTasks(seed * 10 + threads, 25);
           // A worker: every task announced when received, read in order, the next ones announced meanwhile.
-          reader.prefetch(tasks[0] as RecordRange);
+          announce(reader, tasks[0] as RecordRange);
           for (const [i, task] of tasks.entries()) {
             const after = tasks[i + 1];
-            if (after !== undefined) reader.prefetch(after);
+            if (after !== undefined) announce(reader, after);
             const got = await readAll(reader, task);
             expect(difference(got, await readAll(direct, task))).toBeUndefined();
             expect(difference(got, expected(task))).toBeUndefined();
@@ -153,7 +159,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
         prefetch: { threads, batchSize: 16, maxBufferedBytes: 1 << 20 },
       });
       const tasks = randomTasks(40 + threads, 12);
-      for (const task of tasks) reader.prefetch(task);
+      for (const task of tasks) announce(reader, task);
       // Last announced first, then the rest two at a time, stepping the two iterators alternately.
       const order = [...tasks.keys()].reverse();
       const last = order.shift() as number;
@@ -190,9 +196,9 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     const never = { shardName: files[0] as string, start: 0, end: 900 };
     const later = { shardName: files[1] as string, start: 0, end: 450 };
     const first = { shardName: files[2] as string, start: 0, end: 320 };
-    reader.prefetch(never);
-    reader.prefetch(later);
-    reader.prefetch(first);
+    announce(reader, never);
+    announce(reader, later);
+    announce(reader, first);
     expect(await readAll(reader, first)).toEqual(expected(first));
     expect(await readAll(reader, later)).toEqual(expected(later));
     // `never` was forced out (its 300+ KiB exceed the bound): read now, it is queued again.
@@ -220,7 +226,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
         tail,
         bad,
       ];
-      for (const task of tasks) reader.prefetch(task);
+      for (const task of tasks) announce(reader, task);
       // In order, then the second bad range after the good ones that follow it.
       expect(await outcome(reader, tasks[0] as RecordRange)).toEqual({
         records: expected(tasks[0] as RecordRange),
@@ -238,8 +244,8 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     // Out of order: the good range announced after a bad one is read first.
     const reader = await RecordIODataReader.open({ files: [...files, corrupt], prefetch: { threads: 2 } });
     const good = { shardName: files[2] as string, start: 0, end: 320 };
-    reader.prefetch(bad);
-    reader.prefetch(good);
+    announce(reader, bad);
+    announce(reader, good);
     expect(await outcome(reader, good)).toEqual({ records: expected(good), error: undefined });
     expect(await outcome(reader, bad)).toEqual(want);
     await reader.close();
@@ -250,8 +256,8 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     const reader = await RecordIODataReader.open({ files, prefetch: { threads: 2, batchSize: 16 } });
     const whole = { shardName: files[0] as string, start: 0, end: 900 };
     const next = { shardName: files[1] as string, start: 10, end: 40 };
-    reader.prefetch(whole);
-    reader.prefetch(next);
+    announce(reader, whole);
+    announce(reader, next);
     let seen = 0;
     for await (const record of reader.readRecords(whole)) {
       expect(record).toEqual(expected(whole)[seen]);
@@ -261,9 +267,9 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     // Bad ranges are not announced (prefetch never throws); readRecords reports them.
     const outside = { shardName: files[1] as string, start: 10, end: 451 };
     const unknown = { shardName: join(dir, 'nope.rio'), start: 0, end: 1 };
-    reader.prefetch(outside);
-    reader.prefetch(unknown);
-    reader.prefetch({ shardName: '', start: -1, end: 0 } as RecordRange);
+    announce(reader, outside);
+    announce(reader, unknown);
+    announce(reader, { shardName: '', start: -1, end: 0 } as RecordRange);
     await expect(readAll(reader, outside)).rejects.toMatchObject({ code: 'OUT_OF_RANGE' });
     await expect(readAll(reader, unknown)).rejects.toMatchObject({ code: 'UNKNOWN_SHARD' });
     expect(await readAll(reader, { shardName: files[1] as string, start: 7, end: 7 })).toEqual([]);
@@ -276,7 +282,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
       prefetch: { threads: 1, batchSize: 4, maxBufferedBytes: 4096 },
     });
     const range = { shardName: files[0] as string, start: 0, end: 900 };
-    reader.prefetch(range);
+    announce(reader, range);
     const iterator = reader.readRecords(range)[Symbol.asyncIterator]();
     expect((await iterator.next()).value).toEqual(expected(range)[0]);
     await reader.close();
@@ -285,7 +291,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     })();
     await expect(rest).rejects.toMatchObject({ code: 'CLOSED' });
     await expect(readAll(reader, range)).rejects.toMatchObject({ code: 'CLOSED' });
-    reader.prefetch(range); // no effect, no throw
+    reader.prefetch?.(range); // no effect, no throw
   });
 
   it('describes its prefetch options, refuses bad ones, and keeps describe() unchanged by default', async () => {
@@ -295,7 +301,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     expect(again.describe()).toEqual(reader.describe());
     const off = await RecordIODataReader.open({ files, prefetch: false });
     expect(off.describe().params.prefetch).toBe(false);
-    off.prefetch({ shardName: files[0] as string, start: 0, end: 10 });
+    expect(off.prefetch).toBeUndefined(); // cannot read ahead: callers do not announce
     expect(off.prefetchStats).toBeUndefined();
     const plain = await RecordIODataReader.open({ files });
     expect('prefetch' in plain.describe().params).toBe(false);
