@@ -140,7 +140,7 @@ for (const model of models) {
   ];
   for (let pass = 0; pass < repeat; pass++) {
     for (const loop of loops) {
-      const timers = runLoop(model, loop.prefetch);
+      const timers = { ...runLoop(model, loop.prefetch), load: os.loadavg()[0] };
       if (loop.best === undefined || timers.totalSeconds < loop.best.totalSeconds) loop.best = timers;
     }
   }
@@ -151,11 +151,11 @@ for (const model of models) {
     `\nmodel ${model}: ${steps} steps (${epochsOf(model)} epoch(s)); input work alone ${perMinibatch.toFixed(1)} ms per minibatch` +
       (model === 'linear-costly' ? ` (preprocessing x ${inputRepeat})` : ''),
   );
-  console.log(`| loop | Total | ${columns.join(' | ')} |`);
-  console.log(`|---|${'---:|'.repeat(columns.length + 1)}`);
+  console.log(`| loop | Total | ${columns.join(' | ')} | load avg |`);
+  console.log(`|---|${'---:|'.repeat(columns.length + 2)}`);
   for (const { name, best } of loops) {
     console.log(
-      `| ${name} | ${best.totalSeconds.toFixed(2)} | ${columns.map((c) => best.job[c].seconds.toFixed(2)).join(' | ')} |`,
+      `| ${name} | ${best.totalSeconds.toFixed(2)} | ${columns.map((c) => best.job[c].seconds.toFixed(2)).join(' | ')} | ${best.load.toFixed(1)} |`,
     );
   }
   // The serialized run's own split: input (read + datasetFn) and the rest of each step.
