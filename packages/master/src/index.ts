@@ -15,8 +15,8 @@ export { auc, MetricsAccumulator } from './evaluation-metrics.js';
 export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
-export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 export * from './kubernetes/index.js';
+export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
   type AppliedGradient,
