@@ -60,7 +60,7 @@ if (!existsSync(dataDir) || readdirSync(dataDir).filter((f) => f.endsWith('.rio'
 }
 
 /** The input work alone: the datasetFn's preprocessing of real minibatches, on this thread. */
-async function inputWorkPerMinibatch() {
+async function inputWorkPerMinibatch(augment) {
   const { RecordIOReader } = await import(recordio);
   const { preprocessCifar10Batch } = await import(CIFAR10_PREPROCESS_MODULE.href);
   const file = path.join(dataDir, readdirSync(dataDir).filter((f) => f.endsWith('.rio'))[0]);
@@ -70,7 +70,7 @@ async function inputWorkPerMinibatch() {
   reader.close();
   const batches = [];
   for (let i = 0; i + MINIBATCH <= all.length; i += MINIBATCH) batches.push(all.slice(i, i + MINIBATCH));
-  const args = { augment: true, seed: 1, minibatchSize: MINIBATCH };
+  const args = { augment, seed: 1, minibatchSize: MINIBATCH };
   // One pass to warm the JIT up, then the fastest of 5 passes (the machine is shared).
   let best = Number.POSITIVE_INFINITY;
   for (let pass = 0; pass < 6; pass++) {
@@ -115,13 +115,16 @@ function runLoop(model, prefetch) {
   return JSON.parse(line).workers[0].timers;
 }
 
-const inputMs = await inputWorkPerMinibatch();
+const inputMs = await inputWorkPerMinibatch(true);
+const inputMsPlain = await inputWorkPerMinibatch(false);
+/** The zoo's cifar10-small trains without augmentation (see its module); the others with it. */
+const augments = (model) => model !== 'cifar10-small';
 console.log(`machine: ${machineLine()}; load average ${os.loadavg()[0].toFixed(1)} at start`);
 console.log(
   `backend ${backend}, ${records} records, minibatch ${MINIBATCH}, 32 minibatches per task, grads_to_wait 1, 1 worker; pipelined: prefetch 2 + mapParallel on ${inputThreads} input thread(s)`,
 );
 console.log(
-  `input work alone (decode + normalise + random crop/flip of one minibatch, this thread): ${inputMs.toFixed(2)} ms per minibatch`,
+  `input work alone (decode + normalise [+ random crop/flip] of one minibatch, this thread): ${inputMsPlain.toFixed(2)} [${inputMs.toFixed(2)}] ms per minibatch`,
 );
 
 const columns = [
@@ -146,9 +149,10 @@ for (const model of models) {
   }
   const [serial, pipelined] = loops.map((l) => l.best);
   const steps = serial.job.compute_loss.count;
-  const perMinibatch = model === 'linear-costly' ? inputRepeat * inputMs : inputMs;
+  const perMinibatch =
+    (model === 'linear-costly' ? inputRepeat : 1) * (augments(model) ? inputMs : inputMsPlain);
   console.log(
-    `\nmodel ${model}: ${steps} steps (${epochsOf(model)} epoch(s)); input work alone ${perMinibatch.toFixed(1)} ms per minibatch` +
+    `\nmodel ${model}: ${steps} steps (${epochsOf(model)} epoch(s)); input work alone ${perMinibatch.toFixed(1)} ms per minibatch${augments(model) ? '' : ' (no augmentation)'}` +
       (model === 'linear-costly' ? ` (preprocessing x ${inputRepeat})` : ''),
   );
   console.log(`| loop | Total | ${columns.join(' | ')} | load avg |`);
