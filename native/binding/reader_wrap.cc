@@ -261,8 +261,7 @@ Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
     d.Reject(MakeError(env, Status(ErrorCode::kClosed, "reader is closed"), path_).Value());
     return d.Promise();
   }
-  auto* worker =
-      new ReadWorker(env, core_, args, std::move(reuse_data), std::move(reuse_bounds));
+  auto* worker = new ReadWorker(env, core_, args, std::move(reuse_data), std::move(reuse_bounds));
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;

@@ -169,8 +169,10 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
   // One reservation for the whole batch: exact for stored chunks, an estimate otherwise.
   uint64_t data_estimate = 0;
   uint64_t record_estimate = 0;
+  bool all_stored = true;  // then the estimate is exact
   for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
     const ChunkInfo& info = chunks[c];
+    all_stored = all_stored && info.header.compressor == static_cast<uint32_t>(Compressor::kNone);
     const uint64_t decoded = DecodedEstimate(info, index.file_size);
     data_estimate += decoded;
     const uint64_t lo = std::max(start, info.first_record);
@@ -178,17 +180,14 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
     // A lying header must not make us reserve more than its payload is likely to hold.
     record_estimate += std::min(hi - lo, decoded / kLengthPrefixSize + 1);
   }
-  // Storage handed back for reuse (ByteBuffer::Borrow) is kept when the estimate fits in it. When
-  // it does not, the batch moves to a new block now, while it is empty (no copy), with 1/8 of
-  // headroom so that the next batch of about the same size fits in it once it is handed back: a
-  // buffer outgrown in the middle of a batch would cost a copy and fresh pages on every batch.
-  // (The decoders reserve per chunk from the same estimates, so a block that holds the batch's
-  // estimate is never regrown for ratios up to the estimate's.)
-  const uint64_t data_want = std::min(data_estimate, kMaxDecodedBytes);
-  if (out->data.borrowed() && out->data.capacity() < data_want) {
-    out->data.Reserve(static_cast<size_t>(std::min(data_want + data_want / 8, kMaxDecodedBytes)));
-  } else {
-    out->data.Reserve(static_cast<size_t>(data_want));
+  // Storage handed back for reuse (ByteBuffer::Borrow) is kept even when the estimate exceeds it:
+  // for compressed chunks the estimate is a guess (gzip's 4x is far too much for data that does not
+  // compress), and abandoning the buffer up front would mean fresh pages for every batch. A batch
+  // that really outgrows it moves to a larger owned block once, which is what JavaScript then hands
+  // back, so batches of a steady size settle on buffers that fit. (Stored chunks: the estimate is
+  // exact, and moving while still empty copies nothing.)
+  if (!out->data.borrowed() || all_stored) {
+    out->data.Reserve(static_cast<size_t>(std::min(data_estimate, kMaxDecodedBytes)));
   }
   out->bounds.Reserve(static_cast<size_t>(std::min(record_estimate, kMaxDecodedBytes / 4)) * 8);
 

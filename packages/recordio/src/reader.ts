@@ -83,7 +83,11 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   #spareBounds: ArrayBuffer[] = [];
   readonly #recycle: BatchRecycler = (data, bounds) => {
     if (this.#closed) return;
-    if (data instanceof ArrayBuffer && data.byteLength >= MIN_SPARE_BYTES && this.#spareData.length < SPARE_BUFFERS) {
+    if (
+      data instanceof ArrayBuffer &&
+      data.byteLength >= MIN_SPARE_BYTES &&
+      this.#spareData.length < SPARE_BUFFERS
+    ) {
       this.#spareData.push(data);
     }
     if (
@@ -193,7 +197,13 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     this.#checkOpen(callSite);
     let result: NativeReadResult;
     try {
-      result = this.#native.readSync(start, count, this.#skipCorrupt, this.#spareData.pop(), this.#spareBounds.pop());
+      result = this.#native.readSync(
+        start,
+        count,
+        this.#skipCorrupt,
+        this.#spareData.pop(),
+        this.#spareBounds.pop(),
+      );
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
@@ -335,7 +345,13 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
     this.#checkOpen(callSite);
     try {
-      return await this.#native.read(start, count, this.#skipCorrupt, this.#spareData.pop(), this.#spareBounds.pop());
+      return await this.#native.read(
+        start,
+        count,
+        this.#skipCorrupt,
+        this.#spareData.pop(),
+        this.#spareBounds.pop(),
+      );
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
