@@ -11,6 +11,7 @@ namespace edl::prefetch {
 
 using recordio::ByteBuffer;
 using recordio::ChunkInfo;
+using recordio::DecodedEstimate;
 using recordio::ErrorCode;
 using recordio::ReadOutput;
 using recordio::Result;
@@ -21,22 +22,6 @@ namespace {
 // Planned pieces held at once (decoding, decoded or waiting): keeps the bookkeeping bounded even
 // when chunks are tiny or empty and the byte budget would allow thousands.
 constexpr size_t kMaxPieces = 256;
-
-// Likely decoded size of a chunk (the reader's estimate): exact for stored chunks. Sizes from the
-// header are clamped to what the file holds first.
-uint64_t DecodedEstimate(const ChunkInfo& c, uint64_t file_size) {
-  const uint64_t payload_at = c.offset + recordio::kHeaderSize;
-  const uint64_t in_file = file_size > payload_at ? file_size - payload_at : 0;
-  const uint64_t stored = std::min<uint64_t>(c.header.compressed_size, in_file);
-  switch (c.header.compressor) {
-    case 0:
-      return stored;
-    case 1:
-      return stored * 2;
-    default:
-      return stored * 4;
-  }
-}
 
 // Index of the first chunk holding a record >= `record` (chunks without records before it hold
 // nothing requested).

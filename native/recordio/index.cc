@@ -1,5 +1,6 @@
 #include "index.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -51,6 +52,20 @@ Status ScanIndex(const RandomAccessFile& file, FileIndex* index) {
     offset += kHeaderSize + uint64_t{info.header.compressed_size};
   }
   return Status::Ok();
+}
+
+uint64_t DecodedEstimate(const ChunkInfo& chunk, uint64_t file_size) {
+  const uint64_t payload_at = chunk.offset + kHeaderSize;
+  const uint64_t in_file = file_size > payload_at ? file_size - payload_at : 0;
+  const uint64_t stored = std::min<uint64_t>(chunk.header.compressed_size, in_file);
+  switch (chunk.header.compressor) {
+    case 0:
+      return stored;
+    case 1:
+      return stored * 2;
+    default:
+      return stored * 4;
+  }
 }
 
 }  // namespace edl::recordio

@@ -27,6 +27,11 @@ struct FileIndex {
   Status tail;
 };
 
+/// Likely decoded size of a chunk, for reservations and byte budgets only: exact for stored
+/// chunks, 2x for snappy and 4x for gzip. Sizes from the header are first clamped to what the file
+/// holds, so a lying header cannot make a caller reserve memory.
+uint64_t DecodedEstimate(const ChunkInfo& chunk, uint64_t file_size);
+
 /// Scans the chunk headers of `file`: one positioned read of kHeaderSize bytes per chunk, never a
 /// payload. A last chunk whose payload is cut short is still listed (reading it is TRUNCATED).
 /// Returns a non-OK status only for I/O errors.

@@ -10,22 +10,6 @@ namespace edl::recordio {
 
 namespace {
 
-// Likely decoded size of a chunk, for reservations only. Sizes from the header are first clamped
-// to what the file holds, so a lying header cannot make us reserve memory.
-uint64_t DecodedEstimate(const ChunkInfo& c, uint64_t file_size) {
-  const uint64_t payload_at = c.offset + kHeaderSize;
-  const uint64_t in_file = file_size > payload_at ? file_size - payload_at : 0;
-  const uint64_t stored = std::min<uint64_t>(c.header.compressed_size, in_file);
-  switch (c.header.compressor) {
-    case 0:
-      return stored;
-    case 1:
-      return stored * 2;
-    default:
-      return stored * 4;
-  }
-}
-
 bool StopsEveryMode(ErrorCode code) {
   return code == ErrorCode::kIo || code == ErrorCode::kTooLarge;
 }
