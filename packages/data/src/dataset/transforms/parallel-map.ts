@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
+import { ParentChain } from '../parent-chain.js';
 import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
 import { expectInteger, invalidArgument } from '../validate.js';
 
@@ -308,10 +309,8 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   /** Index of the next element to return, and of the next one to read from the parent. */
   #nextIndex = 0;
   #readIndex = 0;
-  /** Parent calls are chained so that a restore waits for a running read. */
-  #parentChain: Promise<void> = Promise.resolve();
-  #queued = 0;
-  #chainError: unknown;
+  /** Every parent call goes through this chain, so a restore waits for a running read. */
+  readonly #chain = new ParentChain(() => this.#notify());
   #filling = false;
   #stopped = false;
   #generation = 0;
@@ -337,11 +336,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     if (this.#o.workers === 0) return this.#advanceInline();
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
-      if (this.#chainError !== undefined) {
-        const error = this.#chainError;
-        this.#chainError = undefined;
-        throw error;
-      }
+      this.#chain.throwIfFailed();
       const entry = this.#pending.shift();
       if (entry !== undefined) {
         this.#state = entry.stateAfter;
@@ -407,20 +402,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     if (this.#filling || this.#stopped || this.#pending.length >= this.#o.bufferSize) return;
     this.#filling = true;
     const generation = this.#generation;
-    this.#enqueue(() => this.#fill(generation));
-  }
-
-  #enqueue(operation: () => void | Promise<void>): void {
-    this.#queued++;
-    this.#parentChain = this.#parentChain
-      .then(operation)
-      .catch((error: unknown) => {
-        this.#chainError = error;
-      })
-      .finally(() => {
-        this.#queued--;
-        this.#notify();
-      });
+    this.#chain.enqueue(() => this.#fill(generation));
   }
 
   async #fill(generation: number): Promise<void> {
@@ -511,8 +493,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     this.#state = parentState;
     this.#nextIndex = nextIndex;
     this.#readIndex = nextIndex;
-    if (this.#queued > 0) this.#enqueue(() => this.#parent.setState(parentState));
-    else this.#parent.setState(parentState);
+    this.#chain.runAfterQueued(() => this.#parent.setState(parentState));
   }
 
   toString(): string {

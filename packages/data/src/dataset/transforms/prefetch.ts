@@ -1,5 +1,6 @@
 import type { DatasetIterator, JsonObject } from '../../protocols.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
+import { ParentChain } from '../parent-chain.js';
 import { RingBuffer } from '../ring-buffer.js';
 import { copyState, expectStateObject, stateObject } from '../state.js';
 
@@ -26,11 +27,7 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
   /** Parent state at the position of the next element to return; undefined before the first read. */
   #state: JsonObject | undefined;
   /** Every parent call goes through this chain, so a restore waits for a running read. */
-  #parentChain: Promise<void> = Promise.resolve();
-  /** Operations queued on the chain and not finished yet. */
-  #queued = 0;
-  /** A parent operation of the chain that failed (a deferred restore): reported by the next `next()`. */
-  #chainError: unknown;
+  readonly #chain = new ParentChain(() => this.#notify());
   #filling = false;
   /** The parent returned done or failed: stop reading ahead until the consumer gets there. */
   #stopped = false;
@@ -47,11 +44,7 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
   protected async advance(): Promise<IteratorResult<T>> {
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
-      if (this.#chainError !== undefined) {
-        const error = this.#chainError;
-        this.#chainError = undefined;
-        throw error;
-      }
+      this.#chain.throwIfFailed();
       const entry = this.#buffer.shift();
       if (entry !== undefined) {
         this.#state = entry.stateAfter;
@@ -80,21 +73,7 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
     if (this.#filling || this.#stopped || this.#buffer.length >= this.#bufferSize) return;
     this.#filling = true;
     const generation = this.#generation;
-    this.#enqueue(() => this.#fill(generation));
-  }
-
-  /** Appends a parent operation to the chain; a failure is kept for the consumer, never unhandled. */
-  #enqueue(operation: () => void | Promise<void>): void {
-    this.#queued++;
-    this.#parentChain = this.#parentChain
-      .then(operation)
-      .catch((error: unknown) => {
-        this.#chainError = error;
-      })
-      .finally(() => {
-        this.#queued--;
-        this.#notify();
-      });
+    this.#chain.enqueue(() => this.#fill(generation));
   }
 
   async #fill(generation: number): Promise<void> {
@@ -137,12 +116,8 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
     this.#stopped = false;
     this.#state = parentState;
     this.#filling = false;
-    if (this.#queued > 0) {
-      // A background read (or an earlier restore) is still running on the parent: restore it after.
-      this.#enqueue(() => this.#parent.setState(parentState));
-    } else {
-      this.#parent.setState(parentState);
-    }
+    // A background read (or an earlier restore) may still be running on the parent: restore after it.
+    this.#chain.runAfterQueued(() => this.#parent.setState(parentState));
   }
 
   toString(): string {
