@@ -78,6 +78,10 @@ export class TFRecordReader implements AsyncDisposable {
   readonly #batchRecords: number;
   #fd: number | undefined;
   #closedFlag = false;
+  /** The decompressing stream left where the last range of a compressed file ended. */
+  #cursor:
+    | { next: number; iterator: AsyncIterator<RecordBatch>; leftover: RecordBatch | undefined }
+    | undefined;
   #spare: ArrayBuffer | undefined;
   readonly #recycle: BatchRecycler = (data) => {
     if (
@@ -271,13 +275,7 @@ export class TFRecordReader implements AsyncDisposable {
     if (n === 0) return;
     const offsets = this.#offsets;
     if (offsets === undefined) {
-      yield* decodeFrameStream(decompressed(this.path, this.compression), {
-        path: this.path,
-        compressed: true,
-        start,
-        count: n,
-        batchRecords: this.#batchRecords,
-      });
+      yield* this.#streamBatches(start, n);
       return;
     }
     const end = start + n;
@@ -295,6 +293,55 @@ export class TFRecordReader implements AsyncDisposable {
     }
   }
 
+  /**
+   * Batches of a compressed file, from a decompressing stream. The stream that ended a range is
+   * kept, so that reading the next range (the next task of the same shard) continues it instead of
+   * decompressing the file again from its start.
+   */
+  async *#streamBatches(start: number, count: number): AsyncGenerator<RecordBatch> {
+    let cursor = this.#cursor;
+    this.#cursor = undefined;
+    if (cursor === undefined || cursor.next !== start) {
+      void cursor?.iterator.return?.(undefined);
+      const stream = decodeFrameStream(decompressed(this.path, this.compression), {
+        path: this.path,
+        compressed: true,
+        start,
+        count: Number.POSITIVE_INFINITY,
+        batchRecords: this.#batchRecords,
+      });
+      cursor = { next: start, iterator: stream[Symbol.asyncIterator](), leftover: undefined };
+    }
+    const end = start + count;
+    let completed = false;
+    try {
+      while (cursor.next < end) {
+        let batch = cursor.leftover;
+        cursor.leftover = undefined;
+        if (batch === undefined) {
+          const r = await cursor.iterator.next();
+          if (r.done === true) break;
+          batch = r.value;
+        }
+        const take = Math.min(batch.length, end - cursor.next);
+        if (take < batch.length) {
+          cursor.leftover = new RecordBatch(
+            batch.data,
+            batch.bounds.subarray(2 * take),
+            batch.firstRecord + take,
+          );
+          batch = new RecordBatch(batch.data, batch.bounds.subarray(0, 2 * take), batch.firstRecord);
+        }
+        cursor.next += take;
+        yield batch;
+      }
+      completed = cursor.next >= end;
+    } finally {
+      if (completed && !this.#closedFlag) this.#cursor = cursor;
+      else void cursor.iterator.return?.(undefined);
+    }
+  }
+
   /** Every record of `[start, start + count)`, as views (never released by the library). */
   async *records(start = 0, count?: number): AsyncGenerator<Uint8Array> {
     for await (const batch of this.batches(start, count)) {
@@ -308,6 +355,8 @@ export class TFRecordReader implements AsyncDisposable {
     const fd = this.#fd;
     this.#fd = undefined;
     this.#spare = undefined;
+    void this.#cursor?.iterator.return?.(undefined);
+    this.#cursor = undefined;
     if (fd !== undefined) closeSync(fd);
   }
 
