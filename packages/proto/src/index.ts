@@ -27,3 +27,4 @@ export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } fro
 export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
+export * as example from './example/index.js';
