@@ -16,7 +16,9 @@ export function decodeExample(bytes: Uint8Array): Example {
   try {
     return fromBinary(ExampleSchema, bytes);
   } catch (error) {
-    throw new EdlProtoError('BAD_EXAMPLE', `not a tf.train.Example: ${(error as Error).message}`, { cause: error });
+    throw new EdlProtoError('BAD_EXAMPLE', `not a tf.train.Example: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -36,7 +38,9 @@ export function encodeExample(features: Readonly<Record<string, ExampleFeatureIn
     let feature: Feature;
     switch (input.type) {
       case 'float32':
-        feature = create(FeatureSchema, { kind: { case: 'floatList', value: { value: Array.from(input.values) } } });
+        feature = create(FeatureSchema, {
+          kind: { case: 'floatList', value: { value: Array.from(input.values) } },
+        });
         break;
       case 'int64':
         feature = create(FeatureSchema, {

@@ -2,7 +2,12 @@
 export type FeatureType = 'float32' | 'int64' | 'bytes';
 
 /** A feature's default when an Example lacks it: one value (repeated to the shape) or all of them. */
-export type FeatureDefault = number | string | Uint8Array | readonly number[] | readonly (string | Uint8Array)[];
+export type FeatureDefault =
+  | number
+  | string
+  | Uint8Array
+  | readonly number[]
+  | readonly (string | Uint8Array)[];
 
 /**
  * How to parse one feature, in the spirit of `tf.io.FixedLenFeature` / `tf.io.VarLenFeature`:
@@ -85,7 +90,9 @@ export function compileSpec(spec: ExampleSpec): CompiledFeature[] {
   for (const [name, feature] of Object.entries(spec)) {
     const where = `spec[${JSON.stringify(name)}]`;
     if (feature === null || typeof feature !== 'object') {
-      throw new TypeError(`Expected { type, shape?, default? } for ${where} but received ${describe(feature)}`);
+      throw new TypeError(
+        `Expected { type, shape?, default? } for ${where} but received ${describe(feature)}`,
+      );
     }
     if (!TYPES.includes(feature.type)) {
       throw new TypeError(
@@ -123,7 +130,10 @@ export function compileSpec(spec: ExampleSpec): CompiledFeature[] {
           `Expected 1 or ${size} values for ${where}.default but received ${values.length}`,
         );
       }
-      fill = values.length === size ? values : Array.from({ length: size }, () => values[0] as number | Uint8Array);
+      fill =
+        values.length === size
+          ? values
+          : Array.from({ length: size }, () => values[0] as number | Uint8Array);
     }
     out.push({
       name,

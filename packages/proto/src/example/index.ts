@@ -8,7 +8,7 @@
  */
 export * from '../generated/tensorflow/core/example/example_pb.js';
 export * from '../generated/tensorflow/core/example/feature_pb.js';
-export { decodeExample, encodeExample, type ExampleFeatureInput, exampleToJson } from './example-json.js';
+export { decodeExample, type ExampleFeatureInput, encodeExample, exampleToJson } from './example-json.js';
 export type {
   DenseFeature,
   ExampleSpec,

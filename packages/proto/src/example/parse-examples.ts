@@ -173,7 +173,10 @@ export function parseExamples<S extends ExampleSpec>(batch: ExampleBatch, spec: 
   const features = compiledFor(spec);
   const isArray = Array.isArray(batch);
   const bounds = isArray ? undefined : (batch as { bounds: Uint32Array }).bounds;
-  if (!isArray && !(bounds instanceof Uint32Array && (batch as { data: unknown }).data instanceof Uint8Array)) {
+  if (
+    !isArray &&
+    !(bounds instanceof Uint32Array && (batch as { data: unknown }).data instanceof Uint8Array)
+  ) {
     throw new TypeError('Expected a record batch { data, bounds } or an array of Uint8Array for batch');
   }
   const n = isArray ? (batch as readonly Uint8Array[]).length : (bounds as Uint32Array).length >>> 1;
@@ -225,7 +228,8 @@ export function parseExamples<S extends ExampleSpec>(batch: ExampleBatch, spec: 
     starts.fill(-1);
     try {
       locate(cursor, begin, end, features, starts, ends);
-      for (let k = 0; k < sinks.length; k++) fill(cursor, sinks[k] as Sink, i, starts[k] as number, ends[k] as number);
+      for (let k = 0; k < sinks.length; k++)
+        fill(cursor, sinks[k] as Sink, i, starts[k] as number, ends[k] as number);
     } catch (error) {
       if (error instanceof WireError) {
         throw new ExampleParseError(`example ${i}: malformed Example: ${error.message}`, i, undefined);
