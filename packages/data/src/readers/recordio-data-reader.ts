@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { Prefetcher, RecordIOReader } from '@edl/recordio';
+import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type {
   DataReader,
   JsonObject,
@@ -198,12 +198,14 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   }
 
   /**
-   * Yields records `[range.start, range.end)` of the file `range.shardName`: through the native
-   * prefetcher (the batches of the same range announced with `prefetch`,
-   * or of one queued now), or with `prefetch: false` straight from the file. Corrupt data ends the
-   * range with a `RecordIOError` after the records before it; other ranges are not affected.
+   * Yields the records `[range.start, range.end)` of the file `range.shardName` a batch at a time,
+   * as the native core decoded them: through the native prefetcher (the batches of the same range
+   * announced with `prefetch`, or of one queued now), or with `prefetch: false` straight from the
+   * file. Release each batch when its records are no longer needed: its buffers then go back to
+   * the decoder instead of waiting for garbage collection. Corrupt data ends the range with a
+   * `RecordIOError` after the records before it; other ranges are not affected.
    */
-  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+  async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
     this.#checkOpen();
     const { shardName, start, end } = checkRange(range);
     if (!this.#owns(shardName)) {
@@ -222,14 +224,22 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       }
       if (end <= start) return;
       if (this.#ranges === undefined) {
-        yield* reader.records(start, end - start);
+        yield* reader.batches(start, end - start);
         return;
       }
-      for await (const batch of this.#ranges.read({ path: shardName, start, count: end - start })) {
-        for (let i = 0; i < batch.length; i++) yield batch.get(i);
-      }
+      yield* this.#ranges.read({ path: shardName, start, count: end - start });
     } finally {
       this.#cache.release(shardName);
+    }
+  }
+
+  /**
+   * Yields records `[range.start, range.end)` of the file `range.shardName`, as views into the
+   * batches of {@link RecordIODataReader.readBatches} (never released, so they stay valid).
+   */
+  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+    for await (const batch of this.readBatches(range)) {
+      for (let i = 0; i < batch.length; i++) yield batch.get(i);
     }
   }
 
