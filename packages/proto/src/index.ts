@@ -4,6 +4,7 @@
  */
 
 export { EdlProtoError, grpcStatusName, MasterRpcError } from './errors.js';
+export * as example from './example/index.js';
 export * from './generated/edl/v1/master_pb.js';
 export {
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -27,4 +28,3 @@ export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } fro
 export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
-export * as example from './example/index.js';

@@ -309,7 +309,7 @@ describe('TaskFeed batches', () => {
       expect(got.every((r, i) => r.equals(want[i] as Buffer))).toBe(true);
     }
     for (let i = 0; i < 250; i++) {
-      expect((single.perTask.get(1)?.[i] as Buffer).equals(Buffer.from(record(0, i)))).toBe(true);
+      expect((single.perTask.get(1) as Buffer[])[i]?.equals(Buffer.from(record(0, i)))).toBe(true);
     }
     await recordio.close();
     await plain.close();
