@@ -1,5 +1,4 @@
-import { readdir, stat } from 'node:fs/promises';
-import { dirname, extname, join, resolve } from 'node:path';
+import { dirname, extname, resolve } from 'node:path';
 import {
   type RecordBatch,
   TFRECORD_COMPRESSIONS,
@@ -15,8 +14,9 @@ import type {
   Shard,
 } from '../protocols.js';
 import { DataReaderError } from './errors.js';
+import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { ReaderCache } from './reader-cache.js';
-import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
+import { checkInteger, checkNonEmptyString, checkObject, expectedMessage } from './validate.js';
 
 /** File name extensions of TFRecord files (a trailing `.gz`/`.zz`/`.zlib` is allowed after them). */
 export const TFRECORD_EXTENSIONS: readonly string[] = ['.tfrecord', '.tfrecords', '.tfrec'];
@@ -130,7 +130,7 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
       }
       files = [...new Set(o.files.map((f, i) => resolve(checkNonEmptyString(f, `options.files[${i}]`))))];
     }
-    files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    files.sort(compareCodeUnits);
     return new TFRecordDataReader(
       files,
       dataDir,
@@ -165,21 +165,14 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
   /** Records `[range.start, range.end)` of the file `range.shardName`, a batch at a time. */
   async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
     this.#checkOpen();
-    const { shardName, start, end } = checkRange(range);
-    if (!this.#owns(shardName)) {
-      throw new DataReaderError(
-        'UNKNOWN_SHARD',
-        `shard ${JSON.stringify(shardName)} is not one of the files of this reader (${this.#dataDir ?? `${this.#files.length} files`})`,
-      );
-    }
+    const { shardName, start, end } = checkFileRange(
+      range,
+      (path) => this.#owns(path),
+      this.#dataDir ?? `${this.#files.length} files`,
+    );
     const reader = await this.#cache.acquire(shardName);
     try {
-      if (end > reader.numRecords) {
-        throw new DataReaderError(
-          'OUT_OF_RANGE',
-          `records [${start}, ${end}) of ${shardName}, which has ${reader.numRecords} records`,
-        );
-      }
+      checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
       yield* reader.batches(start, end - start);
     } finally {
@@ -223,24 +216,10 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
 }
 
 /** The TFRecord files directly in `dataDir` (by extension; hidden files skipped). */
-export async function listTFRecordFiles(dataDir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dataDir);
-  } catch (error) {
-    throw new DataReaderError('IO', `cannot list ${dataDir}: ${(error as Error).message}`, error);
-  }
-  const files: string[] = [];
-  for (const name of names) {
-    if (name.startsWith('.') || !isTFRecordPath(name)) continue;
-    const path = join(dataDir, name);
-    if ((await stat(path)).isFile()) files.push(path);
-  }
-  if (files.length === 0) {
-    throw new DataReaderError(
-      'NO_FILES',
-      `${dataDir} holds no TFRecord file (${TFRECORD_EXTENSIONS.join(', ')})`,
-    );
-  }
-  return files;
+export function listTFRecordFiles(dataDir: string): Promise<string[]> {
+  return listDataFiles(
+    dataDir,
+    isTFRecordPath,
+    `${dataDir} holds no TFRecord file (${TFRECORD_EXTENSIONS.join(', ')})`,
+  );
 }

@@ -435,6 +435,14 @@ export class TFRecordReader implements AsyncDisposable {
     return { batch, fault };
   }
 
+  #readError(error: unknown, offset: number): TFRecordError {
+    return new TFRecordError('IO', `cannot read: ${(error as Error).message}`, {
+      path: this.path,
+      offset,
+      cause: error,
+    });
+  }
+
   #readRangeSync(start: number, count: number): { batch: RecordBatch; fault: TFRecordError | undefined } {
     const { begin, span, buffer } = this.#prepare(start, count);
     let got = 0;
@@ -445,11 +453,7 @@ export class TFRecordReader implements AsyncDisposable {
         got += n;
       }
     } catch (error) {
-      throw new TFRecordError('IO', `cannot read: ${(error as Error).message}`, {
-        path: this.path,
-        offset: begin + got,
-        cause: error,
-      });
+      throw this.#readError(error, begin + got);
     }
     return this.#finish(start, count, begin, buffer, got);
   }
@@ -468,11 +472,7 @@ export class TFRecordReader implements AsyncDisposable {
         got += bytesRead;
       }
     } catch (error) {
-      throw new TFRecordError('IO', `cannot read: ${(error as Error).message}`, {
-        path: this.path,
-        offset: begin + got,
-        cause: error,
-      });
+      throw this.#readError(error, begin + got);
     }
     return this.#finish(start, count, begin, buffer, got);
   }

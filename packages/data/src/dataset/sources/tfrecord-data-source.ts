@@ -1,7 +1,8 @@
 import { TFRecordReader } from '@edl/recordio';
 import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
 import { DatasetError } from '../errors.js';
-import { expectInteger, invalidArgument } from '../validate.js';
+import { invalidArgument } from '../validate.js';
+import { locateRecord } from './locate-record.js';
 
 /**
  * Random access to the records of uncompressed TFRecord files, in order, as one source (Grain's
@@ -72,7 +73,7 @@ export class TFRecordDataSource implements RandomAccessDataSource<Uint8Array> {
 
   /** Record `index` of the concatenated files. */
   get(index: number): Promise<Uint8Array> {
-    const [file, local] = this.#locate(index);
+    const [file, local] = locateRecord(this.#starts, index);
     return (this.#readers[file] as TFRecordReader).get(local);
   }
 
@@ -92,19 +93,5 @@ export class TFRecordDataSource implements RandomAccessDataSource<Uint8Array> {
 
   toString(): string {
     return `TFRecordDataSource(${this.paths.length} files, ${this.length} records)`;
-  }
-
-  #locate(index: number): [file: number, local: number] {
-    if (!(Number.isInteger(index) && index >= 0 && index < this.length)) {
-      expectInteger(index, 'index', 0, Math.max(0, this.length - 1));
-    }
-    let lo = 0;
-    let hi = this.#readers.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if ((this.#starts[mid] as number) <= index) lo = mid;
-      else hi = mid - 1;
-    }
-    return [lo, index - (this.#starts[lo] as number)];
   }
 }
