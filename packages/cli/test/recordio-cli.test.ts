@@ -294,7 +294,10 @@ describe('bad arguments: one line, then the usage, exit 2, no stack trace', () =
       ['cat', 'a.rio', '--start', 'abc'],
       "edl recordio: Expected a non-negative integer for --start but received 'abc'",
     ],
-    [['cat', 'a.rio', '--count', '-1'], "edl recordio: Option '--count' argument is ambiguous"],
+    [
+      ['cat', 'a.rio', '--count', '-1'],
+      "edl recordio: Expected a non-negative integer for --count but received '-1'",
+    ],
     [
       ['cat', 'a.rio', '--format', 'xml'],
       "edl recordio: Expected one of raw, hex, base64, jsonl for --format but received 'xml'",
