@@ -77,13 +77,15 @@ export function parseCommandLine<const S extends OptionSpecs>(
       if (spec === undefined) throw new UsageError(`Unknown option '--${name}'`);
       let value: string;
       if (spec.type === 'boolean') {
-        if (eq >= 0) throw new UsageError(`option --${name} takes no value but received '${shown(arg.slice(eq + 1))}'`);
+        if (eq >= 0)
+          throw new UsageError(`option --${name} takes no value but received '${shown(arg.slice(eq + 1))}'`);
         value = 'true';
       } else if (eq >= 0) {
         value = arg.slice(eq + 1);
       } else {
         const next = argv[i + 1];
-        if (next === undefined || next.startsWith('--')) throw new UsageError(`option --${name} needs a value`);
+        if (next === undefined || next.startsWith('--'))
+          throw new UsageError(`option --${name} needs a value`);
         value = next;
         i++;
       }

@@ -89,8 +89,7 @@ function inferJobType(v: MasterValues): JobType {
 function splitCommand(text: string): string[] {
   if (text.trim().startsWith('[')) return jsonStringArrayValue(text, '--worker-command');
   const words = text.trim().split(/\s+/).filter(Boolean);
-  if (words.length === 0)
-    throw new UsageError("Expected a command for --worker-command but received ''");
+  if (words.length === 0) throw new UsageError("Expected a command for --worker-command but received ''");
   return words;
 }
 

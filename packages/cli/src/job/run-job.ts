@@ -4,13 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader } from '@edl/data';
-import {
-  type JobResult,
-  type JobType,
-  type MasterLogger,
-  type StartMasterOptions,
-  startMaster,
-} from '@edl/master';
+import { type JobResult, type MasterLogger, type StartMasterOptions, startMaster } from '@edl/master';
 import { formatTimerTable, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';

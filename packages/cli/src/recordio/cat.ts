@@ -1,6 +1,6 @@
 import { RecordIOReader } from '@edl/recordio';
-import type { CommandIO } from '../command.js';
 import { parseCommandLine } from '../args.js';
+import type { CommandIO } from '../command.js';
 import { BufferedOutput } from './output.js';
 import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
 

@@ -1,6 +1,6 @@
 import { type ChunkInfo, RecordIOReader } from '@edl/recordio';
-import type { CommandIO } from '../command.js';
 import { parseCommandLine } from '../args.js';
+import type { CommandIO } from '../command.js';
 
 /** Everything `inspect --json` prints: what the chunk headers say, without decoding a payload. */
 export interface InspectReport {

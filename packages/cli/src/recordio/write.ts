@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { COMPRESSORS, RecordIOWriter } from '@edl/recordio';
-import type { CommandIO } from '../command.js';
 import { parseCommandLine } from '../args.js';
+import type { CommandIO } from '../command.js';
 import { readLines } from './line-reader.js';
 import { INPUT_FORMATS, parseRecordLine } from './record-format.js';
 
