@@ -74,8 +74,8 @@ fuzz_run() {
 fuzz_summary() {
   local log=$1
   local execs per_s cov
-  execs=$(grep -Eo '^stat::number_of_executed_units: [0-9]+' "$log" | awk '{print $2}')
-  per_s=$(grep -Eo '^stat::average_exec_per_sec: [0-9]+' "$log" | awk '{print $2}')
+  execs=$(grep -Eo '^stat::number_of_executed_units:[[:space:]]+[0-9]+' "$log" | awk '{print $2}')
+  per_s=$(grep -Eo '^stat::average_exec_per_sec:[[:space:]]+[0-9]+' "$log" | awk '{print $2}')
   cov=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | grep -Eo 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' || true)
   echo "${execs:-?} execs, ${per_s:-?}/s, ${cov:-no coverage line}"
 }
