@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DataReader } from '@edl/data';
 import type { ContainerSize, JobObjectsOptions, JobType, KubernetesInstanceManager } from '@edl/master';
 import type { V1Pod } from '@kubernetes/client-node';
-import { integerValue, parseCommandLine } from '../args.js';
+import { integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
@@ -163,17 +163,7 @@ function size(args: SplitArgs, prefix: 'worker' | 'master'): ContainerSize {
 
 function edlCommand(args: SplitArgs): readonly string[] | undefined {
   const raw = one(args, 'edl-command');
-  if (raw === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    parsed = undefined;
-  }
-  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((p) => typeof p === 'string')) {
-    throw new UsageError(`Expected a JSON array of strings for --edl-command but received '${raw}'`);
-  }
-  return parsed as string[];
+  return raw === undefined ? undefined : jsonStringArrayValue(raw, '--edl-command');
 }
 
 function pullPolicy(args: SplitArgs): JobObjectsOptions['imagePullPolicy'] {
