@@ -299,7 +299,7 @@ void Prefetcher::PlanNext(Lock& lock) {
     piece->state = Piece::State::kDone;
     // An empty range that ends the file still reports a damaged tail, like reader.read().
     if (piece->error.ok() && r->file && range.start == r->file->index.num_records &&
-        !r->file->index.tail.ok()) {
+        !recordio::EndOfFileFault(r->file->index).ok()) {
       piece->state = Piece::State::kWaiting;
     }
     unplanned_.pop_front();

@@ -10,6 +10,7 @@ Status ScanIndex(const RandomAccessFile& file, FileIndex* index) {
   index->chunks.clear();
   index->num_records = 0;
   index->tail = Status::Ok();
+  index->truncated_chunk = Status::Ok();
   const uint64_t size = file.Size();
   index->file_size = size;
   uint64_t offset = 0;
@@ -49,9 +50,24 @@ Status ScanIndex(const RandomAccessFile& file, FileIndex* index) {
     }
     index->chunks.push_back(info);
     index->num_records += info.header.num_records;
+    const uint64_t present = size - offset - kHeaderSize;
+    if (info.header.compressed_size > present) {
+      // The header's extent is checked against the file here, once, so that every reader of the
+      // index (not only a decoding read) learns that the file ends inside this chunk.
+      index->truncated_chunk =
+          Status(ErrorCode::kTruncated,
+                 "chunk payload runs past the end of the file (" + std::to_string(present) +
+                     " of " + std::to_string(info.header.compressed_size) + " bytes present)",
+                 chunk, static_cast<int64_t>(offset));
+      break;
+    }
     offset += kHeaderSize + uint64_t{info.header.compressed_size};
   }
   return Status::Ok();
+}
+
+const Status& EndOfFileFault(const FileIndex& index) {
+  return index.tail.ok() ? index.truncated_chunk : index.tail;
 }
 
 uint64_t DecodedEstimate(const ChunkInfo& chunk, uint64_t file_size) {

@@ -177,8 +177,10 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
 
   RangeReader reader(file, index, out);
   bool stopped = false;
+  bool read_last_chunk = false;
   for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {
     const ChunkInfo& info = chunks[c];
+    read_last_chunk = c + 1 == chunks.size();
     const uint64_t lo = std::max(start, info.first_record);
     const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
     const auto skip = static_cast<uint32_t>(lo - info.first_record);
@@ -201,9 +203,11 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
     break;
   }
   RangeReader::TrimScratch();
-  // A read that reaches the end of the file also reaches a bad tail the scan stopped at.
-  if (!stopped && end == index.num_records && !index.tail.ok()) {
-    ChunkFault fault{index.tail, 0};
+  // A read that reaches the end of the file also reaches a bad tail the scan stopped at, and a
+  // cut last chunk that it did not decode itself (an empty read, or a cut chunk of zero records).
+  const Status& at_end = read_last_chunk ? index.tail : EndOfFileFault(index);
+  if (!stopped && end == index.num_records && !at_end.ok()) {
+    ChunkFault fault{at_end, 0};
     if (skip_corrupt) {
       out->skipped.push_back(std::move(fault));
     } else {

@@ -70,10 +70,14 @@ Status SnappyFrameDecode(const uint8_t* in, size_t n, ByteBuffer& out, uint64_t 
       }
       uint8_t* dst = out.end();
       if (type == kTypeCompressed) {
-        if (!snappy::RawUncompress(reinterpret_cast<const char*>(data), data_len,
-                                   reinterpret_cast<char*>(dst))) {
-          return Corrupt("corrupt compressed frame", frame_at);
-        }
+        // An empty frame is only validated: with nothing reserved `dst` may be null, and snappy
+        // would still hand it to memcpy for a zero-length literal (found by fuzz_snappy).
+        const bool ok =
+            raw_len == 0
+                ? snappy::IsValidCompressedBuffer(reinterpret_cast<const char*>(data), data_len)
+                : snappy::RawUncompress(reinterpret_cast<const char*>(data), data_len,
+                                        reinterpret_cast<char*>(dst));
+        if (!ok) return Corrupt("corrupt compressed frame", frame_at);
       } else if (raw_len > 0) {
         std::memcpy(dst, data, raw_len);
       }

@@ -215,3 +215,33 @@ TEST(TruncatedFilesDeliver7673RecordsThenFail) {
     CHECK_EQ(Delivered(head), 7000u);
   }
 }
+
+TEST(TheIndexNamesAChunkThatRunsPastTheEndOfTheFile) {
+  for (const char* name : {"truncated-none-64k.rio", "truncated-gzip-64k.rio"}) {
+    Opened o = Open(name);
+    CHECK(o.index.tail.ok());
+    const Status& cut = o.index.truncated_chunk;
+    CHECK_EQ(cut.code(), ErrorCode::kTruncated);
+    CHECK_EQ(cut.chunk(), 14);
+    CHECK_EQ(static_cast<uint64_t>(cut.offset()), o.index.chunks[14].offset);
+    CHECK(o.index.chunks[14].offset + kHeaderSize + o.index.chunks[14].header.compressed_size >
+          o.index.file_size);
+    // An empty read at the end reports it without decoding; a read through the chunk reports it
+    // once, as that chunk's fault.
+    for (bool skip : {false, true}) {
+      ReadOutput empty;
+      CHECK_OK(ReadRecords(*o.file, o.index, 8192, 0, skip, &empty));
+      const ChunkFault* f = skip ? (empty.skipped.empty() ? nullptr : &empty.skipped[0])
+                                 : (empty.has_error ? &empty.error : nullptr);
+      CHECK(f != nullptr);
+      if (f != nullptr) CHECK_EQ(f->status.chunk(), 14);
+      ReadOutput all;
+      CHECK_OK(ReadRecords(*o.file, o.index, 0, 8192, skip, &all));
+      CHECK_EQ(all.skipped.size() + (all.has_error ? 1u : 0u), 1u);
+    }
+  }
+  for (const auto& [name, expected] : Manifest()) {
+    if (name.rfind("truncated-", 0) == 0 || name == "empty-file.rio") continue;
+    CHECK(Open(name).index.truncated_chunk.ok());
+  }
+}

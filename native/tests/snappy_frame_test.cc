@@ -104,6 +104,30 @@ TEST(EmptyDataFramesAndEmptyStream) {
   CHECK_OK(s);
 }
 
+// Found by fuzz_snappy: a compressed frame that decodes to nothing but holds a zero-length
+// literal made snappy memcpy into a null output (undefined behaviour) when nothing had been
+// decoded before it. It is validated without writing, and a bad one is still rejected.
+TEST(EmptyCompressedFrameWithZeroLengthLiteral) {
+  const std::string id = std::string("\xff\x06\x00\x00sNaPpY", 10);
+  // Uncompressed length 0, then a literal tag of length 1 with no byte: invalid.
+  const std::string bad = std::string("\x00\x00", 2);
+  Status s;
+  Decode(id + Frame(0x00, Crc("") + bad), &s);
+  CHECK_EQ(s.code(), ErrorCode::kBadCompression);
+  // The input fuzz_snappy found (zero-length output before the faulty frame), whole.
+  const std::string found = std::string(
+      "\xff\x06\x00\x00\x73\x4e\x61\x50\x70\x59\x00\x06\x00\x00\x01\x00"
+      "\x60\x30\x00\x00\xd2\x28\x73\x4e\x61\x50\x70\x59\x00\x70\x00\x00"
+      "\x9d\x47\x02\x9c\x70\x00\x00\x9d\x47\x9c\xfa\x88\x11\x00\x78\xfe"
+      "\x01\x3b\xfe\x01\x00\xfe\x01\x00\xff\x06\x00\xfe",
+      60);
+  Decode(found, &s);
+  CHECK(!s.ok());
+  // A valid empty compressed frame (just the varint 0) still decodes to nothing.
+  CHECK_EQ(Decode(id + Frame(0x00, Crc("") + std::string("\x00", 1)), &s), "");
+  CHECK_OK(s);
+}
+
 TEST(BadFrameCrcIsChecksum) {
   std::string stream = kIdentifier + Uncompressed("abc");
   stream[14] ^= 1;  // inside the masked CRC

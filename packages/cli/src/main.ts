@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Command, CommandIO } from './command.js';
 import { UsageError } from './command.js';
 
@@ -54,8 +55,22 @@ function topUsage(): string {
     'Commands:',
     ...Object.entries(commands).map(([name, { summary }]) => `  ${name.padEnd(10)}${summary}`),
     '',
-    "Run 'edl <command> --help' for a command's options.",
+    "Run 'edl <command> --help' for a command's options, 'edl --version' for the version.",
   ].join('\n');
+}
+
+/** The version of this package (and of the `edl` command). */
+export function cliVersion(): string {
+  // package.json sits one level above both src/ (tests) and dist/ (the installed command).
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** A message on one line: the dispatcher promises one line, then the usage. */
+function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ').trim();
 }
 
 /** Runs the `edl` command line and resolves to the exit code. */
@@ -64,6 +79,10 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${topUsage()}\n`);
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version') {
+    io.stdout.write(`edl ${cliVersion()}\n`);
+    return 0;
   }
   const entry = commands[name];
   if (entry === undefined) {
@@ -79,11 +98,11 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
     return await command.run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`edl ${name}: ${error.message}\n${command.usage}\n`);
+      io.stderr.write(`edl ${name}: ${oneLine(error.message)}\n${command.usage}\n`);
       return 2;
     }
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`edl ${name}: ${message}\n`);
+    io.stderr.write(`edl ${name}: ${oneLine(message)}\n`);
     if (process.env.EDL_DEBUG === '1' && error instanceof Error && error.stack)
       io.stderr.write(`${error.stack}\n`);
     return 1;

@@ -46,14 +46,14 @@ describe('edl train: --mode, --max-staleness, --learning-rate', () => {
 
   it('refuses bad values with usage errors that name the flag', () => {
     expect(() => parseJobOptions([...base, '--mode', 'fast'])).toThrow(
-      new UsageError("Expected async or sync for --mode but received 'fast'"),
+      new UsageError("Expected one of async, sync for --mode but received 'fast'"),
     );
-    expect(() => parseJobOptions([...base, '--learning-rate=-1'])).toThrow(
+    expect(() => parseJobOptions([...base, '--learning-rate', '-1'])).toThrow(
       new UsageError("Expected a positive number for --learning-rate but received '-1'"),
     );
     expect(() => parseJobOptions([...base, '--learning-rate', 'abc'])).toThrow(UsageError);
-    expect(() => parseJobOptions([...base, '--max-staleness=-2'])).toThrow(
-      new UsageError("Expected an integer >= 0 for --max-staleness but received '-2'"),
+    expect(() => parseJobOptions([...base, '--max-staleness', '-2'])).toThrow(
+      new UsageError("Expected a non-negative integer for --max-staleness but received '-2'"),
     );
   });
 });

@@ -80,7 +80,7 @@ describe('edl master', () => {
   it('refuses bad arguments with a usage error', async () => {
     const { io: cliIo, err } = io();
     expect(await runCli(['master', '--training-data', 'x.csv', '--mode', 'fast'], cliIo)).toBe(2);
-    expect(err.join('')).toContain("edl master: expected sync or async for --mode but received 'fast'");
+    expect(err.join('')).toContain("edl master: Expected one of sync, async for --mode but received 'fast'");
     const second = io();
     expect(await runCli(['master'], second.io)).toBe(2);
     expect(second.err.join('')).toContain(

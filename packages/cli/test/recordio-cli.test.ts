@@ -1,6 +1,6 @@
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,6 +120,50 @@ describe('edl recordio inspect on damaged files', () => {
     expect(
       JSON.parse(run(['inspect', '--json', join(golden, 'hello-none.rio')]).stdout.toString()).damage,
     ).toBeNull();
+  });
+
+  it.each(['truncated-gzip-64k.rio', 'truncated-none-64k.rio'])(
+    'reports a chunk that runs past the end of the file as truncated, with its offset, and exits 1 (%s)',
+    (name) => {
+      const path = join(golden, name);
+      const size = statSync(path).size;
+      const result = run(['inspect', path]);
+      const json = JSON.parse(run(['inspect', '--json', path]).stdout.toString());
+      const last = json.chunks[14];
+      const present = size - last.offset - 20;
+      expect(last.compressedSize).toBeGreaterThan(present);
+      const message = `TRUNCATED: chunk 14 at byte ${last.offset} of ${path}: chunk payload runs past the end of the file (${present} of ${last.compressedSize} bytes present)`;
+      expectOneLineError(result, 1, `edl recordio: ${message}`);
+      expect(result.stdout.toString()).toContain(`damaged   ${message}\n`);
+      expect(result.stdout.toString()).toMatch(
+        new RegExp(
+          `\\n +14 +${last.offset} +\\S+ +${last.compressedSize} .*TRUNCATED: ${present} bytes in the file\\n`,
+        ),
+      );
+      expect(json.damage).toEqual({ code: 'TRUNCATED', chunk: 14, offset: last.offset, message });
+      // Only the bytes the file holds count as stored payload.
+      expect(json.payloadBytes).toBe(size - 20 * json.numChunks);
+    },
+  );
+
+  it('a file cut inside its only chunk, and one cut after its last header', () => {
+    const whole = readFileSync(join(golden, 'hello-snappy.rio'));
+    const cut = join(scratch, 'cut.rio');
+    writeFileSync(cut, whole.subarray(0, whole.length - 1));
+    const result = run(['inspect', '--json', cut]);
+    expect(result.status).toBe(1);
+    expect(JSON.parse(result.stdout.toString()).damage).toMatchObject({
+      code: 'TRUNCATED',
+      chunk: 0,
+      offset: 0,
+    });
+    const headerOnly = join(scratch, 'header-only.rio');
+    writeFileSync(headerOnly, whole.subarray(0, 20));
+    expect(JSON.parse(run(['inspect', '--json', headerOnly]).stdout.toString())).toMatchObject({
+      payloadBytes: 0,
+      damage: { code: 'TRUNCATED', chunk: 0 },
+    });
+    expect(run(['inspect', join(golden, 'hello-snappy.rio')]).status).toBe(0);
   });
 
   it('headers only: a bad CRC inside a chunk is not seen by inspect', () => {
@@ -294,7 +338,10 @@ describe('bad arguments: one line, then the usage, exit 2, no stack trace', () =
       ['cat', 'a.rio', '--start', 'abc'],
       "edl recordio: Expected a non-negative integer for --start but received 'abc'",
     ],
-    [['cat', 'a.rio', '--count', '-1'], "edl recordio: Option '--count' argument is ambiguous"],
+    [
+      ['cat', 'a.rio', '--count', '-1'],
+      "edl recordio: Expected a non-negative integer for --count but received '-1'",
+    ],
     [
       ['cat', 'a.rio', '--format', 'xml'],
       "edl recordio: Expected one of raw, hex, base64, jsonl, example for --format but received 'xml'",

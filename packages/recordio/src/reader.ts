@@ -280,10 +280,11 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   /**
-   * The fault that ended the chunk index early — a damaged or partial chunk header after the last
-   * good chunk (`chunk` is then `numChunks`) — or undefined when the index reached the end of the
-   * file. Reads only what the index scan already read; no payload is decoded. (Reads that reach
-   * `numRecords` report this fault too, after every record.)
+   * The fault at the end of the file, from the chunk headers alone: a damaged or partial chunk
+   * header after the last good chunk (the index stops there; `chunk` is `numChunks`), or a last
+   * chunk whose payload runs past the end of the file (TRUNCATED; `chunk` is that chunk). Undefined
+   * when every chunk fits in the file. No payload is decoded. (Reads that reach `numRecords` report
+   * this fault too, after every record before it.)
    */
   tailFault(): RecordIOError | undefined {
     const callSite = this.tailFault;

@@ -117,6 +117,28 @@ describe('corrupt files', () => {
     reader.close();
   });
 
+  it.each(['none', 'gzip'])(
+    'truncated-%s: tailFault() names the chunk that runs past the end of the file, from its header',
+    async (c) => {
+      const path = `${GOLDEN_DIR}truncated-${c}-64k.rio`;
+      const reader = await RecordIOReader.open(path);
+      const last = reader.chunks[14];
+      expect(last).toBeDefined();
+      const present = reader.fileSize - (last?.offset ?? 0) - 20;
+      expect(reader.tailFault()).toMatchObject({
+        code: 'TRUNCATED',
+        chunk: 14,
+        offset: last?.offset,
+        path,
+        detail: `chunk payload runs past the end of the file (${present} of ${last?.compressedSize} bytes present)`,
+      });
+      reader.close();
+      const intact = await RecordIOReader.open(`${GOLDEN_DIR}seq-${c}-64k.rio`);
+      expect(intact.tailFault()).toBeUndefined();
+      intact.close();
+    },
+  );
+
   it.each([
     ['garbage after the last chunk', Buffer.alloc(40, 0x55), 'BAD_MAGIC'],
     ['a partial header after the last chunk', Buffer.alloc(10, 0x01), 'TRUNCATED'],

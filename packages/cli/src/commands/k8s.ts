@@ -1,32 +1,36 @@
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import type { DataReader } from '@edl/data';
-import {
-  buildJobObjects,
-  buildRbacObjects,
-  type ContainerSize,
-  createPodApi,
-  createStreamLogger,
-  DEFAULT_EDL_COMMAND,
-  type JobObjectsOptions,
-  type JobType,
-  jobSelector,
-  type KubernetesInstanceManager,
-  kubernetesInstanceManager,
-  LABELS,
-  loadKubeConfig,
-  masterServiceAddress,
-  resourcesFor,
-  startMaster,
-  statusCodeOf,
-} from '@edl/master';
-import { CoreV1Api, dumpYaml, type V1Pod } from '@kubernetes/client-node';
+import type { ContainerSize, JobObjectsOptions, JobType, KubernetesInstanceManager } from '@edl/master';
+import type { V1Pod } from '@kubernetes/client-node';
+import { integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
-import { loadModel, openReader, resolveModelDef } from '../job/model-and-readers.js';
-import { toOptimizerConfig } from '../job/optimizer-config.js';
-import { parameterStoreOptions } from '../job/parameter-store-options.js';
+
+/** The heavy libraries, loaded only once every argument has been checked. */
+type Libs = typeof import('@edl/master') &
+  Pick<typeof import('@kubernetes/client-node'), 'CoreV1Api' | 'dumpYaml'> &
+  typeof import('../job/model-and-readers.js') &
+  typeof import('../job/optimizer-config.js') &
+  typeof import('../job/parameter-store-options.js');
+
+async function loadLibs(): Promise<Libs> {
+  const [master, k8s, models, optimizers, stores] = await Promise.all([
+    import('@edl/master'),
+    import('@kubernetes/client-node'),
+    import('../job/model-and-readers.js'),
+    import('../job/optimizer-config.js'),
+    import('../job/parameter-store-options.js'),
+  ]);
+  return {
+    ...master,
+    CoreV1Api: k8s.CoreV1Api,
+    dumpYaml: k8s.dumpYaml,
+    ...models,
+    ...optimizers,
+    ...stores,
+  };
+}
 
 const usage = `Usage: edl k8s submit   --image IMAGE --namespace NS --num-workers N [k8s options] [train options]
        edl k8s manifest --image IMAGE --namespace NS --num-workers N [k8s options] [train options] [--rbac]
@@ -145,12 +149,7 @@ function one(args: SplitArgs, name: string): string | undefined {
 
 function integer(args: SplitArgs, name: string, fallback: number, min: number, max = 1_000_000): number {
   const raw = one(args, name);
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < min || n > max) {
-    throw new UsageError(`Expected an integer in [${min}, ${max}] for --${name} but received '${raw}'`);
-  }
-  return n;
+  return raw === undefined ? fallback : integerValue(raw, `--${name}`, min, max);
 }
 
 function size(args: SplitArgs, prefix: 'worker' | 'master'): ContainerSize {
@@ -175,17 +174,7 @@ function size(args: SplitArgs, prefix: 'worker' | 'master'): ContainerSize {
 
 function edlCommand(args: SplitArgs): readonly string[] | undefined {
   const raw = one(args, 'edl-command');
-  if (raw === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    parsed = undefined;
-  }
-  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((p) => typeof p === 'string')) {
-    throw new UsageError(`Expected a JSON array of strings for --edl-command but received '${raw}'`);
-  }
-  return parsed as string[];
+  return raw === undefined ? undefined : jsonStringArrayValue(raw, '--edl-command');
 }
 
 function pullPolicy(args: SplitArgs): JobObjectsOptions['imagePullPolicy'] {
@@ -215,32 +204,30 @@ function namespaceOf(args: SplitArgs, fallback?: string): string {
   return ns;
 }
 
-function kubeConfigOf(args: SplitArgs) {
+function kubeConfigOf(L: Libs, args: SplitArgs) {
   const kubeconfig = one(args, 'kubeconfig');
   const context = one(args, 'context');
-  return loadKubeConfig({ ...(kubeconfig ? { kubeconfig } : {}), ...(context ? { context } : {}) });
+  return L.loadKubeConfig({ ...(kubeconfig ? { kubeconfig } : {}), ...(context ? { context } : {}) });
 }
 
 /** The context's namespace, for commands where --namespace is left out. */
-function contextNamespace(args: SplitArgs): string | undefined {
+function contextNamespace(L: Libs, args: SplitArgs): string | undefined {
   try {
-    const kc = kubeConfigOf(args);
+    const kc = kubeConfigOf(L, args);
     return kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   } catch {
     return undefined;
   }
 }
 
-/** Checks the options of submit / manifest and builds the job's objects. */
-function jobObjects(argv: string[], needsCluster: boolean) {
+/** Checks the options of submit / manifest, then loads the libraries and builds the job's objects. */
+async function jobObjects(argv: string[], needsCluster: boolean) {
   const args = splitArgs(argv, JOB_K8S_OPTIONS, new Set(['rbac']));
   const image = one(args, 'image');
   if (image === undefined)
     throw new UsageError('--image is required (the elasticdl-ts image, see deploy/Dockerfile)');
-  const namespace = namespaceOf(
-    args,
-    one(args, 'namespace') ?? (needsCluster ? contextNamespace(args) : 'default'),
-  );
+  const given = one(args, 'namespace');
+  if (given !== undefined || !needsCluster) namespaceOf(args, 'default');
   const jobName = one(args, 'job-name') ?? `edl-${randomBytes(3).toString('hex')}`;
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(jobName) || jobName.length > 40) {
     throw new UsageError(
@@ -255,56 +242,64 @@ function jobObjects(argv: string[], needsCluster: boolean) {
   const claim = one(args, 'data-claim');
   const mountPath = one(args, 'data-mount-path');
   const account = one(args, 'service-account');
-  const objects = buildJobObjects({
+  const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
+  const port = integer(args, 'port', 50001, 1, 65_535);
+  const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
+  const workerSize = size(args, 'worker');
+  const masterSize = size(args, 'master');
+
+  const L = await loadLibs();
+  const namespace = namespaceOf(args, given ?? (needsCluster ? contextNamespace(L, args) : 'default'));
+  const objects = L.buildJobObjects({
     jobName,
     namespace,
     image,
-    numWorkers: integer(args, 'num-workers', 1, 0, 10_000),
+    numWorkers,
     token: process.env.EDL_JOB_TOKEN || randomBytes(32).toString('hex'),
     trainArgs: args.trainArgs,
-    port: integer(args, 'port', 50001, 1, 65_535),
-    maxRelaunches: integer(args, 'max-relaunches', 3, 0),
-    workerSize: size(args, 'worker'),
-    masterSize: size(args, 'master'),
+    port,
+    maxRelaunches,
+    workerSize,
+    masterSize,
     ...(command ? { edlCommand: command } : {}),
     ...(policy ? { imagePullPolicy: policy } : {}),
     ...(claim ? { dataClaim: claim } : {}),
     ...(mountPath ? { dataMountPath: mountPath } : {}),
     ...(account ? { serviceAccount: account } : {}),
   });
-  return { args, objects, namespace, jobName, account: account ?? 'edl-master' };
+  return { L, args, objects, namespace, jobName, port, account: account ?? 'edl-master' };
 }
 
 async function manifest(argv: string[], io: CommandIO): Promise<number> {
-  const { args, objects, namespace, account } = jobObjects(argv, false);
+  const { L, args, objects, namespace, account } = await jobObjects(argv, false);
   const docs: object[] = [];
   if (args.flags.has('rbac')) {
-    const rbac = buildRbacObjects(namespace, account);
+    const rbac = L.buildRbacObjects(namespace, account);
     docs.push(rbac.serviceAccount, rbac.role, rbac.roleBinding);
   }
   docs.push(objects.secret, objects.masterPod, objects.service);
-  io.stdout.write(docs.map((d) => dumpYaml(d)).join('---\n'));
+  io.stdout.write(docs.map((d) => L.dumpYaml(d)).join('---\n'));
   return 0;
 }
 
-function describeError(error: unknown): string {
+function describeError(L: Libs, error: unknown): string {
   const body = (error as { body?: unknown }).body;
   if (typeof body === 'string') {
     try {
       const status = JSON.parse(body) as { message?: string };
-      if (status.message) return `${status.message} (HTTP ${statusCodeOf(error)})`;
+      if (status.message) return `${status.message} (HTTP ${L.statusCodeOf(error)})`;
     } catch {
       // not JSON
     }
   }
   if (body && typeof body === 'object' && 'message' in body)
-    return `${String((body as { message: unknown }).message)} (HTTP ${statusCodeOf(error)})`;
+    return `${String((body as { message: unknown }).message)} (HTTP ${L.statusCodeOf(error)})`;
   return error instanceof Error ? error.message : String(error);
 }
 
 async function submit(argv: string[], io: CommandIO): Promise<number> {
-  const { args, objects, namespace, jobName } = jobObjects(argv, true);
-  const core = kubeConfigOf(args).makeApiClient(CoreV1Api);
+  const { L, args, objects, namespace, jobName, port } = await jobObjects(argv, true);
+  const core = kubeConfigOf(L, args).makeApiClient(L.CoreV1Api);
   const created: Array<() => Promise<unknown>> = [];
   try {
     await core.createNamespacedSecret({ namespace, body: objects.secret });
@@ -327,57 +322,58 @@ async function submit(argv: string[], io: CommandIO): Promise<number> {
     });
   } catch (error) {
     for (const undo of created.reverse()) await undo().catch(() => undefined);
-    throw new Error(`submitting job ${jobName} to namespace ${namespace} failed: ${describeError(error)}`);
+    throw new Error(`submitting job ${jobName} to namespace ${namespace} failed: ${describeError(L, error)}`);
   }
   io.stdout.write(
-    `job ${jobName} submitted to namespace ${namespace}: master pod ${jobName}-master, service ${masterServiceAddress(jobName, namespace, integer(args, 'port', 50001, 1, 65_535))}\n` +
+    `job ${jobName} submitted to namespace ${namespace}: master pod ${jobName}-master, service ${L.masterServiceAddress(jobName, namespace, port)}\n` +
       `  edl k8s status ${jobName} --namespace ${namespace}\n  edl k8s logs ${jobName} --namespace ${namespace}\n`,
   );
   return 0;
 }
 
-function jobArg(argv: string[], extra: Record<string, { type: 'string' | 'boolean' }>) {
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        namespace: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        ...extra,
-      },
-    }) as typeof parsed;
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const [job, ...rest] = parsed.positionals;
-  if (job === undefined) throw new UsageError('missing the job name');
-  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+/** Checks the options of status / logs / delete, then loads the libraries and the cluster's client. */
+async function jobArg(
+  argv: string[],
+  extra: { readonly json?: boolean; readonly worker?: boolean; readonly tail?: boolean } = {},
+) {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      namespace: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      ...(extra.json ? { json: { type: 'boolean' } } : {}),
+      ...(extra.worker ? { worker: { type: 'string' } } : {}),
+      ...(extra.tail ? { tail: { type: 'integer' } } : {}),
+    } as const,
+    ['the job name'],
+  );
+  const job = positionals[0] as string;
   const args: SplitArgs = {
     k8s: new Map(
-      Object.entries(parsed.values)
+      Object.entries(values)
         .filter((e): e is [string, string] => typeof e[1] === 'string')
         .map(([k, v]) => [k, [v]]),
     ),
-    flags: new Set(Object.keys(parsed.values).filter((k) => parsed.values[k] === true)),
+    flags: new Set(Object.keys(values).filter((k) => (values as Record<string, unknown>)[k] === true)),
     trainArgs: [],
   };
-  const namespace = namespaceOf(args, contextNamespace(args));
-  return { job, args, namespace, core: kubeConfigOf(args).makeApiClient(CoreV1Api) };
+  if (values.namespace !== undefined) namespaceOf(args);
+  const tail = (values as { tail?: number }).tail;
+  const L = await loadLibs();
+  const namespace = namespaceOf(args, contextNamespace(L, args));
+  return { L, job, args, tail, namespace, core: kubeConfigOf(L, args).makeApiClient(L.CoreV1Api) };
 }
 
 type PodRow = Record<'pod' | 'role' | 'worker' | 'phase' | 'reason' | 'exit', string>;
 
-function podRow(pod: V1Pod): PodRow {
+function podRow(L: Libs, pod: V1Pod): PodRow {
   const t = pod.status?.containerStatuses?.[0]?.state?.terminated;
   const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
   return {
     pod: pod.metadata?.name ?? '',
-    role: pod.metadata?.labels?.[LABELS.role] ?? '',
-    worker: pod.metadata?.labels?.[LABELS.workerId] ?? '',
+    role: pod.metadata?.labels?.[L.LABELS.role] ?? '',
+    worker: pod.metadata?.labels?.[L.LABELS.workerId] ?? '',
     phase: pod.metadata?.deletionTimestamp ? 'Terminating' : (pod.status?.phase ?? 'Pending'),
     reason: pod.status?.reason ?? t?.reason ?? waiting?.reason ?? '',
     exit: t ? String(t.exitCode) : '',
@@ -385,11 +381,11 @@ function podRow(pod: V1Pod): PodRow {
 }
 
 async function status(argv: string[], io: CommandIO): Promise<number> {
-  const { job, args, namespace, core } = jobArg(argv, { json: { type: 'boolean' } });
-  const list = await core.listNamespacedPod({ namespace, labelSelector: jobSelector(job) });
+  const { L, job, args, namespace, core } = await jobArg(argv, { json: true });
+  const list = await core.listNamespacedPod({ namespace, labelSelector: L.jobSelector(job) });
   if (list.items.length === 0) throw new Error(`no pods of job ${job} in namespace ${namespace}`);
   const rows = list.items
-    .map(podRow)
+    .map((pod) => podRow(L, pod))
     .sort((a, b) =>
       a.role === b.role ? a.pod.localeCompare(b.pod, 'en', { numeric: true }) : a.role === 'master' ? -1 : 1,
     );
@@ -434,40 +430,34 @@ async function status(argv: string[], io: CommandIO): Promise<number> {
 }
 
 async function logs(argv: string[], io: CommandIO): Promise<number> {
-  const { job, args, namespace, core } = jobArg(argv, {
-    worker: { type: 'string' },
-    tail: { type: 'string' },
-  });
+  const { L, job, args, tail, namespace, core } = await jobArg(argv, { worker: true, tail: true });
   const worker = one(args, 'worker');
   const name = worker === undefined ? `${job}-master` : `${job}-${worker}`;
-  const tail = one(args, 'tail');
-  if (tail !== undefined && !/^\d+$/.test(tail))
-    throw new UsageError(`Expected a non-negative integer for --tail but received '${tail}'`);
   try {
     const text = await core.readNamespacedPodLog({
       name,
       namespace,
-      ...(tail !== undefined ? { tailLines: Number(tail) } : {}),
+      ...(tail !== undefined ? { tailLines: tail } : {}),
     });
     io.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
   } catch (error) {
-    throw new Error(`logs of pod ${name} in namespace ${namespace}: ${describeError(error)}`);
+    throw new Error(`logs of pod ${name} in namespace ${namespace}: ${describeError(L, error)}`);
   }
   return 0;
 }
 
 async function remove(argv: string[], io: CommandIO): Promise<number> {
-  const { job, namespace, core } = jobArg(argv, {});
+  const { L, job, namespace, core } = await jobArg(argv);
   const deleted: string[] = [];
   const ignoreMissing = (error: unknown) => {
-    if (statusCodeOf(error) !== 404) throw error;
+    if (L.statusCodeOf(error) !== 404) throw error;
   };
   // The master first: it stops relaunching; its workers are owned by it (garbage-collected), and
   // deleted here too for clusters whose collector is slow.
   await core
     .deleteNamespacedPod({ name: `${job}-master`, namespace })
     .then(() => deleted.push(`pod/${job}-master`), ignoreMissing);
-  const pods = await core.listNamespacedPod({ namespace, labelSelector: jobSelector(job) });
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: L.jobSelector(job) });
   for (const pod of pods.items) {
     const name = pod.metadata?.name as string;
     if (name === `${job}-master`) continue;
@@ -499,7 +489,11 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
   const options = parseJobOptions(args.trainArgs);
   const jobType = jobTypeOf(options);
   const port = integer(args, 'port', 50001, 0, 65_535);
-  const command = edlCommand(args) ?? DEFAULT_EDL_COMMAND;
+  const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
+  const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
+  const deleteGraceSeconds = integer(args, 'delete-grace-seconds', 10, 0);
+  const workerSize = size(args, 'worker');
+  const givenCommand = edlCommand(args);
   const env: Record<string, string> = {};
   for (const kv of args.k8s.get('worker-env') ?? []) {
     const eq = kv.indexOf('=');
@@ -509,16 +503,19 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
   const claim = one(args, 'data-claim');
   const mountPath = one(args, 'data-mount-path') ?? '/data';
   const policy = pullPolicy(args);
-  const resources = resourcesFor(size(args, 'worker'));
+
+  const L = await loadLibs();
+  const command = givenCommand ?? L.DEFAULT_EDL_COMMAND;
+  const resources = L.resourcesFor(workerSize);
   const podName = process.env.EDL_POD_NAME;
   const podUid = process.env.EDL_POD_UID;
-  const masterAddress = one(args, 'master-address') ?? masterServiceAddress(jobName, namespace, port);
-  const logger = createStreamLogger(io.stderr);
-  const definition = await loadModel(options.modelDef);
+  const masterAddress = one(args, 'master-address') ?? L.masterServiceAddress(jobName, namespace, port);
+  const logger = L.createStreamLogger(io.stderr);
+  const definition = await L.loadModel(options.modelDef);
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
     if (origin === undefined) return undefined;
-    const reader = await openReader(origin, definition, options.dataReader, options.dataReaderParams);
+    const reader = await L.openReader(origin, definition, options.dataReader, options.dataReaderParams);
     readers.push(reader);
     return reader;
   };
@@ -526,8 +523,8 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
     const trainingReader = jobType.startsWith('training') ? await open(options.trainingData) : undefined;
     const evaluationReader = jobType === 'prediction' ? undefined : await open(options.validationData);
     const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
-    const api = createPodApi(kubeConfigOf(args), namespace);
-    const handle = await startMaster({
+    const api = L.createPodApi(kubeConfigOf(L, args), namespace);
+    const handle = await L.startMaster({
       jobType,
       ...(trainingReader ? { trainingReader } : {}),
       ...(evaluationReader ? { evaluationReader } : {}),
@@ -539,9 +536,10 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       shuffle: options.shuffle,
       seed: options.seed,
       leaseMs: options.leaseMs,
-      parameterStore: parameterStoreOptions(
+      maxTaskFailures: options.maxTaskFailures,
+      parameterStore: L.parameterStoreOptions(
         options,
-        toOptimizerConfig(definition.optimizer, options.modelDef),
+        L.toOptimizerConfig(definition.optimizer, options.modelDef),
       ),
       ...(options.checkpointDir ? { checkpointDir: options.checkpointDir } : {}),
       checkpointSteps: options.checkpointSteps,
@@ -551,7 +549,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       port,
       token,
       logger,
-      instanceManager: kubernetesInstanceManager({
+      instanceManager: L.kubernetesInstanceManager({
         api,
         template: {
           jobName,
@@ -560,7 +558,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
           args: [
             ...command.slice(1),
             'worker',
-            ...workerArgs(options, resolveModelDef(options.modelDef), '/tmp'),
+            ...workerArgs(options, L.resolveModelDef(options.modelDef), '/tmp'),
           ],
           masterAddress: masterAddress === 'bound' ? '' : masterAddress,
           tokenSecret: { name: `${jobName}-token`, key: 'token' },
@@ -575,9 +573,9 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
               }
             : {}),
         },
-        numWorkers: integer(args, 'num-workers', 1, 0, 10_000),
-        maxRelaunches: integer(args, 'max-relaunches', 3, 0),
-        deleteGraceSeconds: integer(args, 'delete-grace-seconds', 10, 0),
+        numWorkers,
+        maxRelaunches,
+        deleteGraceSeconds,
         logger,
       }),
     });

@@ -1,17 +1,17 @@
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { createDataReader, type DataReader, type JsonObject } from '@edl/data';
-import {
-  createStreamLogger,
-  defaultMaxStaleness,
-  JOB_TYPES,
-  type JobType,
-  type OptimizerConfig,
-  startMaster,
-} from '@edl/master';
-import { MasterClient } from '@edl/proto';
+import type { DataReader, JsonObject } from '@edl/data';
+import type { JobType, OptimizerConfig } from '@edl/master';
+import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
+
+/** @edl/master's JOB_TYPES, listed here so that checking options loads no gRPC (a test compares). */
+export const MASTER_JOB_TYPES = [
+  'training',
+  'training-with-evaluation',
+  'evaluation',
+  'prediction',
+] as const satisfies readonly JobType[];
 
 const usage = `Usage: edl master [options]            run a job's master (and its local workers)
        edl master scale N --address HOST:PORT   change the number of workers of a running job
@@ -48,58 +48,38 @@ const options = {
   'validation-data': { type: 'string' },
   'prediction-data': { type: 'string' },
   'data-reader': { type: 'string' },
-  'data-reader-params': { type: 'string' },
-  'job-type': { type: 'string' },
-  'minibatch-size': { type: 'string' },
-  'num-minibatches-per-task': { type: 'string' },
-  'num-epochs': { type: 'string' },
+  'data-reader-params': { type: 'json-object' },
+  'job-type': { type: 'choice', choices: MASTER_JOB_TYPES },
+  'minibatch-size': { type: 'integer', min: 1 },
+  'num-minibatches-per-task': { type: 'integer', min: 1 },
+  'num-epochs': { type: 'integer', min: 1 },
   shuffle: { type: 'boolean' },
-  seed: { type: 'string' },
-  'evaluation-steps': { type: 'string' },
-  'lease-ms': { type: 'string' },
-  'max-task-failures': { type: 'string' },
-  mode: { type: 'string' },
-  'grads-to-wait': { type: 'string' },
-  'max-staleness': { type: 'string' },
+  seed: { type: 'integer', max: 0xffff_ffff },
+  'evaluation-steps': { type: 'integer' },
+  'lease-ms': { type: 'integer', min: 100 },
+  'max-task-failures': { type: 'integer', min: 1 },
+  mode: { type: 'choice', choices: ['sync', 'async'] },
+  'grads-to-wait': { type: 'integer', min: 1 },
+  'max-staleness': { type: 'integer' },
   'staleness-modulation': { type: 'boolean' },
-  optimizer: { type: 'string' },
-  'learning-rate': { type: 'string' },
-  momentum: { type: 'string' },
+  optimizer: { type: 'choice', choices: ['sgd', 'momentum', 'adam'] },
+  'learning-rate': { type: 'number' },
+  momentum: { type: 'number', min: 0, max: 1 },
   'checkpoint-dir': { type: 'string' },
-  'checkpoint-steps': { type: 'string' },
+  'checkpoint-steps': { type: 'integer' },
   'model-checkpoint': { type: 'string' },
   'metrics-file': { type: 'string' },
   host: { type: 'string' },
-  port: { type: 'string' },
-  'num-workers': { type: 'string' },
-  'max-restarts': { type: 'string' },
+  port: { type: 'integer', max: 65_535 },
+  'num-workers': { type: 'integer', max: 10_000 },
+  'max-restarts': { type: 'integer' },
   'worker-command': { type: 'string' },
-  address: { type: 'string' },
 } as const;
 
-function int(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value))
-    throw new UsageError(`expected a non-negative integer for --${name} but received '${value}'`);
-  return Number(value);
-}
+type MasterValues = CommandLine<typeof options>['values'];
 
-function num(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n))
-    throw new UsageError(`expected a number for --${name} but received '${value}'`);
-  return n;
-}
-
-function inferJobType(v: Record<string, unknown>): JobType {
-  const given = v['job-type'];
-  if (typeof given === 'string') {
-    if (!(JOB_TYPES as readonly string[]).includes(given)) {
-      throw new UsageError(`expected one of ${JOB_TYPES.join(', ')} for --job-type but received '${given}'`);
-    }
-    return given as JobType;
-  }
+function inferJobType(v: MasterValues): JobType {
+  if (v['job-type'] !== undefined) return v['job-type'];
   if (v['prediction-data'] !== undefined) return 'prediction';
   if (v['training-data'] !== undefined)
     return v['validation-data'] !== undefined ? 'training-with-evaluation' : 'training';
@@ -109,75 +89,55 @@ function inferJobType(v: Record<string, unknown>): JobType {
 
 /** Splits a worker command: a JSON array, or words separated by spaces. */
 function splitCommand(text: string): string[] {
-  if (text.trim().startsWith('[')) {
-    const parsed: unknown = JSON.parse(text);
-    if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((p) => typeof p === 'string')) {
-      throw new UsageError('expected a JSON array of strings for --worker-command');
-    }
-    return parsed;
-  }
+  if (text.trim().startsWith('[')) return jsonStringArrayValue(text, '--worker-command');
   const words = text.trim().split(/\s+/).filter(Boolean);
-  if (words.length === 0)
-    throw new UsageError('expected a command for --worker-command but received nothing');
+  if (words.length === 0) throw new UsageError("Expected a command for --worker-command but received ''");
   return words;
 }
 
-function optimizerConfig(v: Record<string, string | boolean | undefined>): OptimizerConfig {
-  const type = (v.optimizer as string | undefined) ?? 'sgd';
-  const learningRate = num(v['learning-rate'] as string | undefined, 'learning-rate');
-  const lr = learningRate !== undefined ? { learningRate } : {};
-  if (type === 'sgd') return { type, ...lr };
-  if (type === 'adam') return { type, ...lr };
-  if (type === 'momentum') {
-    const momentum = num(v.momentum as string | undefined, 'momentum');
-    return { type, ...lr, ...(momentum !== undefined ? { momentum } : {}) };
-  }
-  throw new UsageError(`expected sgd, momentum or adam for --optimizer but received '${type}'`);
+function optimizerConfig(v: MasterValues): OptimizerConfig {
+  const type = v.optimizer ?? 'sgd';
+  const lr = v['learning-rate'] !== undefined ? { learningRate: v['learning-rate'] } : {};
+  if (type === 'momentum') return { type, ...lr, ...optionalValue('momentum', v.momentum) };
+  if (v.momentum !== undefined) throw new UsageError('--momentum needs --optimizer momentum');
+  return { type, ...lr };
 }
 
 async function runMaster(argv: string[], io: CommandIO): Promise<number> {
-  const { values: v, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+  // Every option is checked before anything heavy loads: a typo fails at once, not after a
+  // table scan or gRPC start-up.
+  const { values: v } = parseCommandLine(argv, options);
   const jobType = inferJobType(v);
-  let readerParams: JsonObject = {};
-  if (v['data-reader-params'] !== undefined) {
-    try {
-      readerParams = JSON.parse(v['data-reader-params']) as JsonObject;
-    } catch (error) {
-      throw new UsageError(`expected JSON for --data-reader-params: ${(error as Error).message}`);
-    }
-  }
+  const numWorkers = v['num-workers'] ?? 0;
+  const edlBin = fileURLToPath(new URL('../bin/edl.js', import.meta.url));
+  const workerCommand =
+    v['worker-command'] !== undefined
+      ? splitCommand(v['worker-command'])
+      : [process.execPath, edlBin, 'worker'];
+  const mode = v.mode ?? 'async';
+  const optimizer = optimizerConfig(v);
+  let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;
   if (v['data-reader'] !== undefined) readerParams = { ...readerParams, type: v['data-reader'] };
+
+  const [{ createDataReader }, { createStreamLogger, defaultMaxStaleness, startMaster }] = await Promise.all([
+    import('@edl/data'),
+    import('@edl/master'),
+  ]);
+  const parameterStore = {
+    mode,
+    ...optionalValue('gradsToWait', v['grads-to-wait']),
+    // Async by default, with the staleness bound that wastes no gradient with this many workers.
+    maxStaleness: v['max-staleness'] ?? (mode === 'async' ? defaultMaxStaleness(numWorkers) : 0),
+    ...(v['staleness-modulation'] === true ? { stalenessModulation: true } : {}),
+    optimizer,
+  };
+  const logger = createStreamLogger(io.stderr);
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
     if (origin === undefined) return undefined;
     const reader = await createDataReader(origin, readerParams);
     readers.push(reader);
     return reader;
-  };
-  const numWorkers = int(v['num-workers'], 'num-workers') ?? 0;
-  const edlBin = fileURLToPath(new URL('../bin/edl.js', import.meta.url));
-  const workerCommand =
-    v['worker-command'] !== undefined
-      ? splitCommand(v['worker-command'])
-      : [process.execPath, edlBin, 'worker'];
-  const logger = createStreamLogger(io.stderr);
-  // Check every option before opening data: a typo must not wait for a table scan.
-  const parameterStore = {
-    mode:
-      v.mode === undefined || v.mode === 'async'
-        ? ('async' as const)
-        : v.mode === 'sync'
-          ? ('sync' as const)
-          : badMode(v.mode),
-    ...optionalValue('gradsToWait', int(v['grads-to-wait'], 'grads-to-wait')),
-    ...optionalValue(
-      'maxStaleness',
-      int(v['max-staleness'], 'max-staleness') ??
-        (v.mode === 'sync' ? undefined : defaultMaxStaleness(int(v['num-workers'], 'num-workers') ?? 0)),
-    ),
-    ...(v['staleness-modulation'] === true ? { stalenessModulation: true } : {}),
-    optimizer: optimizerConfig(v),
   };
   const optional = optionalValue;
   try {
@@ -191,21 +151,21 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       ...optional('trainingReader', trainingReader),
       ...optional('evaluationReader', evaluationReader),
       ...optional('predictionReader', predictionReader),
-      ...optional('minibatchSize', int(v['minibatch-size'], 'minibatch-size')),
-      ...optional('numMinibatchesPerTask', int(v['num-minibatches-per-task'], 'num-minibatches-per-task')),
-      ...optional('numEpochs', int(v['num-epochs'], 'num-epochs')),
+      ...optional('minibatchSize', v['minibatch-size']),
+      ...optional('numMinibatchesPerTask', v['num-minibatches-per-task']),
+      ...optional('numEpochs', v['num-epochs']),
       shuffle: v.shuffle ?? false,
-      ...optional('seed', int(v.seed, 'seed')),
-      ...optional('evaluationSteps', int(v['evaluation-steps'], 'evaluation-steps')),
-      ...optional('leaseMs', int(v['lease-ms'], 'lease-ms')),
-      ...optional('maxTaskFailures', int(v['max-task-failures'], 'max-task-failures')),
+      ...optional('seed', v.seed),
+      ...optional('evaluationSteps', v['evaluation-steps']),
+      ...optional('leaseMs', v['lease-ms']),
+      ...optional('maxTaskFailures', v['max-task-failures']),
       parameterStore,
       ...optional('checkpointDir', v['checkpoint-dir']),
-      ...optional('checkpointSteps', int(v['checkpoint-steps'], 'checkpoint-steps')),
+      ...optional('checkpointSteps', v['checkpoint-steps']),
       ...optional('modelCheckpoint', v['model-checkpoint']),
       ...optional('metricsFile', v['metrics-file']),
       ...optional('host', v.host),
-      ...optional('port', int(v.port, 'port')),
+      ...optional('port', v.port),
       ...optional('token', process.env.EDL_JOB_TOKEN),
       logger,
       ...(numWorkers > 0
@@ -214,7 +174,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
               command: workerCommand[0] as string,
               args: workerCommand.slice(1),
               numWorkers,
-              ...optional('maxRestarts', int(v['max-restarts'], 'max-restarts')),
+              ...optional('maxRestarts', v['max-restarts']),
             },
           }
         : {}),
@@ -248,30 +208,23 @@ function optionalValue<K extends string, T>(key: K, value: T | undefined): Parti
   return (value !== undefined ? { [key]: value } : {}) as Partial<Record<K, T>>;
 }
 
-function badMode(mode: string): never {
-  throw new UsageError(`expected sync or async for --mode but received '${mode}'`);
-}
-
 async function admin(name: 'scale' | 'status', argv: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { address: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseCommandLine(
+    argv,
+    { address: { type: 'string' } },
+    name === 'scale' ? ['the number of workers: edl master scale N'] : [],
+  );
+  const n = name === 'scale' ? integerValue(positionals[0] as string, 'N (workers)', 0, 10_000) : 0;
   const address = values.address ?? process.env.EDL_MASTER_ADDR;
   const token = process.env.EDL_JOB_TOKEN;
   if (address === undefined) throw new UsageError('missing --address (or EDL_MASTER_ADDR)');
   if (token === undefined || token === '') throw new UsageError('missing EDL_JOB_TOKEN in the environment');
+  const { MasterClient } = await import('@edl/proto');
   const client = await MasterClient.connect(address, token);
   try {
-    if (name === 'scale') {
-      const n = int(positionals[0], 'num-workers');
-      if (n === undefined) throw new UsageError('missing the number of workers: edl master scale N');
-      io.stdout.write(`${JSON.stringify({ numWorkers: await client.scaleWorkers(n) })}\n`);
-    } else {
-      io.stdout.write(`${JSON.stringify(await client.getJobStatus())}\n`);
-    }
+    io.stdout.write(
+      `${JSON.stringify(name === 'scale' ? { numWorkers: await client.scaleWorkers(n) } : await client.getJobStatus())}\n`,
+    );
     return 0;
   } finally {
     client.close();

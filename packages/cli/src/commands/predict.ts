@@ -1,6 +1,6 @@
 import type { Command } from '../command.js';
-import { JOB_OPTIONS_HELP, parseJobOptions } from '../job/job-options.js';
-import { runJob } from '../job/run-job.js';
+import { runJobCommand } from '../job/job-command.js';
+import { JOB_OPTIONS_HELP } from '../job/job-options.js';
 
 const usage = `Usage: edl predict --model-def FILE --prediction-data ORIGIN --model-checkpoint PATH [--output FILE]
 
@@ -20,7 +20,5 @@ Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 export const command: Command = {
   name: 'predict',
   usage,
-  async run(argv, io) {
-    return (await runJob('predict', parseJobOptions(argv), io)).exitCode;
-  },
+  run: (argv, io) => runJobCommand('predict', argv, io),
 };

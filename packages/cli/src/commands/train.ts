@@ -1,13 +1,13 @@
 import type { Command } from '../command.js';
-import { JOB_OPTIONS_HELP, parseJobOptions } from '../job/job-options.js';
-import { runJob } from '../job/run-job.js';
+import { runJobCommand } from '../job/job-command.js';
+import { JOB_OPTIONS_HELP } from '../job/job-options.js';
 
 const usage = `Usage: edl train --model-def FILE --training-data ORIGIN [options]
 
 Trains a model with a master and --num-workers local worker processes: dynamic sharding, a
 shared prefetching dataset per worker, gradients applied by the master's parameter store. With
 --validation-data it evaluates every --evaluation-steps model versions and at the end. Shows a
-progress bar on a terminal (JSON lines otherwise) and seed 004's timing table at the end.
+progress bar on a terminal (JSON lines otherwise) and the timing table at the end.
 
 --model-def is a TypeScript or JavaScript module exporting model, loss, optimizer, datasetFn and
 evalMetrics (see @edl/worker's ModelDefinition), or a zoo name: cifar10, cifar10-small, census.
@@ -24,7 +24,5 @@ Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 export const command: Command = {
   name: 'train',
   usage,
-  async run(argv, io) {
-    return (await runJob('train', parseJobOptions(argv), io)).exitCode;
-  },
+  run: (argv, io) => runJobCommand('train', argv, io),
 };

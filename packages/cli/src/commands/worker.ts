@@ -1,21 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { DataReader, JsonObject } from '@edl/data';
-import { MasterClient } from '@edl/proto';
-import {
-  type BackendName,
-  jsonLineLogger,
-  loadNonTrainableWeights,
-  runWorker,
-  saveNonTrainableWeights,
-  selectBackend,
-  type WorkerProgress,
-  withRetries,
-} from '@edl/worker';
+import type { WorkerProgress } from '@edl/worker';
+import { parseCommandLine } from '../args.js';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
-import { loadModel, openReader } from '../job/model-and-readers.js';
+import { BACKEND_CHOICES } from '../job/job-options.js';
 import type { WorkerStatsFile } from '../job/run-job.js';
 
 const usage = `Usage: edl worker --model-def FILE [options]
@@ -50,59 +40,61 @@ export const command: Command = {
   name: 'worker',
   usage,
   async run(argv, io) {
-    let values: Record<string, string | undefined>;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        strict: true,
-        options: {
-          'model-def': { type: 'string' },
-          'training-data': { type: 'string' },
-          'validation-data': { type: 'string' },
-          'prediction-data': { type: 'string' },
-          'data-reader': { type: 'string' },
-          'data-reader-params': { type: 'string' },
-          'minibatch-size': { type: 'string' },
-          backend: { type: 'string' },
-          'get-model-steps': { type: 'string' },
-          prefetch: { type: 'string' },
-          'stats-dir': { type: 'string' },
-          'export-dir': { type: 'string' },
-          'model-checkpoint': { type: 'string' },
-        },
-      }) as { values: Record<string, string | undefined> });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    // Every option and the environment are checked before TensorFlow.js, gRPC or the data load:
+    // a bad value fails at once instead of after minutes of retries against the master.
+    const { values } = parseCommandLine(argv, {
+      'model-def': { type: 'string' },
+      'training-data': { type: 'string' },
+      'validation-data': { type: 'string' },
+      'prediction-data': { type: 'string' },
+      'data-reader': { type: 'string' },
+      'data-reader-params': { type: 'json-object' },
+      'minibatch-size': { type: 'integer', min: 1 },
+      backend: { type: 'choice', choices: BACKEND_CHOICES },
+      'get-model-steps': { type: 'integer', min: 1 },
+      prefetch: { type: 'integer' },
+      'stats-dir': { type: 'string' },
+      'export-dir': { type: 'string' },
+      'model-checkpoint': { type: 'string' },
+    });
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
+    if (
+      values['training-data'] === undefined &&
+      values['validation-data'] === undefined &&
+      values['prediction-data'] === undefined
+    )
+      throw new UsageError('one of --training-data, --validation-data, --prediction-data is required');
     const address = env('EDL_MASTER_ADDR');
     const token = env('EDL_JOB_TOKEN');
     const workerId = env('EDL_WORKER_ID');
+    const params = (values['data-reader-params'] ?? {}) as JsonObject;
+
+    const [
+      { MasterClient },
+      {
+        jsonLineLogger,
+        loadNonTrainableWeights,
+        runWorker,
+        saveNonTrainableWeights,
+        selectBackend,
+        withRetries,
+      },
+      { loadModel, openReader },
+    ] = await Promise.all([
+      import('@edl/proto'),
+      import('@edl/worker'),
+      import('../job/model-and-readers.js'),
+    ]);
     const logger = jsonLineLogger(io.stdout, { worker: workerId, pid: process.pid });
-    const int = (name: string, fallback: number) => {
-      const raw = values[name];
-      const n = raw === undefined ? fallback : Number(raw);
-      if (!Number.isSafeInteger(n) || n < 0)
-        throw new UsageError(`Expected a non-negative integer for --${name} but received '${raw}'`);
-      return n;
-    };
-    const backend = await selectBackend({
-      backend: (values.backend ?? 'auto') as BackendName | 'auto',
-      logger,
-    });
+    const backend = await selectBackend({ backend: values.backend ?? 'auto', logger });
     const definition = await loadModel(modelDef);
-    const params = (
-      values['data-reader-params'] ? JSON.parse(values['data-reader-params']) : {}
-    ) as JsonObject;
     const open = async (origin: string | undefined) =>
       origin === undefined ? undefined : openReader(origin, definition, values['data-reader'], params);
     const training = await open(values['training-data']);
     const evaluation = await open(values['validation-data']);
     const prediction = await open(values['prediction-data']);
-    const reader = training ?? evaluation ?? prediction;
-    if (reader === undefined)
-      throw new UsageError('one of --training-data, --validation-data, --prediction-data is required');
+    const reader = (training ?? evaluation ?? prediction) as DataReader<unknown>;
     const statsDir = values['stats-dir'];
     const exportDir = values['export-dir'];
     const checkpoint = values['model-checkpoint'];
@@ -132,12 +124,12 @@ export const command: Command = {
         workerId,
         master,
         modelDefinition: definition,
-        reader: reader as DataReader<unknown>,
+        reader,
         ...(evaluation ? { evaluationReader: evaluation } : {}),
         ...(prediction ? { predictionReader: prediction } : {}),
-        minibatchSize: int('minibatch-size', 64) || 64,
-        getModelSteps: int('get-model-steps', 1) || 1,
-        prefetch: int('prefetch', 2),
+        minibatchSize: values['minibatch-size'] ?? 64,
+        getModelSteps: values['get-model-steps'] ?? 1,
+        prefetch: values.prefetch ?? 2,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,

@@ -1,8 +1,21 @@
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { JsonObject } from '@edl/data';
-import { isBackendName } from '@edl/worker';
+import type { JobType } from '@edl/master';
+import {
+  choiceValue,
+  integerValue,
+  jsonObjectValue,
+  numberValue,
+  type OptionSpecs,
+  parseCommandLine,
+} from '../args.js';
 import { UsageError } from '../command.js';
+
+/**
+ * `--backend` values: `auto` and @edl/worker's BACKEND_ORDER, listed here so that checking the
+ * options does not load TensorFlow.js (a test keeps the two in step).
+ */
+export const BACKEND_CHOICES = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 
 /** Options shared by `edl train | evaluate | predict | worker`, parsed and checked. */
 export interface JobOptions {
@@ -38,10 +51,12 @@ export interface JobOptions {
   readonly shuffle: boolean;
   readonly seed: number;
   readonly maxRestarts: number;
+  readonly maxTaskFailures: number;
   readonly leaseMs: number;
 }
 
-const OPTION_SPEC = {
+/** The job options; numbers stay strings here and are checked (with their defaults) below. */
+export const OPTION_SPEC = {
   'model-def': { type: 'string' },
   'training-data': { type: 'string' },
   'validation-data': { type: 'string' },
@@ -71,7 +86,8 @@ const OPTION_SPEC = {
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
   'lease-ms': { type: 'string' },
-} as const;
+  'max-task-failures': { type: 'string' },
+} as const satisfies OptionSpecs;
 
 /** Help text of the options, shared by the commands' usages. */
 export const JOB_OPTIONS_HELP = `Data:
@@ -102,6 +118,7 @@ Parameter store:
   --model-checkpoint PATH       start from this checkpoint's model (evaluate, predict)
   --shuffle, --seed N           shuffle task order per epoch, with a seed
   --max-restarts N              restarts per crashed worker before the job fails (default 3)
+  --max-task-failures N         failures of one task before the job fails (default 3)
   --lease-ms N                  a silent worker loses its tasks after N ms (default 30000)
 Worker:
   --backend NAME                auto | webgpu | tensorflow | wasm | cpu (default auto)
@@ -112,67 +129,29 @@ Output:
   --metrics-file FILE           evaluation metrics as JSON lines
   --stats                       print the timers as JSON after the table`;
 
-function integer(values: Record<string, unknown>, name: string, fallback: number, min: number): number {
+function integer(
+  values: Record<string, unknown>,
+  name: string,
+  fallback: number,
+  min: number,
+  max?: number,
+): number {
   const raw = values[name];
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) {
-    throw new UsageError(`Expected an integer >= ${min} for --${name} but received '${String(raw)}'`);
-  }
-  return n;
-}
-
-function parseMode(raw: string | undefined): 'sync' | 'async' {
-  if (raw === undefined || raw === 'async') return 'async';
-  if (raw === 'sync') return 'sync';
-  throw new UsageError(`Expected async or sync for --mode but received '${raw}'`);
-}
-
-function parseLearningRate(raw: string | undefined): number {
-  const n = Number(raw);
-  if (raw === undefined || raw.trim() === '' || !Number.isFinite(n) || n <= 0) {
-    throw new UsageError(`Expected a positive number for --learning-rate but received '${String(raw)}'`);
-  }
-  return n;
+  return raw === undefined ? fallback : integerValue(String(raw), `--${name}`, min, max);
 }
 
 /** Parses the job options; throws UsageError on anything unknown or malformed. */
 export function parseJobOptions(argv: string[]): JobOptions {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options: OPTION_SPEC, allowPositionals: false, strict: true }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const str = (name: string) => values[name] as string | undefined;
+  const { values } = parseCommandLine(argv, OPTION_SPEC);
+  const str = (name: keyof typeof OPTION_SPEC) => values[name] as string | undefined;
   const modelDef = str('model-def');
   if (modelDef === undefined)
     throw new UsageError('--model-def is required (a .ts/.js file or a zoo model name)');
-  const backend = str('backend') ?? 'auto';
-  if (backend !== 'auto' && !isBackendName(backend)) {
-    throw new UsageError(
-      `Expected auto, webgpu, tensorflow, wasm or cpu for --backend but received '${backend}'`,
-    );
-  }
-  let dataReaderParams: JsonObject = {};
+  const backend = choiceValue(str('backend') ?? 'auto', '--backend', BACKEND_CHOICES);
   const rawParams = str('data-reader-params');
-  if (rawParams !== undefined) {
-    try {
-      dataReaderParams = JSON.parse(rawParams) as JsonObject;
-    } catch (error) {
-      throw new UsageError(
-        `Expected JSON for --data-reader-params but received '${rawParams}': ${(error as Error).message}`,
-      );
-    }
-    if (
-      dataReaderParams === null ||
-      typeof dataReaderParams !== 'object' ||
-      Array.isArray(dataReaderParams)
-    ) {
-      throw new UsageError(`Expected a JSON object for --data-reader-params but received '${rawParams}'`);
-    }
-  }
-  const optional = (name: string, key: string) =>
+  const dataReaderParams =
+    rawParams === undefined ? {} : (jsonObjectValue(rawParams, '--data-reader-params') as JsonObject);
+  const optional = (name: keyof typeof OPTION_SPEC, key: string) =>
     str(name) === undefined ? {} : { [key]: str(name) as string };
   return {
     modelDef,
@@ -185,17 +164,19 @@ export function parseJobOptions(argv: string[]): JobOptions {
     ...optional('output', 'output'),
     ...optional('metrics-file', 'metricsFile'),
     evaluationSteps: integer(values, 'evaluation-steps', 0, 0),
-    numWorkers: integer(values, 'num-workers', 1, 1),
+    numWorkers: integer(values, 'num-workers', 1, 1, 10_000),
     minibatchSize: integer(values, 'minibatch-size', 64, 1),
     numMinibatchesPerTask: integer(values, 'num-minibatches-per-task', 8, 1),
     numEpochs: integer(values, 'num-epochs', 1, 1),
     gradsToWait: integer(values, 'grads-to-wait', 1, 1),
-    mode: parseMode(str('mode')),
+    mode: choiceValue(str('mode') ?? 'async', '--mode', ['async', 'sync'] as const),
     ...(str('max-staleness') === undefined
       ? {}
       : { maxStaleness: integer(values, 'max-staleness', 0, 0) }),
     stalenessModulation: values['staleness-modulation'] === true,
-    ...(str('learning-rate') === undefined ? {} : { learningRate: parseLearningRate(str('learning-rate')) }),
+    ...(str('learning-rate') === undefined
+      ? {}
+      : { learningRate: numberValue(str('learning-rate') as string, '--learning-rate', { positive: true }) }),
     checkpointSteps: integer(values, 'checkpoint-steps', 0, 0),
     dataReaderParams,
     backend,
@@ -203,10 +184,31 @@ export function parseJobOptions(argv: string[]): JobOptions {
     prefetch: integer(values, 'prefetch', 2, 0),
     stats: values.stats === true,
     shuffle: values.shuffle === true,
-    seed: integer(values, 'seed', 0, 0),
+    seed: integer(values, 'seed', 0, 0, 0xffff_ffff),
     maxRestarts: integer(values, 'max-restarts', 3, 0),
+    maxTaskFailures: integer(values, 'max-task-failures', 3, 1),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
   };
+}
+
+/** The job commands that run locally. */
+export type JobKind = 'train' | 'evaluate' | 'predict';
+
+/** The job type of `edl <kind>`; throws UsageError when the options lack what it needs. */
+export function jobTypeFor(kind: JobKind, options: JobOptions): JobType {
+  if (kind === 'train') {
+    if (options.trainingData === undefined) throw new UsageError('--training-data is required');
+    return options.validationData === undefined ? 'training' : 'training-with-evaluation';
+  }
+  const data = kind === 'evaluate' ? options.validationData : options.predictionData;
+  if (data === undefined)
+    throw new UsageError(`--${kind === 'evaluate' ? 'validation' : 'prediction'}-data is required`);
+  if (options.modelCheckpoint === undefined && options.checkpointDir === undefined) {
+    throw new UsageError(
+      `--model-checkpoint (or --checkpoint-dir) is required: ${kind === 'evaluate' ? 'evaluation' : 'prediction'} needs a trained model`,
+    );
+  }
+  return kind === 'evaluate' ? 'evaluation' : 'prediction';
 }
 
 /** The command line that gives a worker process the same options. */

@@ -4,17 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader } from '@edl/data';
-import {
-  type JobResult,
-  type JobType,
-  type MasterLogger,
-  type StartMasterOptions,
-  startMaster,
-} from '@edl/master';
+import { type JobResult, type MasterLogger, type StartMasterOptions, startMaster } from '@edl/master';
 import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
-import { UsageError } from '../command.js';
-import { type JobOptions, workerArgs } from './job-options.js';
+import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
 import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
 import { toOptimizerConfig } from './optimizer-config.js';
 import { parameterStoreOptions } from './parameter-store-options.js';
@@ -50,29 +43,6 @@ function edlBin(): string {
   return bin;
 }
 
-function jobTypeOf(kind: 'train' | 'evaluate' | 'predict', options: JobOptions): JobType {
-  if (kind === 'train') {
-    if (options.trainingData === undefined) throw new UsageError('--training-data is required');
-    return options.validationData === undefined ? 'training' : 'training-with-evaluation';
-  }
-  if (kind === 'evaluate') {
-    if (options.validationData === undefined) throw new UsageError('--validation-data is required');
-    if (options.modelCheckpoint === undefined && options.checkpointDir === undefined) {
-      throw new UsageError(
-        '--model-checkpoint (or --checkpoint-dir) is required: evaluation needs a trained model',
-      );
-    }
-    return 'evaluation';
-  }
-  if (options.predictionData === undefined) throw new UsageError('--prediction-data is required');
-  if (options.modelCheckpoint === undefined && options.checkpointDir === undefined) {
-    throw new UsageError(
-      '--model-checkpoint (or --checkpoint-dir) is required: prediction needs a trained model',
-    );
-  }
-  return 'prediction';
-}
-
 function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger {
   const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
     if (bar !== undefined) {
@@ -93,7 +63,7 @@ function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger
 /**
  * Runs a job end to end in this process: a master over gRPC on 127.0.0.1, `numWorkers` local
  * `edl worker` processes, progress (a bar on a terminal, JSON lines otherwise), and at the end the
- * evaluation metrics and seed 004's timing table (JSON too with `--stats`).
+ * evaluation metrics and the timing table (JSON too with `--stats`).
  */
 export async function runJob(
   kind: 'train' | 'evaluate' | 'predict',
@@ -115,7 +85,7 @@ async function runJobIn(
   io: CommandIO,
   statsDir: string,
 ): Promise<JobOutcome> {
-  const jobType = jobTypeOf(kind, options);
+  const jobType = jobTypeFor(kind, options);
   const modelDefPath = resolveModelDef(options.modelDef);
   const definition = await loadModel(options.modelDef);
   const open = (origin: string | undefined): Promise<DataReader<unknown>> | undefined =>
@@ -168,6 +138,7 @@ async function runJobIn(
     shuffle: options.shuffle,
     seed: options.seed,
     leaseMs: options.leaseMs,
+    maxTaskFailures: options.maxTaskFailures,
     parameterStore: parameterStoreOptions(options, toOptimizerConfig(definition.optimizer, modelDefPath)),
     ...(options.checkpointDir ? { checkpointDir: path.resolve(options.checkpointDir) } : {}),
     checkpointSteps: options.checkpointSteps,

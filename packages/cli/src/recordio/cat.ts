@@ -1,6 +1,6 @@
 import { RecordIOReader } from '@edl/recordio';
+import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
-import { choiceOption, integerOption, parseCommandLine } from './args.js';
 import { BufferedOutput } from './output.js';
 import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
 
@@ -12,12 +12,16 @@ import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
 export async function cat(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
-    { start: { type: 'string' }, count: { type: 'string' }, format: { type: 'string' } },
+    {
+      start: { type: 'integer' },
+      count: { type: 'integer' },
+      format: { type: 'choice', choices: OUTPUT_FORMATS },
+    },
     ['FILE'],
   );
-  const start = integerOption(values.start, '--start', 0);
-  const requested = integerOption(values.count, '--count', Number.MAX_SAFE_INTEGER);
-  const format = choiceOption(values.format, '--format', OUTPUT_FORMATS, 'raw');
+  const start = values.start ?? 0;
+  const requested = values.count ?? Number.MAX_SAFE_INTEGER;
+  const format = values.format ?? 'raw';
 
   const reader = await RecordIOReader.open(positionals[0] as string);
   const out = new BufferedOutput(io.stdout);

@@ -1,6 +1,9 @@
 import { type ChunkInfo, RecordIOReader } from '@edl/recordio';
+import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
-import { parseCommandLine } from './args.js';
+
+/** Bytes of a chunk header (RecordIO: magic, CRC, compressor, size, records; 4 bytes each). */
+const HEADER_BYTES = 20;
 
 /** Everything `inspect --json` prints: what the chunk headers say, without decoding a payload. */
 export interface InspectReport {
@@ -10,11 +13,20 @@ export interface InspectReport {
   readonly numChunks: number;
   /** Chunks per compressor name (an unknown id appears as its number). */
   readonly compressors: Record<string, number>;
-  /** Sum of the stored payload sizes. */
+  /** Sum of the stored payload bytes that the file holds (a truncated chunk counts what is left). */
   readonly payloadBytes: number;
   readonly chunks: readonly ChunkInfo[];
-  /** A damaged header after the last good chunk (the index stops there), or null. */
-  readonly damage: { readonly code: string; readonly offset: number | null; readonly message: string } | null;
+  /**
+   * The fault at the end of the file, or null: a damaged header after the last good chunk (the
+   * index stops there; `chunk` is `numChunks`), or a last chunk whose payload runs past the end of
+   * the file (`chunk` is that chunk, listed in `chunks`).
+   */
+  readonly damage: {
+    readonly code: string;
+    readonly chunk: number | null;
+    readonly offset: number | null;
+    readonly message: string;
+  } | null;
   /** With --verify: what decoding every chunk found. */
   readonly verified?: VerifyReport;
 }
@@ -50,7 +62,10 @@ export async function inspect(argv: string[], io: CommandIO): Promise<number> {
     const report = values.verify === true ? { ...headers, verified: await verify(reader) } : headers;
     io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     if (report.damage !== null) {
-      io.stderr.write(`edl recordio: the chunk index stops early: ${report.damage.message}\n`);
+      const { chunk, message } = report.damage;
+      // A truncated chunk's message says so itself; a bad header ends the index early.
+      const what = chunk !== null && chunk < report.numChunks ? '' : 'the chunk index stops early: ';
+      io.stderr.write(`edl recordio: ${what}${message}\n`);
       return 1;
     }
     const bad = report.verified?.badChunks ?? [];
@@ -72,7 +87,8 @@ async function verify(reader: RecordIOReader): Promise<VerifyReport> {
   let records = 0;
   for await (const batch of reader.batches()) records += batch.length;
   const badChunks = reader.skipped.faults
-    // A damaged tail is reported as `damage` already.
+    // A damaged tail is reported as `damage` already (a truncated chunk is listed here too, with
+    // the records it loses).
     .filter((f) => f.chunk !== undefined && f.chunk < reader.numChunks)
     .map((f) => ({
       chunk: f.chunk as number,
@@ -90,7 +106,11 @@ function buildReport(reader: RecordIOReader): InspectReport {
   for (const chunk of reader.chunks) {
     const key = String(chunk.compressor);
     compressors[key] = (compressors[key] ?? 0) + 1;
-    payloadBytes += chunk.compressedSize;
+    // Only what the file holds: a header can promise more than is left.
+    payloadBytes += Math.min(
+      chunk.compressedSize,
+      Math.max(reader.fileSize - chunk.offset - HEADER_BYTES, 0),
+    );
   }
   const fault = reader.tailFault();
   return {
@@ -102,7 +122,14 @@ function buildReport(reader: RecordIOReader): InspectReport {
     payloadBytes,
     chunks: reader.chunks,
     damage:
-      fault === undefined ? null : { code: fault.code, offset: fault.offset ?? null, message: fault.message },
+      fault === undefined
+        ? null
+        : {
+            code: fault.code,
+            chunk: fault.chunk ?? null,
+            offset: fault.offset ?? null,
+            message: fault.message,
+          },
   };
 }
 
@@ -128,11 +155,16 @@ function formatReport(report: InspectReport): string {
     );
   }
   if (report.chunks.length > 0) {
+    const cut = report.damage?.chunk ?? null;
     const header = ['chunk', 'offset', 'compressor', 'stored', 'records', 'first'];
-    const rows = report.chunks.map((c) =>
-      [c.index, c.offset, c.compressor, c.compressedSize, c.numRecords, c.firstRecord].map(String),
-    );
+    const rows = report.chunks.map((c) => [
+      ...[c.index, c.offset, c.compressor, c.compressedSize, c.numRecords, c.firstRecord].map(String),
+      ...(c.index === cut
+        ? [`TRUNCATED: ${report.fileSize - c.offset - HEADER_BYTES} bytes in the file`]
+        : []),
+    ]);
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+    widths.push(0);
     const render = (cells: string[]) =>
       cells
         .map((cell, i) => (i === 2 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number)))

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { COMPRESSORS, RecordIOWriter } from '@edl/recordio';
+import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
-import { choiceOption, integerOption, parseCommandLine } from './args.js';
 import { readLines } from './line-reader.js';
 import { INPUT_FORMATS, parseRecordLine } from './record-format.js';
 
@@ -17,17 +17,17 @@ export async function write(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     {
-      compressor: { type: 'string' },
-      'max-chunk-bytes': { type: 'string' },
-      'gzip-level': { type: 'string' },
-      format: { type: 'string' },
+      compressor: { type: 'choice', choices: COMPRESSORS },
+      'max-chunk-bytes': { type: 'integer', min: 1 },
+      'gzip-level': { type: 'integer', min: 1, max: 9 },
+      format: { type: 'choice', choices: INPUT_FORMATS },
     },
     ['OUT'],
   );
-  const compressor = choiceOption(values.compressor, '--compressor', COMPRESSORS, 'snappy');
-  const maxChunkBytes = integerOption(values['max-chunk-bytes'], '--max-chunk-bytes', 1024 * 1024, 1);
-  const gzipLevel = integerOption(values['gzip-level'], '--gzip-level', 6, 1);
-  const format = choiceOption(values.format, '--format', INPUT_FORMATS, 'lines');
+  const compressor = values.compressor ?? 'snappy';
+  const maxChunkBytes = values['max-chunk-bytes'] ?? 1024 * 1024;
+  const gzipLevel = values['gzip-level'] ?? 6;
+  const format = values.format ?? 'lines';
   const out = positionals[0] as string;
 
   const writer = await RecordIOWriter.create(out, { compressor, maxChunkBytes, gzipLevel });

@@ -1,6 +1,6 @@
 import { TFRecordReader } from '@edl/recordio';
 import type { CommandIO } from '../command.js';
-import { choiceOption, integerOption, parseCommandLine } from '../recordio/args.js';
+import { parseCommandLine } from '../args.js';
 import { BufferedOutput } from '../recordio/output.js';
 import { formatRecord, OUTPUT_FORMATS } from '../recordio/record-format.js';
 import { COMPRESSION_CHOICES } from './compression-choice.js';
@@ -15,17 +15,17 @@ export async function cat(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     {
-      start: { type: 'string' },
-      count: { type: 'string' },
-      format: { type: 'string' },
-      compression: { type: 'string' },
+      start: { type: 'integer' },
+      count: { type: 'integer' },
+      format: { type: 'choice', choices: OUTPUT_FORMATS },
+      compression: { type: 'choice', choices: COMPRESSION_CHOICES },
     },
     ['FILE'],
   );
-  const start = integerOption(values.start, '--start', 0);
-  const requested = integerOption(values.count, '--count', Number.MAX_SAFE_INTEGER);
-  const format = choiceOption(values.format, '--format', OUTPUT_FORMATS, 'raw');
-  const compression = choiceOption(values.compression, '--compression', COMPRESSION_CHOICES, 'auto');
+  const start = values.start ?? 0;
+  const requested = values.count ?? Number.MAX_SAFE_INTEGER;
+  const format = values.format ?? 'raw';
+  const compression = values.compression ?? 'auto';
 
   const reader = await TFRecordReader.open(positionals[0] as string, { compression });
   const out = new BufferedOutput(io.stdout);

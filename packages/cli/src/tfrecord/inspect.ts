@@ -1,6 +1,6 @@
 import { type TFRecordCompression, TFRecordError, TFRecordReader } from '@edl/recordio';
 import type { CommandIO } from '../command.js';
-import { choiceOption, parseCommandLine } from '../recordio/args.js';
+import { parseCommandLine } from '../args.js';
 import { COMPRESSION_CHOICES } from './compression-choice.js';
 
 /** What `edl tfrecord inspect --json` prints. */
@@ -30,10 +30,14 @@ export interface TFRecordInspectReport {
 export async function inspect(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
-    { json: { type: 'boolean' }, verify: { type: 'boolean' }, compression: { type: 'string' } },
+    {
+      json: { type: 'boolean' },
+      verify: { type: 'boolean' },
+      compression: { type: 'choice', choices: COMPRESSION_CHOICES },
+    },
     ['FILE'],
   );
-  const compression = choiceOption(values.compression, '--compression', COMPRESSION_CHOICES, 'auto');
+  const compression = values.compression ?? 'auto';
   const reader = await TFRecordReader.open(positionals[0] as string, { compression });
   try {
     let fault = reader.tailFault();
