@@ -450,7 +450,9 @@ export class Master {
         this.#end();
         return;
       case 'job-failed':
-        this.logger.error(`job failed: ${event.error.message}`);
+        this.logger.error(`job failed: ${event.error.code}: ${event.error.message}`, {
+          code: event.error.code,
+        });
         this.#end();
         return;
     }

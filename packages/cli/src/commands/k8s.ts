@@ -27,6 +27,7 @@ import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options
 import { loadModel, openReader, resolveModelDef } from '../job/model-and-readers.js';
 import { toOptimizerConfig } from '../job/optimizer-config.js';
 import { parameterStoreOptions } from '../job/parameter-store-options.js';
+import { recordsSummary } from '../job/records-summary.js';
 
 const usage = `Usage: edl k8s submit   --image IMAGE --namespace NS --num-workers N [k8s options] [train options]
        edl k8s manifest --image IMAGE --namespace NS --num-workers N [k8s options] [train options] [--rbac]
@@ -601,7 +602,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
     }
     const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
-      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, error: result.error?.message, workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
+      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {

@@ -12,6 +12,7 @@ import {
 import { MasterClient } from '@edl/proto';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { recordsSummary } from '../job/records-summary.js';
 
 const usage = `Usage: edl master [options]            run a job's master (and its local workers)
        edl master scale N --address HOST:PORT   change the number of workers of a running job
@@ -236,7 +237,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       return 130;
     }
     io.stdout.write(
-      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, evaluations: result.evaluations, checkpoint: result.checkpoint, error: result.error?.message })}\n`,
+      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, records: recordsSummary(handle.master.status()), evaluations: result.evaluations, checkpoint: result.checkpoint, code: result.error?.code, error: result.error?.message })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {
