@@ -911,7 +911,8 @@ export class TaskManager {
     if (countAsFailure) {
       record.failures++;
       record.failureReasons.push(`worker ${workerId}: ${reason}`);
-      (record.failedOn ??= new Set()).add(workerId);
+      record.failedOn ??= new Set();
+      record.failedOn.add(workerId);
     }
     this.#onEvent({
       type: 'task-recovered',

@@ -181,7 +181,7 @@ describe('TableDataReader', () => {
       table: [SCHEMA, TABLE],
       where: [
         { column: 'value', op: 'in', value: [3, 4] },
-        { column: 'Grüße', op: 'NOT LIKE', value: 'row 1%' },
+        { column: 'Grüße', op: 'NOT LIKE' as 'not like', value: 'row 1%' },
         { column: 'big', op: 'is not null' },
         { column: 'Key Col', op: '<=', value: '2400' },
       ],
