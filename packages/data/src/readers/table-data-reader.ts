@@ -403,6 +403,13 @@ export class TableDataReader implements DataReader<TableRow> {
   }
 }
 
+/**
+ * Startup settings of every connection: strings as the SQL standard reads them (a backslash is no
+ * escape), whatever the role or database defaults say, so that the check of `unsafeWhere` lexes
+ * string literals as the server does.
+ */
+const STARTUP_OPTIONS = '-c standard_conforming_strings=on';
+
 function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
   const connection = options.connection;
   const application_name =
@@ -416,10 +423,15 @@ function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
     1,
   );
   if (typeof connection === 'string' && connection !== '') {
-    return { connectionString: connection, application_name, connectionTimeoutMillis };
+    return {
+      connectionString: connection,
+      application_name,
+      connectionTimeoutMillis,
+      options: STARTUP_OPTIONS,
+    };
   }
   if (typeof connection === 'object' && connection !== null && !Array.isArray(connection)) {
-    return { ...connection, application_name, connectionTimeoutMillis };
+    return { ...connection, application_name, connectionTimeoutMillis, options: STARTUP_OPTIONS };
   }
   throw new TypeError(
     expectedMessage('a postgres:// URL or connection settings', 'options.connection', connection),

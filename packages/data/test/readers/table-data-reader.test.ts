@@ -676,6 +676,33 @@ describe('TableDataReader against SQL injection', () => {
     await victimIntact();
   });
 
+  it('reads strings as the SQL standard does, whatever the role defaults, as the unsafeWhere check does', async () => {
+    await admin.query(`CREATE ROLE edl_old_strings LOGIN; ALTER ROLE edl_old_strings SET standard_conforming_strings = off;
+      GRANT SELECT ON words TO edl_old_strings`);
+    const url = new URL(server.connectionString);
+    url.username = 'edl_old_strings';
+    const plain = new pg.Client({ connectionString: url.toString() });
+    await plain.connect();
+    try {
+      expect((await plain.query('SHOW standard_conforming_strings')).rows).toEqual([
+        { standard_conforming_strings: 'off' },
+      ]);
+    } finally {
+      await plain.end();
+    }
+    // With backslash escapes, 'a\' would not end and the parenthesis would be outside a string.
+    const reader = await TableDataReader.open({
+      connection: url.toString(),
+      table: 'words',
+      unsafeWhere: `current_setting('standard_conforming_strings') = 'on' AND word <> 'a\\' AND word <> ')'`,
+    });
+    try {
+      expect((await reader.createShards()).reduce((n, s) => n + s.count, 0)).toBe(8);
+    } finally {
+      await reader.close();
+    }
+  });
+
   it('does not echo values a query read in its errors', async () => {
     for (const options of [
       { unsafeWhere: '(SELECT secret FROM secrets LIMIT 1)::integer > 0' },
