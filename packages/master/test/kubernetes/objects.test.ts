@@ -107,6 +107,7 @@ describe('buildWorkerPod', () => {
       'EDL_JOB_NAME',
       'EDL_JOB_TOKEN',
       'EDL_POD_NAME',
+      'EDL_MASTER_LEASE_MS',
       'EXTRA',
     ]);
     expect(JSON.stringify(pod)).not.toContain('"value":"secret');
