@@ -1,5 +1,5 @@
 import { silentLogger, type WorkerLogger } from './logger.js';
-import type { MasterConnection } from './master-connection.js';
+import { MASTER_CONNECTION_METHODS, type MasterConnection } from './master-connection.js';
 
 /** Exit status of a worker that ended because its master is gone (EX_TEMPFAIL). */
 export const MASTER_GONE_EXIT_CODE = 75;
@@ -80,15 +80,7 @@ export class MasterWatch {
   /** The same connection, with every call's outcome fed to the lease. */
   wrap(master: MasterConnection): MasterConnection {
     const wrapped: Record<string, unknown> = {};
-    for (const method of [
-      'getTask',
-      'reportTaskResult',
-      'getModel',
-      'reportVariables',
-      'reportGradient',
-      'reportEvaluationMetrics',
-      'heartbeat',
-    ] as const) {
+    for (const method of MASTER_CONNECTION_METHODS) {
       if (typeof master[method] !== 'function') continue;
       const call = (master[method] as (...args: unknown[]) => Promise<unknown>).bind(master);
       wrapped[method] = async (...args: unknown[]) => {
