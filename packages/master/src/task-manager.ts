@@ -237,7 +237,7 @@ export class TaskManager {
   #lastEvaluatedVersion = -1;
   #recordsDone = 0;
   readonly #doneByKind = { training: 0, evaluation: 0, prediction: 0 };
-  /** When each worker last called (getTask, heartbeat, a report); dropped when it is lost. */
+  /** When each worker last called getTask or heartbeat; dropped when it is lost. */
   readonly #lastSeen = new Map<string, number>();
   #started = false;
   #failed: JobFailedError | undefined;
