@@ -69,12 +69,56 @@ describe('edl master', () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^EDL_MASTER_ADDR=127\.0\.0\.1:\d+\nEDL_JOB_TOKEN=[0-9a-f]{64}\n/);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!);
-    expect(result).toMatchObject({ state: 'succeeded', modelVersion: 24 });
+    expect(result).toMatchObject({
+      state: 'succeeded',
+      modelVersion: 24,
+      records: {
+        done: 240,
+        total: 240,
+        training: { done: 240, total: 240 },
+        evaluation: { done: 0, total: 0 },
+        prediction: { done: 0, total: 0 },
+      },
+    });
+    expect(result.code).toBeUndefined();
     expect(readFileSync(result.checkpoint).subarray(0, 8).toString()).toBe('EDLCKPT1');
     // The final checkpoint's weights count the applications of each row: 2 epochs, once each.
     const checkpoint = await readCheckpoint(result.checkpoint);
     expect(checkpoint.store.version).toBe(24);
     expect([...new Set(checkpoint.store.variables[0]!.values)]).toEqual([2]);
+  }, 60_000);
+
+  it('prints the failure code in the final line and the log when workers keep crashing', async () => {
+    const csv = join(dir, 'crash.csv');
+    writeFileSync(csv, `x,y\n${Array.from({ length: 40 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+    const { io: cliIo, out, err } = io();
+    const code = await runCli(
+      [
+        'master',
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--num-workers',
+        '1',
+        '--max-restarts',
+        '1',
+        '--worker-command',
+        JSON.stringify([process.execPath, '-e', 'process.exit(7)']),
+      ],
+      cliIo,
+    );
+    expect(code).toBe(1);
+    const result = JSON.parse(out.join('').trim().split('\n').at(-1)!);
+    expect(result).toMatchObject({
+      state: 'failed',
+      code: 'WORKER_RESTARTS_EXHAUSTED',
+      records: { done: 0, total: 40, training: { done: 0, total: 40 } },
+    });
+    expect(result.error).toMatch(/^Worker slot 0 ended 2 times, more than maxRestarts \(1\)/);
+    expect(err.join('')).toMatch(
+      /error job failed: WORKER_RESTARTS_EXHAUSTED: Worker slot 0 ended 2 times.* \{"code":"WORKER_RESTARTS_EXHAUSTED"\}\n/,
+    );
   }, 60_000);
 
   it('refuses bad arguments with a usage error', async () => {

@@ -45,9 +45,21 @@ function runEdl(args: string[], onStderrLine?: (line: string, child: ChildProces
 interface Summary {
   state: string;
   modelVersion: number;
-  records: { done: number; total: number };
+  records: {
+    done: number;
+    total: number;
+    training: { done: number; total: number };
+    evaluation: { done: number; total: number };
+    prediction: { done: number; total: number };
+  };
   evaluations: Array<{ records: number; metrics: Record<string, number> }>;
-  workers: Array<{ workerId: string; steps: number; lastLoss?: number; records: Record<string, number> }>;
+  workers: Array<{
+    workerId: string;
+    steps: number;
+    lastLoss?: number;
+    records: Record<string, number>;
+    lost?: boolean;
+  }>;
 }
 
 function summaryOf(run: Run): Summary {
@@ -104,8 +116,14 @@ describe('edl train | evaluate | predict', () => {
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run);
     expect(summary.state).toBe('succeeded');
-    // The master counts the final evaluation's 400 records as done too.
-    expect(summary.records.total).toBe(8000);
+    // Training and evaluation records are counted apart: done never exceeds total.
+    expect(summary.records).toEqual({
+      done: 8000,
+      total: 8000,
+      training: { done: 8000, total: 8000 },
+      evaluation: { done: 400, total: 400 },
+      prediction: { done: 0, total: 0 },
+    });
     expect(summary.workers).toHaveLength(2);
     expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(8000);
     expect(Math.min(...summary.workers.map((w) => w.lastLoss ?? 1))).toBeLessThan(0.5);
@@ -205,10 +223,14 @@ describe('edl train | evaluate | predict', () => {
     expect(killed).toBeDefined();
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run);
-    expect(summary.records).toEqual({ done: 6000, total: 6000 });
-    // The killed worker left no stats; its replacement (a new id) and the other worker did.
-    expect(summary.workers.map((w) => w.workerId)).not.toContain('worker-1');
-    expect(summary.workers.length).toBeGreaterThanOrEqual(2);
+    expect(summary.records).toMatchObject({ done: 6000, total: 6000, training: { done: 6000, total: 6000 } });
+    // The killed worker stays in the stats and the timing table, marked as lost, with what it did
+    // until its last progress report; its replacement (a new id) and the other worker ended.
+    const lost = summary.workers.filter((w) => w.lost);
+    expect(lost.map((w) => w.workerId)).toEqual(['worker-1']);
+    expect(lost[0]!.steps).toBeGreaterThan(0);
+    expect(summary.workers.length).toBeGreaterThanOrEqual(3);
+    expect(run.stdout).toMatch(/^worker-1 \(lost\)\s+[\d.]+/m);
   }, 120_000);
 });
 

@@ -44,6 +44,8 @@ export {
   JOB_TYPES,
   type JobType,
   type RangeCheck,
+  type RecordCount,
+  type RecordsByKind,
   TaskManager,
   type TaskManagerEvent,
   type TaskManagerOptions,

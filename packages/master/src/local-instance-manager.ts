@@ -26,6 +26,11 @@ export interface LocalInstanceManagerOptions {
   readonly cwd?: string;
   /** Each line a worker prints (stdout and stderr). Default: copied to stderr with a `[worker-N]` prefix. */
   readonly onOutput?: (workerId: string, line: string) => void;
+  /**
+   * A worker whose calls to the master fail for this long ends itself (default 15,000 ms; passed as
+   * EDL_MASTER_LEASE_MS). Workers also end when the master process dies (EDL_MASTER_PID).
+   */
+  readonly masterLeaseMs?: number;
   /** Time between SIGTERM and SIGKILL when stopping a worker (default 5,000 ms). */
   readonly stopGraceMs?: number;
 }
@@ -129,6 +134,10 @@ export class LocalInstanceManager implements InstanceManager {
         EDL_MASTER_ADDR: masterAddress,
         EDL_JOB_TOKEN: token,
         EDL_WORKER_ID: workerId,
+        // The worker ends itself when this process dies (SIGKILL leaves no chance to stop it) or
+        // when its calls here fail for a lease (see @edl/worker's MasterWatch).
+        EDL_MASTER_PID: String(process.pid),
+        EDL_MASTER_LEASE_MS: String(this.#options.masterLeaseMs ?? 15_000),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -346,7 +346,7 @@ export class Master {
     this.#stopRequested.add(workerId);
   }
 
-  /** Sends the tasks of a vanished worker back to todo; a crash counts as a failure of each. */
+  /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
@@ -442,6 +442,7 @@ export class Master {
           worker: event.workerId,
           reason: event.reason,
           failures: event.failures,
+          counted: event.counted,
         });
         return;
       case 'job-succeeded':
@@ -449,7 +450,9 @@ export class Master {
         this.#end();
         return;
       case 'job-failed':
-        this.logger.error(`job failed: ${event.error.message}`);
+        this.logger.error(`job failed: ${event.error.code}: ${event.error.message}`, {
+          code: event.error.code,
+        });
         this.#end();
         return;
     }

@@ -73,6 +73,8 @@ export type TaskManagerEvent =
       readonly reason: string;
       readonly remaining: number;
       readonly failures: number;
+      /** Whether this recovery counted as a failure of the task (see {@link TaskManager.recoverWorker}). */
+      readonly counted: boolean;
     }
   | { readonly type: 'job-succeeded' }
   | { readonly type: 'job-failed'; readonly error: JobFailedError };
@@ -106,6 +108,8 @@ interface TaskRecord {
    * renew the lease: the outstanding ranges must arrive within it, or the task comes back.
    */
   reportedDone?: boolean;
+  /** Workers on which the task failed: it goes to another worker where one is alive. */
+  failedOn?: Set<string>;
 }
 
 /** Outcome of a range check for a gradient or metrics report. */
@@ -143,8 +147,26 @@ export interface TaskManagerState {
     round: number;
     failures: number;
   }>;
+  /** Records applied exactly once, every kind together (training across epochs, evaluation, prediction). */
   readonly recordsDone: number;
+  /** The same per kind (added in issue 15; absent in older checkpoints). */
+  readonly recordsDoneByKind?: RecordsByKind<number>;
   readonly failed?: string;
+  /** The failure's stable code (added in issue 15; older checkpoints: TASK_FAILED). */
+  readonly failedCode?: string;
+}
+
+/** Records of each kind of task. */
+export interface RecordsByKind<T> {
+  readonly training: T;
+  readonly evaluation: T;
+  readonly prediction: T;
+}
+
+/** Records applied exactly once and records to apply in all, for one kind of task. */
+export interface RecordCount {
+  readonly done: number;
+  readonly total: number;
 }
 
 /** Progress counters for status reports and progress bars. */
@@ -156,9 +178,18 @@ export interface TaskManagerStatus {
   readonly numEpochs: number;
   readonly todoTasks: number;
   readonly doingTasks: number;
-  /** Records applied exactly once in the current phase (training: across epochs). */
+  /**
+   * Records of the job's main kind (training for training jobs, across epochs; evaluation for
+   * evaluation jobs; prediction for prediction jobs) applied exactly once, and their total: `done`
+   * never exceeds `total`. Evaluation records of training-with-evaluation jobs are in `records`.
+   */
   readonly recordsDone: number;
   readonly recordsTotal: number;
+  /**
+   * `done` and `total` per kind. Evaluation counts every round started so far (a round reads the
+   * validation data once); a kind the job does not run is 0 of 0.
+   */
+  readonly records: RecordsByKind<RecordCount>;
 }
 
 const WAIT_ASSIGNMENT_ID = 0;
@@ -205,6 +236,9 @@ export class TaskManager {
   #roundVersion = -1;
   #lastEvaluatedVersion = -1;
   #recordsDone = 0;
+  readonly #doneByKind = { training: 0, evaluation: 0, prediction: 0 };
+  /** When each worker last called getTask or heartbeat; dropped when it is lost. */
+  readonly #lastSeen = new Map<string, number>();
   #started = false;
   #failed: JobFailedError | undefined;
 
@@ -284,10 +318,12 @@ export class TaskManager {
   getTask(workerId: string): TaskAssignment | undefined {
     checkString(workerId, 'workerId');
     this.#start();
+    this.#lastSeen.set(workerId, this.#now());
     for (;;) {
       if (this.finished) return undefined;
-      const record = this.#evalTodo.shift() ?? this.#todo.shift();
+      const record = this.#takeFor(this.#evalTodo, workerId) ?? this.#takeFor(this.#todo, workerId);
       if (record !== undefined) return this.#dispatch(record, workerId);
+      if (this.#evalTodo.length + this.#todo.length > 0) return this.#waitAssignment();
       if (this.#doing.size > 0) return this.#waitAssignment();
       // Nothing to do and nothing in flight: the current phase is complete.
       this.#advancePhase();
@@ -337,7 +373,7 @@ export class TaskManager {
         `Expected a progress in (${record.progress}, ${record.end}] for task ${taskId} but received ${end}`,
       );
     }
-    this.#recordsDone += end - record.progress;
+    this.#count(record, end - record.progress);
     record.progress = end;
     if (record.progress === record.end) {
       this.#complete(record);
@@ -359,7 +395,7 @@ export class TaskManager {
     const simple = record.kind === 'prediction' || record.kind === 'train-end';
     if (error === '') {
       if (simple) {
-        this.#recordsDone += record.end - record.progress;
+        this.#count(record, record.end - record.progress);
         record.progress = record.end;
         this.#complete(record);
         return true;
@@ -375,16 +411,18 @@ export class TaskManager {
     if (record.kind === 'prediction' && recordsDone > 0) {
       const progress = Math.min(record.end, record.dispatchedAt + recordsDone);
       if (progress > record.progress) {
-        this.#recordsDone += progress - record.progress;
+        this.#count(record, progress - record.progress);
         record.progress = progress;
       }
     }
+    // The worker itself says the task failed while it processed it: always a failure.
     this.#recover(record, `failed: ${error}`, true);
     return true;
   }
 
   /** Renews the lease of every task `workerId` holds; returns how many it holds. */
   heartbeat(workerId: string): number {
+    if (!this.finished) this.#lastSeen.set(workerId, this.#now());
     const ids = this.#byWorker.get(workerId);
     if (ids === undefined) return 0;
     const deadline = this.#now() + this.leaseMs;
@@ -395,17 +433,27 @@ export class TaskManager {
     return ids.size;
   }
 
-  /** Sends every task whose lease ran out back to todo (as a failure); returns how many. */
+  /**
+   * Sends every task whose lease ran out back to todo; returns how many. As for a crashed worker
+   * ({@link recoverWorker}), only the task the silent worker was processing, with nothing applied in
+   * this dispatch, counts as a failure; a task reported done whose last ranges never came always does.
+   */
   expireLeases(): number {
     const now = this.#now();
     let expired = 0;
+    const blamed = new Set<number>();
+    for (const ids of this.#byWorker.values()) {
+      const id = this.#blamedTask(ids);
+      if (id !== undefined) blamed.add(id);
+    }
     for (const record of [...this.#doing.values()]) {
       if (record.leaseDeadline <= now && !this.finished) {
         expired++;
         const reason = record.reportedDone
           ? `reported done but records [${record.progress}, ${record.end}) were not applied within the lease of ${this.leaseMs} ms`
           : `lease of ${this.leaseMs} ms expired on worker ${record.worker}`;
-        this.#recover(record, reason, true);
+        if (record.worker !== undefined) this.#lastSeen.delete(record.worker);
+        this.#recover(record, reason, record.reportedDone === true || blamed.has(record.id));
       }
     }
     return expired;
@@ -413,13 +461,31 @@ export class TaskManager {
 
   /**
    * Sends back every task of a worker that is gone. `countAsFailure` is true for a crash and false
-   * for a deliberate scale-down.
+   * for a deliberate scale-down or preemption.
+   *
+   * A crash counts as a failure of one task at most: the one the worker was processing, with nothing
+   * of it applied in this dispatch. A worker processes its tasks in dispatch order, so that is the
+   * first task it holds that it has not reported done; the tasks behind it were only read ahead and
+   * never started. A task that advanced in this dispatch was interrupted, not failed: a record that
+   * crashes every worker stops the progress at itself, so its task fails from the next attempt on,
+   * while random kills (preemption, OOM of a neighbour, an operator) almost never hit a task three
+   * times before its first minibatch. Every other task goes back to the front of todo uncounted.
    */
   recoverWorker(workerId: string, reason: string, countAsFailure: boolean): number {
-    const ids = [...(this.#byWorker.get(workerId) ?? [])];
-    for (const id of ids) {
+    const held = this.#byWorker.get(workerId) ?? new Set<number>();
+    const blamed = countAsFailure ? this.#blamedTask(held) : undefined;
+    const ids = [...held];
+    this.#lastSeen.delete(workerId);
+    // Uncounted ones first, so that a failing task that fails the job leaves the others in todo.
+    for (const id of [...ids.filter((i) => i !== blamed), ...ids.filter((i) => i === blamed)]) {
       const record = this.#doing.get(id);
-      if (record !== undefined && !this.finished) this.#recover(record, reason, countAsFailure);
+      if (record !== undefined && !this.finished) {
+        const why =
+          id === blamed || !countAsFailure
+            ? reason
+            : `${reason} (${record.progress > record.dispatchedAt ? 'interrupted after progress' : 'not started'}: not counted)`;
+        this.#recover(record, why, id === blamed);
+      }
     }
     return ids.length;
   }
@@ -478,12 +544,26 @@ export class TaskManager {
 
   status(): TaskManagerStatus {
     const total = (shards: readonly Shard[]) => shards.reduce((sum, s) => sum + s.count, 0);
-    const recordsTotal =
-      this.jobType === 'evaluation'
-        ? total(this.#evaluationShards)
-        : this.jobType === 'prediction'
-          ? total(this.#predictionShards)
-          : total(this.#trainingShards) * this.numEpochs;
+    const training = this.jobType === 'training' || this.jobType === 'training-with-evaluation';
+    const records: RecordsByKind<RecordCount> = {
+      training: {
+        done: this.#doneByKind.training,
+        total: training ? total(this.#trainingShards) * this.numEpochs : 0,
+      },
+      evaluation: {
+        done: this.#doneByKind.evaluation,
+        total: total(this.#evaluationShards) * this.#evaluationRound,
+      },
+      prediction: {
+        done: this.#doneByKind.prediction,
+        total: this.jobType === 'prediction' ? total(this.#predictionShards) : 0,
+      },
+    };
+    const main = training
+      ? records.training
+      : this.jobType === 'evaluation'
+        ? records.evaluation
+        : records.prediction;
     return {
       state: this.#failed ? 'failed' : this.#phase === 'done' ? 'succeeded' : 'running',
       ...(this.#failed ? { error: this.#failed } : {}),
@@ -492,8 +572,9 @@ export class TaskManager {
       numEpochs: this.numEpochs,
       todoTasks: this.#todo.length + this.#evalTodo.length,
       doingTasks: this.#doing.size,
-      recordsDone: this.#recordsDone,
-      recordsTotal,
+      recordsDone: main.done,
+      recordsTotal: main.total,
+      records,
     };
   }
 
@@ -525,7 +606,8 @@ export class TaskManager {
       lastEvaluatedVersion: this.#lastEvaluatedVersion,
       tasks,
       recordsDone: this.#recordsDone,
-      ...(this.#failed ? { failed: this.#failed.message } : {}),
+      recordsDoneByKind: { ...this.#doneByKind },
+      ...(this.#failed ? { failed: this.#failed.message, failedCode: this.#failed.code } : {}),
     };
   }
 
@@ -556,7 +638,18 @@ export class TaskManager {
     this.#evaluationRound = state.evaluationRound;
     this.#lastEvaluatedVersion = state.lastEvaluatedVersion;
     this.#recordsDone = state.recordsDone;
-    if (state.failed !== undefined) this.#failed = new JobFailedError('TASK_FAILED', state.failed);
+    // Older checkpoints have no split: their count is taken as the job's main kind.
+    const byKind = state.recordsDoneByKind ?? {
+      training:
+        this.jobType === 'training' || this.jobType === 'training-with-evaluation' ? state.recordsDone : 0,
+      evaluation: this.jobType === 'evaluation' ? state.recordsDone : 0,
+      prediction: this.jobType === 'prediction' ? state.recordsDone : 0,
+    };
+    this.#doneByKind.training = byKind.training;
+    this.#doneByKind.evaluation = byKind.evaluation;
+    this.#doneByKind.prediction = byKind.prediction;
+    if (state.failed !== undefined)
+      this.#failed = new JobFailedError(state.failedCode ?? 'TASK_FAILED', state.failed);
     for (const t of state.tasks) {
       if (t.kind === 'evaluation') continue;
       this.#todo.push({ ...t, failureReasons: [], leaseDeadline: 0, dispatchedAt: t.progress });
@@ -742,6 +835,50 @@ export class TaskManager {
     };
   }
 
+  /**
+   * The next task of `queue` for `workerId`: the first one that did not fail on this worker, or one
+   * that did when no other worker has been seen within the lease (it must run somewhere).
+   */
+  #takeFor(queue: TaskQueue<TaskRecord>, workerId: string): TaskRecord | undefined {
+    const skipped: TaskRecord[] = [];
+    let found: TaskRecord | undefined;
+    for (let record = queue.shift(); record !== undefined; record = queue.shift()) {
+      if (record.failedOn?.has(workerId) !== true) {
+        found = record;
+        break;
+      }
+      skipped.push(record);
+    }
+    if (found === undefined && skipped.length > 0 && !this.#anotherWorkerAlive(workerId))
+      found = skipped.shift();
+    for (let i = skipped.length - 1; i >= 0; i--) queue.pushFront(skipped[i]!);
+    return found;
+  }
+
+  #anotherWorkerAlive(workerId: string): boolean {
+    const since = this.#now() - this.leaseMs;
+    for (const [id, seen] of this.#lastSeen) if (id !== workerId && seen > since) return true;
+    return false;
+  }
+
+  /**
+   * Of the tasks a worker holds (in dispatch order), the one a crash is blamed on: the first not
+   * reported done, if nothing of it was applied in this dispatch.
+   */
+  #blamedTask(ids: Iterable<number>): number | undefined {
+    for (const id of ids) {
+      const record = this.#doing.get(id);
+      if (record === undefined || record.reportedDone === true) continue;
+      return record.progress === record.dispatchedAt ? id : undefined;
+    }
+    return undefined;
+  }
+
+  #count(record: TaskRecord, records: number): void {
+    this.#recordsDone += records;
+    if (record.kind !== 'train-end') this.#doneByKind[record.kind] += records;
+  }
+
   #release(record: TaskRecord): void {
     this.#doing.delete(record.id);
     delete record.reportedDone;
@@ -774,6 +911,8 @@ export class TaskManager {
     if (countAsFailure) {
       record.failures++;
       record.failureReasons.push(`worker ${workerId}: ${reason}`);
+      record.failedOn ??= new Set();
+      record.failedOn.add(workerId);
     }
     this.#onEvent({
       type: 'task-recovered',
@@ -782,6 +921,7 @@ export class TaskManager {
       reason,
       remaining: record.end - record.progress,
       failures: record.failures,
+      counted: countAsFailure,
     });
     if (record.failures >= this.maxTaskFailures) {
       const what =

@@ -168,6 +168,101 @@ describe('real gRPC master with real worker processes', () => {
     120_000,
   );
 
+  it('succeeds with every record once per epoch under 30+ random SIGKILLs, back-to-back ones included, at the default maxTaskFailures', async () => {
+    const rec = recorder();
+    const output: string[] = [];
+    const recoveries: Array<{ counted: boolean; reason: string }> = [];
+    const epochs = 12;
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: [{ name: 'ids', start: 0, count: RECORDS }],
+      minibatchSize: 10,
+      numMinibatchesPerTask: 4,
+      numEpochs: epochs,
+      shuffle: true,
+      seed: 5,
+      leaseMs: 3_000,
+      // maxTaskFailures stays at its default (3): kills alone must never fail the job.
+      parameterStore: { mode: 'async', maxStaleness: 100_000, optimizer: { type: 'sgd', learningRate: 1 } },
+      logger: {
+        ...silentLogger,
+        warn: (message, fields) => {
+          if (message.startsWith('task ') && fields?.counted !== undefined)
+            recoveries.push({ counted: fields.counted as boolean, reason: String(fields.reason) });
+        },
+      },
+      onGradientApplied: rec.onGradientApplied,
+      workers: {
+        args: [simWorker],
+        numWorkers: 4,
+        maxRestarts: 1_000,
+        env: {
+          SIM_RECORDS: String(RECORDS),
+          SIM_MINIBATCH: '10',
+          SIM_STEP_DELAY_MS: '6',
+          SIM_READ_AHEAD: '2',
+          SIM_TRANSPORT: 'stream',
+        },
+        onOutput: (id, line) => output.push(`${id}: ${line}`),
+      },
+    });
+    rec.bind(handle);
+    const instances = handle.instanceManager as LocalInstanceManager;
+    // A fixed sequence of victims and pauses (mulberry32), so that a failure can be replayed.
+    let state = 0x15b;
+    const random = () => {
+      state = (state + 0x6d2b79f5) | 0;
+      let t = Math.imul(state ^ (state >>> 15), 1 | state);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const killOne = (): boolean => {
+      const live = instances.workers();
+      if (live.length === 0) return false;
+      const victim = live[Math.floor(random() * live.length)]!;
+      try {
+        process.kill(victim.pid, 'SIGKILL');
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    let kills = 0;
+    let backToBack = 0;
+    await waitFor(() => handle.master.taskManager.status().recordsDone > 0, 'the first applied gradient');
+    while (kills < 32 && !handle.master.taskManager.finished) {
+      await waitFor(
+        () => instances.workers().length > 0 || handle.master.taskManager.finished,
+        'a live worker',
+      );
+      if (killOne()) kills++;
+      if (random() < 0.35 && killOne()) {
+        // A second kill at once, before the master has recovered the first victim's tasks.
+        kills++;
+        backToBack++;
+      }
+      await sleep(60 + random() * 200);
+    }
+    expect(handle.master.taskManager.finished, 'the job ended before 32 kills: make it longer').toBe(false);
+    const result = await handle.wait();
+    expect(result.error?.message, output.slice(-15).join('\n')).toBeUndefined();
+    expect(result.state).toBe('succeeded');
+    expect(kills).toBeGreaterThanOrEqual(30);
+    expect(backToBack).toBeGreaterThanOrEqual(3);
+    expectEveryRecordOncePerEpoch(rec.applied, epochs);
+    expect(rec.mismatches()).toBe(0);
+    const counts = handle.master.store.getModel().variables[0]!.values;
+    expect(Array.from(new Set(counts))).toEqual([epochs]);
+    // Read-ahead tasks went back uncounted; at most one task per kill was charged a failure.
+    expect(recoveries.some((r) => !r.counted && r.reason.includes('not started'))).toBe(true);
+    expect(recoveries.filter((r) => r.counted).length).toBeLessThanOrEqual(kills);
+    expect(handle.master.status()).toMatchObject({
+      recordsDone: RECORDS * epochs,
+      recordsTotal: RECORDS * epochs,
+      records: { training: { done: RECORDS * epochs, total: RECORDS * epochs } },
+    });
+  }, 120_000);
+
   it('rejects calls without the job token, and fails the job loudly when workers keep crashing', async () => {
     const handle = await startMaster({
       jobType: 'training',

@@ -337,3 +337,120 @@ describe('TaskManager: checkpoint state', () => {
     expect(() => other.restore(state)).toThrow(/The checkpoint was made for other data or task sizes/);
   });
 });
+
+describe('TaskManager: kills never fail a healthy job', () => {
+  it('counts a crash against the task the worker was processing only, never its read-ahead tasks', () => {
+    const { tm, events } = manager({ maxTaskFailures: 1, trainEndCallback: false });
+    const first = tm.getTask('w1')!;
+    const ahead1 = tm.getTask('w1')!;
+    const ahead2 = tm.getTask('w1')!;
+    expect(tm.recoverWorker('w1', 'worker process exited with signal SIGKILL', true)).toBe(3);
+    // maxTaskFailures 1: the first task's failure fails the job, the read-ahead ones do not count.
+    expect(tm.error?.message).toBe(
+      `Task ${first.id} (training records [0, 4) of 'a' (epoch 0)) failed 1 times, the limit (maxTaskFailures): ` +
+        'worker w1: worker process exited with signal SIGKILL',
+    );
+    const recovered = events.filter((e) => e.type === 'task-recovered');
+    expect(recovered.map((e) => [e.taskId, e.counted, e.failures])).toEqual([
+      [ahead1.id, false, 0],
+      [ahead2.id, false, 0],
+      [first.id, true, 1],
+    ]);
+    expect(recovered[0]).toMatchObject({
+      reason: 'worker process exited with signal SIGKILL (not started: not counted)',
+    });
+  });
+
+  it('does not count a crash that interrupted a task after progress, nor a task already reported done', () => {
+    const { tm } = manager({ maxTaskFailures: 1, trainEndCallback: false });
+    const done = tm.getTask('w1')!;
+    const busy = tm.getTask('w1')!;
+    tm.checkRange('w1', done.id, 0, 2);
+    tm.advance(done.id, 2);
+    tm.reportTaskResult('w1', done.id, 4, '');
+    tm.checkRange('w1', busy.id, 4, 6);
+    tm.advance(busy.id, 6);
+    tm.recoverWorker('w1', 'worker process exited with signal SIGKILL', true);
+    expect(tm.finished).toBe(false);
+    // Recovered tasks run first, each from where it stopped.
+    expect([tm.getTask('w2'), tm.getTask('w2')].map((t) => [t!.id, t!.start])).toEqual(
+      expect.arrayContaining([
+        [done.id, 2],
+        [busy.id, 6],
+      ]),
+    );
+  });
+
+  it('fails the job when a record crashes every worker: progress stops at it', () => {
+    const { tm } = manager({ maxTaskFailures: 3, trainEndCallback: false });
+    const task = tm.getTask('w0')!;
+    tm.checkRange('w0', task.id, 0, 2);
+    tm.advance(task.id, 2);
+    tm.recoverWorker('w0', 'killed by a record at 2', true);
+    for (let i = 1; i <= 3; i++) {
+      expect(tm.finished).toBe(false);
+      expect(tm.getTask(`w${i}`)).toMatchObject({ id: task.id, start: 2 });
+      tm.recoverWorker(`w${i}`, 'killed by a record at 2', true);
+    }
+    expect(tm.error?.code).toBe('TASK_FAILED');
+    expect(tm.error?.message).toMatch(/failed 3 times/);
+  });
+
+  it('gives a failed task to a different worker while another one is alive', () => {
+    const { tm, tick } = manager({
+      trainEndCallback: false,
+      trainingShards: [{ name: 'a', start: 0, count: 8 }],
+    });
+    const t1 = tm.getTask('w1')!;
+    expect(tm.heartbeat('w2')).toBe(0);
+    tm.reportTaskResult('w1', t1.id, 0, 'tensor shape mismatch');
+    // w1 gets the next fresh task, not the one that failed on it; w2 gets the failed one.
+    const t2 = tm.getTask('w1')!;
+    expect(t2.id).not.toBe(t1.id);
+    expect(tm.getTask('w2')).toMatchObject({ id: t1.id });
+    applyAll(tm, 'w1', t2);
+    tm.reportTaskResult('w1', t2.id, 4, '');
+    tm.reportTaskResult('w2', t1.id, 0, 'tensor shape mismatch again');
+    // Only w1 is left in the queue's way: it WAITs while w2 is alive...
+    tm.heartbeat('w2');
+    expect(tm.getTask('w1')).toMatchObject({ type: TaskType.WAIT });
+    // ... and takes the task once w2 has been silent for a lease.
+    tick(150);
+    expect(tm.getTask('w1')).toMatchObject({ id: t1.id, type: TaskType.TRAINING });
+  });
+
+  it('counts done and total per kind, and keeps the failure code in checkpoints', () => {
+    const { tm, setVersion } = manager({
+      jobType: 'training-with-evaluation',
+      evaluationShards: [{ name: 'val', start: 0, count: 6 }],
+      trainEndCallback: false,
+      trainingShards: [{ name: 'a', start: 0, count: 8 }],
+    });
+    for (let task = tm.getTask('w'); task && !tm.finished; task = tm.getTask('w')) {
+      applyAll(tm, 'w', task);
+      setVersion(1);
+    }
+    expect(tm.status()).toMatchObject({
+      state: 'succeeded',
+      recordsDone: 8,
+      recordsTotal: 8,
+      records: {
+        training: { done: 8, total: 8 },
+        evaluation: { done: 6, total: 6 },
+        prediction: { done: 0, total: 0 },
+      },
+    });
+    expect(tm.toJSON()).toMatchObject({
+      recordsDone: 14,
+      recordsDoneByKind: { training: 8, evaluation: 6, prediction: 0 },
+    });
+    const failing = manager();
+    failing.tm.getTask('w');
+    failing.tm.fail('WORKER_RELAUNCHES_EXHAUSTED', 'gave up');
+    const state = failing.tm.toJSON();
+    expect(state).toMatchObject({ failed: 'gave up', failedCode: 'WORKER_RELAUNCHES_EXHAUSTED' });
+    const restored = manager().tm;
+    restored.restore(state);
+    expect(restored.error?.code).toBe('WORKER_RELAUNCHES_EXHAUSTED');
+  });
+});

@@ -24,6 +24,7 @@ export {
   type TaskKind,
   type WorkerTask,
 } from './master-connection.js';
+export { MASTER_GONE_EXIT_CODE, MasterWatch, type MasterWatchOptions } from './master-watch.js';
 export { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 export type {
   BuiltinMetric,

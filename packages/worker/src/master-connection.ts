@@ -16,6 +16,17 @@ export type MasterConnection = Pick<
   | 'heartbeat'
 >;
 
+/** The methods of a {@link MasterConnection}, for wrappers that decorate each of them. */
+export const MASTER_CONNECTION_METHODS = [
+  'getTask',
+  'reportTaskResult',
+  'getModel',
+  'reportVariables',
+  'reportGradient',
+  'reportEvaluationMetrics',
+  'heartbeat',
+] as const satisfies ReadonlyArray<keyof MasterConnection>;
+
 /** What kind of work a task is, as the worker names it. */
 export type TaskKind = 'training' | 'evaluation' | 'prediction' | 'wait' | 'train_end_callback';
 

@@ -1,6 +1,6 @@
 import { MasterRpcError } from '@edl/proto';
 import { silentLogger, type WorkerLogger } from './logger.js';
-import type { MasterConnection } from './master-connection.js';
+import { MASTER_CONNECTION_METHODS, type MasterConnection } from './master-connection.js';
 
 /** Options of {@link withRetries}. */
 export interface RetryOptions {
@@ -13,14 +13,8 @@ export interface RetryOptions {
   readonly logger?: WorkerLogger;
 }
 
-const RETRIED = [
-  'getTask',
-  'reportTaskResult',
-  'getModel',
-  'reportVariables',
-  'reportGradient',
-  'reportEvaluationMetrics',
-] as const;
+/** Every call but the heartbeat, which is never retried (the next one follows anyway). */
+const RETRIED = MASTER_CONNECTION_METHODS.filter((m) => m !== 'heartbeat');
 
 /**
  * Retries the calls of a master connection that fail with a retryable gRPC status (UNAVAILABLE,

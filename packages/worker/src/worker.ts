@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { describeValue, WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection, WorkerTask } from './master-connection.js';
+import { MasterWatch } from './master-watch.js';
 import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
 import { ModelRunner } from './model-runner.js';
@@ -101,8 +102,14 @@ export async function runWorker<TRecord>(options: WorkerOptions<TRecord>): Promi
   checkPositiveInteger(options.getModelSteps ?? 1, 'getModelSteps');
   checkPositiveInteger(options.prefetch ?? 2, 'prefetch', true);
   if (options.inputWorkers !== undefined) checkPositiveInteger(options.inputWorkers, 'inputWorkers', true);
-  const loop = new WorkerLoop(options);
-  return loop.run();
+  // A worker whose master is gone ends itself (EDL_MASTER_PID / EDL_MASTER_LEASE_MS; see master-watch).
+  const watch = MasterWatch.fromEnvironment(process.env, options.logger);
+  const loop = new WorkerLoop(watch ? { ...options, master: watch.wrap(options.master) } : options);
+  try {
+    return await loop.run();
+  } finally {
+    watch?.stop();
+  }
 }
 
 class WorkerLoop<TRecord> {

@@ -6,6 +6,7 @@ import { integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
+import { recordsSummary } from '../job/records-summary.js';
 
 /** The heavy libraries, loaded only once every argument has been checked. */
 type Libs = typeof import('@edl/master') &
@@ -599,7 +600,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
     }
     const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
-      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, error: result.error?.message, workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
+      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {

@@ -4,6 +4,7 @@ import type { JobType, OptimizerConfig } from '@edl/master';
 import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { recordsSummary } from '../job/records-summary.js';
 
 /** @edl/master's JOB_TYPES, listed here so that checking options loads no gRPC (a test compares). */
 export const MASTER_JOB_TYPES = [
@@ -196,7 +197,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       return 130;
     }
     io.stdout.write(
-      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, evaluations: result.evaluations, checkpoint: result.checkpoint, error: result.error?.message })}\n`,
+      `${JSON.stringify({ state: result.state, modelVersion: result.modelVersion, records: recordsSummary(handle.master.status()), evaluations: result.evaluations, checkpoint: result.checkpoint, code: result.error?.code, error: result.error?.message })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {

@@ -78,6 +78,7 @@ export const command: Command = {
         runWorker,
         saveNonTrainableWeights,
         selectBackend,
+        Timers,
         withRetries,
       },
       { loadModel, openReader },
@@ -106,10 +107,24 @@ export const command: Command = {
     // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
     const master = withRetries(client, { logger });
     let lastReport = 0;
+    // Own timers, so that a stats file can be written while the worker runs: a worker killed later
+    // still appears in the job's timing table (as lost), with what it had done.
+    const timers = new Timers();
     const onProgress = (p: WorkerProgress) => {
       const now = performance.now();
       if (now - lastReport < 1000) return;
       lastReport = now;
+      if (statsDir) {
+        const partial: WorkerStatsFile = {
+          workerId,
+          backend: backend.name,
+          steps: p.steps,
+          records: { [p.mode]: p.records },
+          timers: timers.toJSON(),
+          partial: true,
+        };
+        writeFileSync(path.join(statsDir, `${workerId}.json`), JSON.stringify(partial));
+      }
       logger.info('progress', {
         mode: p.mode,
         epoch: p.epoch,
@@ -133,6 +148,7 @@ export const command: Command = {
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,
+        timers,
         ...(nonTrainable ? { nonTrainableWeights: nonTrainable } : {}),
         ...(exportDir
           ? {

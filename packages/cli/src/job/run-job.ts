@@ -12,6 +12,7 @@ import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
 import { toOptimizerConfig } from './optimizer-config.js';
 import { parameterStoreOptions } from './parameter-store-options.js';
 import { ProgressBar } from './progress.js';
+import { recordsSummary } from './records-summary.js';
 
 /** What a worker process leaves in the stats directory when it ends. */
 export interface WorkerStatsFile {
@@ -21,6 +22,13 @@ export interface WorkerStatsFile {
   readonly records: Record<string, number>;
   readonly lastLoss?: number;
   readonly timers: TimersReport;
+  /**
+   * Written while the worker runs (about once a second) and replaced by the final file when it
+   * ends: a file still partial after the job belongs to a worker that was lost (killed, crashed).
+   */
+  readonly partial?: boolean;
+  /** Set by the job when it reads a partial file: the worker was lost before it ended. */
+  readonly lost?: boolean;
 }
 
 /** What {@link runJob} hands back besides printing. */
@@ -201,7 +209,8 @@ async function runJobIn(
   const workers = readdirSync(statsDir)
     .filter((f) => f.endsWith('.json'))
     .sort()
-    .map((f) => JSON.parse(readFileSync(path.join(statsDir, f), 'utf8')) as WorkerStatsFile);
+    .map((f) => JSON.parse(readFileSync(path.join(statsDir, f), 'utf8')) as WorkerStatsFile)
+    .map((w) => (w.partial ? { ...w, lost: true } : w));
   if (predictionOutput !== undefined) await mergePredictions(predictionOutput, statsDir);
   await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
 
@@ -216,7 +225,7 @@ async function runJobIn(
   if (predictionOutput !== undefined) io.stdout.write(`predictions written to ${predictionOutput}\n`);
   if (workers.length > 0) {
     const rows = workers.map((w) => ({
-      label: w.workerId,
+      label: w.lost ? `${w.workerId} (lost)` : w.workerId,
       totalSeconds: w.timers.totalSeconds,
       job: w.timers.job,
       gradients: w.timers.gradients ?? { computed: 0, wasted: 0 },
@@ -235,7 +244,7 @@ async function runJobIn(
   }
   if (options.stats) {
     const status = handle.master.status();
-    const records = { done: status.recordsDone, total: status.recordsTotal };
+    const records = recordsSummary(status);
     const summary = {
       state: result.state,
       modelVersion: result.modelVersion,
@@ -253,7 +262,9 @@ async function runJobIn(
     );
     return { result, workers, exitCode: 0 };
   }
-  io.stderr.write(`job failed: ${result.error?.message ?? 'unknown error'}\n`);
+  io.stderr.write(
+    `job failed: ${result.error ? `${result.error.code}: ${result.error.message}` : 'unknown error'}\n`,
+  );
   return { result, workers, exitCode: 1 };
 }
 

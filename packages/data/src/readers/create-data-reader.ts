@@ -22,6 +22,7 @@ const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
     'table',
     'columns',
     'where',
+    'unsafeWhere',
     'keyColumn',
     'recordsPerShard',
     'pageSize',

@@ -47,13 +47,25 @@ export class PgConnections {
     }
   }
 
-  /** One query with parameters added by `build`, rows as arrays, retried after a connection error. */
+  /**
+   * One query with parameters added by `build`, rows as arrays, retried after a connection error. It
+   * runs in a READ ONLY transaction of its own that the reader ends with ROLLBACK, so nothing in the
+   * query (raw `unsafeWhere` SQL included) can write or leave a session setting behind.
+   */
   query<R extends unknown[]>(session: PgSession, what: string, build: (p: PgParams) => { text: string }) {
     const params = new PgParams();
     const { text } = build(params);
-    return this.retrying(session, what, (client) =>
-      client.query<R>({ text, values: params.values, rowMode: 'array' } as pg.QueryArrayConfig),
-    );
+    return this.retrying(session, what, async (client) => {
+      await runStatement(client, 'BEGIN TRANSACTION READ ONLY');
+      const result = await client.query<R>({
+        text,
+        values: params.values,
+        rowMode: 'array',
+        queryMode: 'extended',
+      } as pg.QueryArrayConfig);
+      await runStatement(client, 'ROLLBACK');
+      return result;
+    });
   }
 
   /** Gives the session's connection back (kept idle if healthy and none is idle yet). */
@@ -89,11 +101,7 @@ export class PgConnections {
         }
         if (error instanceof DataReaderError) throw error;
         if (!isConnectionError(error)) {
-          throw new DataReaderError(
-            'QUERY_FAILED',
-            `${what}: ${(error as Error).message} (${errorCodeOf(error)})`,
-            error,
-          );
+          throw queryFailed(what, error);
         }
         if (attempt >= this.maxRetries) {
           throw new DataReaderError(
@@ -125,4 +133,40 @@ export class PgConnections {
     }
     return client;
   }
+}
+
+/**
+ * Runs one statement through the extended query protocol (Parse/Bind/Execute), which the server
+ * refuses to run as more than one statement, whatever the text holds.
+ */
+export function runStatement<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  client: pg.Client,
+  text: string,
+  values: readonly unknown[] = [],
+): Promise<pg.QueryResult<R>> {
+  return client.query<R>({ text, values: [...values], queryMode: 'extended' } as pg.QueryConfig);
+}
+
+/**
+ * SQLSTATE classes whose server messages are about the query's text or the session, never about row
+ * values: 08 connection, 0A feature not supported, 25 transaction state (e.g. read-only), 28
+ * authorization, 3D/3F missing database/schema, 42 syntax or access rule (unknown column, permission
+ * denied), 53 resources, 57 operator intervention (cancelled, shutting down).
+ */
+const MESSAGE_SAFE_CLASSES = new Set(['08', '0A', '25', '28', '3D', '3F', '42', '53', '57']);
+
+/**
+ * `QUERY_FAILED` for a query PostgreSQL rejected. Messages of other classes (22 data exception,
+ * P0 raised by a function, ...) can quote values a query read, possibly from a table a filter named,
+ * so they are replaced by the SQLSTATE alone and the server's error is not kept as the cause.
+ */
+export function queryFailed(what: string, error: unknown): DataReaderError {
+  const code = errorCodeOf(error);
+  if (/^[0-9A-Z]{5}$/.test(code) && !MESSAGE_SAFE_CLASSES.has(code.slice(0, 2))) {
+    return new DataReaderError(
+      'QUERY_FAILED',
+      `${what}: the server rejected the query with SQLSTATE ${code} (its message is not shown, as it can quote row values)`,
+    );
+  }
+  return new DataReaderError('QUERY_FAILED', `${what}: ${(error as Error).message} (${code})`, error);
 }

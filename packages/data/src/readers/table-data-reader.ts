@@ -8,10 +8,13 @@ import type {
   Shard,
 } from '../protocols.js';
 import { DataReaderError } from './errors.js';
-import { PgConnections, type PgParams, type PgSession } from './pg-connections.js';
+import { PgConnections, PgParams, type PgSession, runStatement } from './pg-connections.js';
 import { isConnectionError } from './pg-retry.js';
 import { quoteIdentifier, quoteQualified } from './sql-identifier.js';
+import { checkFilters, checkUnsafeWhere, filterSql, type TableFilter } from './table-filter.js';
 import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
+
+export type { FilterOp, FilterValue, TableFilter } from './table-filter.js';
 
 /** Connection settings as plain JSON (a subset of node-postgres's ClientConfig). */
 export interface PgConnectionOptions {
@@ -42,11 +45,20 @@ export interface TableDataReaderOptions {
   /** Exact column names to read, in this order. Default: every column, in table order. */
   readonly columns?: readonly string[];
   /**
-   * A row filter as a SQL boolean expression, e.g. `"label" IS NOT NULL AND ts > '2024-01-01'`.
-   * It is TRUSTED SQL, pasted into queries inside parentheses: never build it from untrusted input.
-   * It cannot use `$n` parameters.
+   * Row filters, all of which a row must pass, e.g. `[{ column: 'label', op: 'is not null' },
+   * { column: 'ts', op: '>', value: '2024-01-01' }]`. Columns are exact names (quoted as
+   * identifiers), `op` is one of `FILTER_OPS`, and every value is a query parameter compared as the
+   * column's type by the server: safe for untrusted input.
    */
-  readonly where?: string;
+  readonly where?: readonly TableFilter[];
+  /**
+   * Raw SQL boolean expression for what `where` cannot say, e.g. `"a" + "b" > 10`. It is TRUSTED
+   * SQL: it can read anything the connection's role may read. It is refused if it holds a `;` or
+   * unbalanced parentheses, wrapped in a subquery, sent as one statement through the extended
+   * protocol, and run inside a READ ONLY transaction that the reader ends with ROLLBACK, so it
+   * cannot write, run a second statement or end the transaction. It cannot use `$n` parameters.
+   */
+  readonly unsafeWhere?: string;
   /**
    * Exact name of the column that orders the rows and bounds the shards: unique and never NULL.
    * Default: the table's single-column primary key.
@@ -96,7 +108,7 @@ const noop = (): void => {};
  * - `createShards()` counts the rows and, in the same REPEATABLE READ snapshot, computes one pass of
  *   `row_number() OVER (ORDER BY key)` to take the key of every `recordsPerShard`-th row as a shard
  *   boundary. A shard is a key range `(after, upTo]` (the first and last are open-ended, so every row
- *   that matches `where` falls in exactly one shard), and its name is
+ *   that matches the filters falls in exactly one shard), and its name is
  *   `<"schema"."table">:{"start":<first record number>,"after":<key text|null>,"upTo":<key text|null>}`,
  *   so any process can read it back.
  * - `readRecords()` reads a key range with keyset pagination (`key > $last AND key <= $upTo ORDER BY
@@ -106,14 +118,20 @@ const noop = (): void => {};
  *   connection, resuming after the last row delivered: no row twice, none skipped. After `maxRetries`
  *   failed attempts in a row it fails with `CONNECTION_LOST`.
  *
- * Identifiers are always quoted and values are parameters; only `where` is pasted as SQL. The table
- * should not change during a job: rows added later are read only if they fall in a shard with room.
+ * Every query is one statement sent through the extended protocol; identifiers are always quoted and
+ * values (filter values included) are parameters. Only `unsafeWhere` is pasted as SQL, and reads run
+ * in READ ONLY transactions ended by the reader. Server errors that could quote row values are
+ * reported by SQLSTATE only. The table should not change during a job: rows added later are read
+ * only if they fall in a shard with room.
  */
 export class TableDataReader implements DataReader<TableRow> {
   readonly metadata: ReaderMetadata;
   readonly #options: TableDataReaderOptions;
   readonly #table: ResolvedTable;
   readonly #qualified: string;
+  readonly #filters: readonly TableFilter[];
+  /** What queries read FROM: the table, or a subquery of it that applies `unsafeWhere`. */
+  readonly #source: string;
   readonly #connections: PgConnections;
   readonly #recordsPerShard: number;
   readonly #pageSize: number;
@@ -126,6 +144,12 @@ export class TableDataReader implements DataReader<TableRow> {
     this.#connections = connections;
     this.#table = table;
     this.#qualified = quoteQualified([table.schema, table.name]);
+    this.#filters = options.where === undefined ? [] : checkFilters(options.where, 'options.where');
+    // On lines of its own, so that a `--` comment in the SQL cannot swallow the rest.
+    this.#source =
+      options.unsafeWhere === undefined
+        ? this.#qualified
+        : `(SELECT * FROM ${this.#qualified} WHERE (\n${options.unsafeWhere}\n)) AS edl_rows`;
     this.#recordsPerShard = checkInteger(options.recordsPerShard, 'options.recordsPerShard', 10_000);
     this.#pageSize = checkInteger(options.pageSize, 'options.pageSize', 1000, 1, 1_000_000);
     this.#maxRetries = connections.maxRetries;
@@ -159,7 +183,8 @@ export class TableDataReader implements DataReader<TableRow> {
         );
       }
     }
-    if (options.where !== undefined) checkNonEmptyString(options.where, 'options.where');
+    if (options.where !== undefined) checkFilters(options.where, 'options.where');
+    if (options.unsafeWhere !== undefined) checkUnsafeWhere(options.unsafeWhere, 'options.unsafeWhere');
     if (options.keyColumn !== undefined) checkNonEmptyString(options.keyColumn, 'options.keyColumn');
     // Checked before any connection is made.
     checkInteger(options.recordsPerShard, 'options.recordsPerShard', 10_000);
@@ -185,15 +210,19 @@ export class TableDataReader implements DataReader<TableRow> {
   async createShards(): Promise<Shard[]> {
     this.#checkOpen();
     const key = quoteIdentifier(this.#table.key.name);
-    const where = this.#whereSql();
     return this.#connections.withClient(`creating shards of ${this.#qualified}`, async (client) => {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      // Ended by ROLLBACK: nothing was written, and any setting a query changed is undone.
+      await runStatement(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       try {
         const checkDuplicates = !this.#table.key.unique;
-        const counts = await client.query<{ total: string; nulls: string; duplicates: string | null }>(
+        const p = new PgParams();
+        const where = this.#whereSql(p);
+        const counts = await runStatement<{ total: string; nulls: string; duplicates: string | null }>(
+          client,
           `SELECT count(*) AS total, count(*) FILTER (WHERE ${key} IS NULL) AS nulls, ` +
             `${checkDuplicates ? `count(${key}) - count(DISTINCT ${key})` : 'NULL'} AS duplicates ` +
-            `FROM ${this.#qualified}${where === '' ? '' : ` WHERE ${where}`}`,
+            `FROM ${this.#source}${where === '' ? '' : ` WHERE ${where}`}`,
+          p.values,
         );
         const row = counts.rows[0]!;
         const nulls = Number(row.nulls);
@@ -207,19 +236,21 @@ export class TableDataReader implements DataReader<TableRow> {
         }
         const total = Number(row.total);
         const per = this.#recordsPerShard;
-        const boundaries =
-          total <= per
-            ? []
-            : (
-                await client.query<{ k: string }>({
-                  text:
-                    `SELECT s.k::text AS k FROM (SELECT ${key} AS k, row_number() OVER (ORDER BY ${key}) AS rn ` +
-                    `FROM ${this.#qualified} WHERE ${key} IS NOT NULL${where === '' ? '' : ` AND ${where}`}) s ` +
-                    'WHERE s.rn % $1 = 0 AND s.rn < $2 ORDER BY s.rn',
-                  values: [per, total],
-                })
-              ).rows.map((r) => r.k);
-        await client.query('COMMIT');
+        let boundaries: string[] = [];
+        if (total > per) {
+          const q = new PgParams();
+          const filter = this.#whereSql(q);
+          boundaries = (
+            await runStatement<{ k: string }>(
+              client,
+              `SELECT s.k::text AS k FROM (SELECT ${key} AS k, row_number() OVER (ORDER BY ${key}) AS rn ` +
+                `FROM ${this.#source} WHERE ${key} IS NOT NULL${filter === '' ? '' : ` AND ${filter}`}) s ` +
+                `WHERE s.rn % ${q.add(per)} = 0 AND s.rn < ${q.add(total)} ORDER BY s.rn`,
+              q.values,
+            )
+          ).rows.map((r) => r.k);
+        }
+        await runStatement(client, 'ROLLBACK');
         const shards: Shard[] = [];
         for (let i = 0, start = 0; start < total; i++, start += per) {
           const bounds: ShardBounds = {
@@ -231,7 +262,7 @@ export class TableDataReader implements DataReader<TableRow> {
         }
         return shards;
       } catch (error) {
-        await client.query('ROLLBACK').catch(noop);
+        await runStatement(client, 'ROLLBACK').catch(noop);
         throw error;
       }
     });
@@ -251,7 +282,6 @@ export class TableDataReader implements DataReader<TableRow> {
     let remaining = end - start;
     if (remaining === 0) return;
     const key = quoteIdentifier(this.#table.key.name);
-    const where = this.#whereSql();
     const columns = this.#table.columns.map((c) => c.name);
     const selectList = [...columns.map(quoteIdentifier), `${key}::text AS edl_key_text`].join(', ');
     const keyIndex = columns.length;
@@ -266,8 +296,8 @@ export class TableDataReader implements DataReader<TableRow> {
           `finding row ${start} of ${shardName}`,
           (p) => ({
             text:
-              `SELECT s.k::text FROM (SELECT ${key} AS k FROM ${this.#qualified} WHERE ${this.#rangeSql(key, after, bounds.upTo, p)}` +
-              `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(skip)}) s ORDER BY s.k DESC LIMIT 1`,
+              `SELECT s.k::text FROM (SELECT ${key} AS k FROM ${this.#source} WHERE ${this.#rangeSql(key, after, bounds.upTo, p)}` +
+              `${this.#andWhere(p)} ORDER BY ${key} LIMIT ${p.add(skip)}) s ORDER BY s.k DESC LIMIT 1`,
           }),
         );
         const row = found.rows[0];
@@ -282,8 +312,8 @@ export class TableDataReader implements DataReader<TableRow> {
           `reading ${shardName} after key ${lower}`,
           (p) => ({
             text:
-              `SELECT ${selectList} FROM ${this.#qualified} WHERE ${this.#rangeSql(key, lower, bounds.upTo, p)}` +
-              `${where === '' ? '' : ` AND ${where}`} ORDER BY ${key} LIMIT ${p.add(limit)}`,
+              `SELECT ${selectList} FROM ${this.#source} WHERE ${this.#rangeSql(key, lower, bounds.upTo, p)}` +
+              `${this.#andWhere(p)} ORDER BY ${key} LIMIT ${p.add(limit)}`,
           }),
         );
         for (const values of page.rows) {
@@ -314,7 +344,8 @@ export class TableDataReader implements DataReader<TableRow> {
       retryDelayMs: this.#retryDelayMs,
     };
     if (o.columns !== undefined) params.columns = [...o.columns];
-    if (o.where !== undefined) params.where = o.where;
+    if (this.#filters.length > 0) params.where = this.#filters.map((f) => ({ ...f }) as JsonObject);
+    if (o.unsafeWhere !== undefined) params.unsafeWhere = o.unsafeWhere;
     if (o.connectTimeoutMs !== undefined) params.connectTimeoutMs = o.connectTimeoutMs;
     if (o.applicationName !== undefined) params.applicationName = o.applicationName;
     return { type: 'table', params };
@@ -326,9 +357,14 @@ export class TableDataReader implements DataReader<TableRow> {
     await this.#connections.close();
   }
 
-  #whereSql(): string {
-    // On lines of its own, so that a `--` comment in the fragment cannot swallow the rest.
-    return this.#options.where === undefined ? '' : `(\n${this.#options.where}\n)`;
+  /** The structured filters as SQL with their values added to `p`; '' when there are none. */
+  #whereSql(p: PgParams): string {
+    return filterSql(this.#filters, p);
+  }
+
+  #andWhere(p: PgParams): string {
+    const sql = this.#whereSql(p);
+    return sql === '' ? '' : ` AND ${sql}`;
   }
 
   #rangeSql(key: string, after: string | null, upTo: string | null, p: PgParams): string {
@@ -367,6 +403,13 @@ export class TableDataReader implements DataReader<TableRow> {
   }
 }
 
+/**
+ * Startup settings of every connection: strings as the SQL standard reads them (a backslash is no
+ * escape), whatever the role or database defaults say, so that the check of `unsafeWhere` lexes
+ * string literals as the server does.
+ */
+const STARTUP_OPTIONS = '-c standard_conforming_strings=on';
+
 function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
   const connection = options.connection;
   const application_name =
@@ -380,10 +423,15 @@ function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
     1,
   );
   if (typeof connection === 'string' && connection !== '') {
-    return { connectionString: connection, application_name, connectionTimeoutMillis };
+    return {
+      connectionString: connection,
+      application_name,
+      connectionTimeoutMillis,
+      options: STARTUP_OPTIONS,
+    };
   }
   if (typeof connection === 'object' && connection !== null && !Array.isArray(connection)) {
-    return { ...connection, application_name, connectionTimeoutMillis };
+    return { ...connection, application_name, connectionTimeoutMillis, options: STARTUP_OPTIONS };
   }
   throw new TypeError(
     expectedMessage('a postgres:// URL or connection settings', 'options.connection', connection),
@@ -395,12 +443,12 @@ async function resolveTable(client: pg.Client, options: TableDataReaderOptions):
   const spec = typeof options.table === 'string' ? options.table : quoteQualified(options.table);
   let found: pg.QueryResult<{ oid: string; schema: string; name: string }>;
   try {
-    found = await client.query({
-      text:
-        'SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name FROM pg_class c ' +
+    found = await runStatement(
+      client,
+      'SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name FROM pg_class c ' +
         'JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)',
-      values: [spec],
-    });
+      [spec],
+    );
   } catch (error) {
     if (isConnectionError(error)) throw error;
     throw new DataReaderError(
@@ -416,14 +464,14 @@ async function resolveTable(client: pg.Client, options: TableDataReaderOptions):
       `table ${spec} does not exist (or is not on the search path)`,
     );
   }
-  const attributes = await client.query<{ name: string; type: string; not_null: boolean; unique: boolean }>({
-    text:
-      'SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null, ' +
+  const attributes = await runStatement<{ name: string; type: string; not_null: boolean; unique: boolean }>(
+    client,
+    'SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null, ' +
       'EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indnkeyatts = 1 ' +
       'AND i.indkey[0] = a.attnum AND i.indpred IS NULL) AS unique ' +
       'FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum',
-    values: [table.oid],
-  });
+    [table.oid],
+  );
   const byName = new Map(attributes.rows.map((a) => [a.name, a]));
   const qualified = quoteQualified([table.schema, table.name]);
   const columnNotFound = (name: string) =>
@@ -438,12 +486,12 @@ async function resolveTable(client: pg.Client, options: TableDataReaderOptions):
   });
   let keyName = options.keyColumn;
   if (keyName === undefined) {
-    const primary = await client.query<{ name: string }>({
-      text:
-        'SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid ' +
+    const primary = await runStatement<{ name: string }>(
+      client,
+      'SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid ' +
         'AND a.attnum = i.indkey[0] WHERE i.indrelid = $1 AND i.indisprimary AND i.indnkeyatts = 1',
-      values: [table.oid],
-    });
+      [table.oid],
+    );
     keyName = primary.rows[0]?.name;
     if (keyName === undefined) {
       throw new DataReaderError(
@@ -454,6 +502,9 @@ async function resolveTable(client: pg.Client, options: TableDataReaderOptions):
   }
   const key = byName.get(keyName);
   if (key === undefined) throw columnNotFound(keyName);
+  for (const filter of options.where ?? []) {
+    if (!byName.has(filter.column)) throw columnNotFound(filter.column);
+  }
   return {
     schema: table.schema,
     name: table.name,

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Shard } from '../../src/protocols.js';
 import { createDataReader, TableDataReader, type TableRow } from '../../src/readers/index.js';
+import { PgConnections } from '../../src/readers/pg-connections.js';
 import { startPostgres, type TestPostgres } from '../setup/postgres.js';
 
 let server: TestPostgres;
@@ -34,6 +35,11 @@ beforeAll(async () => {
       CREATE TABLE pairs (a integer, b integer, PRIMARY KEY (a, b));
       CREATE TABLE dupes (k integer, v integer);
       INSERT INTO dupes VALUES (1, 1), (1, 2), (2, 3);
+      CREATE TABLE victim (id integer PRIMARY KEY);
+      INSERT INTO victim SELECT generate_series(1, 5);
+      CREATE SEQUENCE victim_seq;
+      CREATE TABLE secrets (id integer PRIMARY KEY, secret text);
+      INSERT INTO secrets VALUES (1, 'hunter2-top-secret');
     `);
   } catch (error) {
     setupError = error;
@@ -169,24 +175,65 @@ describe('TableDataReader', () => {
     }
   });
 
-  it('applies a where filter inside parentheses', async () => {
+  it('applies structured where filters, with values as parameters', async () => {
     const reader = await TableDataReader.open({
       connection: server.connectionString,
       table: [SCHEMA, TABLE],
-      where: `"value" = 3 OR "value" = 4 -- a comment must not swallow the rest`,
+      where: [
+        { column: 'value', op: 'in', value: [3, 4] },
+        { column: 'Grüße', op: 'NOT LIKE' as 'not like', value: 'row 1%' },
+        { column: 'big', op: 'is not null' },
+        { column: 'Key Col', op: '<=', value: '2400' },
+      ],
       recordsPerShard: 40,
       pageSize: 9,
     });
     try {
       const expected = await expectedRows(
-        `SELECT * FROM "Data Set"."My ""odd"" Table" WHERE "value" IN (3, 4) ORDER BY "Key Col"`,
+        `SELECT * FROM "Data Set"."My ""odd"" Table" WHERE "value" IN (3, 4) AND "Grüße" NOT LIKE 'row 1%'
+         AND "Key Col" <= 2400 ORDER BY "Key Col"`,
       );
-      expect(expected).toHaveLength(201);
+      expect(expected).toHaveLength(138);
       const shards = await reader.createShards();
-      expect(shards.reduce((n, s) => n + s.count, 0)).toBe(201);
+      expect(shards.reduce((n, s) => n + s.count, 0)).toBe(138);
       const all: TableRow[] = [];
-      for (const s of shards) all.push(...(await drain(reader, s.name, s.start, s.start + s.count)));
+      for (const s of shards) {
+        // Tasks that start inside a shard use the filters in the key-finding query too.
+        for (let start = s.start; start < s.start + s.count; start += 15) {
+          all.push(...(await drain(reader, s.name, start, Math.min(start + 15, s.start + s.count))));
+        }
+      }
       expect(all).toEqual(expected);
+      expect(reader.describe().params.where).toEqual([
+        { column: 'value', op: 'in', value: [3, 4] },
+        { column: 'Grüße', op: 'not like', value: 'row 1%' },
+        { column: 'big', op: 'is not null' },
+        { column: 'Key Col', op: '<=', value: '2400' },
+      ]);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('applies raw SQL given as unsafeWhere inside a subquery', async () => {
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: [SCHEMA, TABLE],
+      unsafeWhere: `"value" = 3 OR "value" = 4 -- a comment must not swallow the rest`,
+      where: [{ column: 'value', op: '!=', value: 4 }],
+      recordsPerShard: 40,
+      pageSize: 9,
+    });
+    try {
+      const expected = await expectedRows(
+        `SELECT * FROM "Data Set"."My ""odd"" Table" WHERE "value" = 3 ORDER BY "Key Col"`,
+      );
+      expect(expected).toHaveLength(101);
+      const shards = await reader.createShards();
+      expect(shards.reduce((n, s) => n + s.count, 0)).toBe(101);
+      const all: TableRow[] = [];
+      for (const s of shards) all.push(...(await drain(reader, s.name, s.start + 1, s.start + s.count)));
+      expect(all).toEqual(expected.filter((_, i) => i % 40 !== 0));
     } finally {
       await reader.close();
     }
@@ -260,7 +307,7 @@ describe('TableDataReader', () => {
       connection: server.connectionString,
       table: [SCHEMA, TABLE],
       // An uncorrelated subquery runs once per query: every page query takes 150 ms.
-      where: '(SELECT pg_sleep(0.15)) IS NOT NULL',
+      unsafeWhere: '(SELECT pg_sleep(0.15)) IS NOT NULL',
       recordsPerShard: 5000,
       pageSize: 150,
       retryDelayMs: 10,
@@ -363,7 +410,7 @@ describe('TableDataReader', () => {
       'BAD_KEY: key column "k" of "public"."dupes" has 0 NULL and 1 duplicate values among the selected rows',
     );
     await dupes.close();
-    const bad = await TableDataReader.open({ connection, table: 'words', where: 'no_such_column > 1' });
+    const bad = await TableDataReader.open({ connection, table: 'words', unsafeWhere: 'no_such_column > 1' });
     await expect(bad.createShards()).rejects.toThrow(
       /^QUERY_FAILED: creating shards of "public"\."words": column "no_such_column" does not exist \(42703\)$/,
     );
@@ -429,6 +476,260 @@ describe('TableDataReader', () => {
       await reader.close?.();
       await again.close?.();
       await other.close?.();
+    }
+  });
+});
+
+describe('TableDataReader against SQL injection', () => {
+  const victimIntact = async () => {
+    expect((await admin.query('SELECT count(*)::int AS n FROM victim')).rows).toEqual([{ n: 5 }]);
+    expect((await admin.query('SELECT is_called FROM victim_seq')).rows).toEqual([{ is_called: false }]);
+  };
+  const drop = '; DROP TABLE victim; --';
+
+  it('finds no table, schema, column or key column named by an injection attempt', async () => {
+    const connection = server.connectionString;
+    for (const table of [
+      `words${drop}`,
+      `words"${drop}`,
+      `words'); DROP TABLE victim; --`,
+      ['public', `words"${drop}`],
+      [`public"${drop}`, 'words'],
+    ]) {
+      await expect(TableDataReader.open({ connection, table })).rejects.toMatchObject({
+        code: 'TABLE_NOT_FOUND',
+      });
+    }
+    const column = `word", (SELECT 1)) AS x${drop}`;
+    for (const options of [
+      { columns: [column] },
+      { keyColumn: column },
+      { where: [{ column, op: '=' as const, value: 'a' }] },
+    ]) {
+      await expect(TableDataReader.open({ connection, table: 'words', ...options })).rejects.toThrow(
+        `COLUMN_NOT_FOUND: "public"."words" has no column ${JSON.stringify(column)}`,
+      );
+    }
+    await victimIntact();
+  });
+
+  it('passes filter values as parameters and checks operators against a fixed list', async () => {
+    const connection = server.connectionString;
+    for (const value of [`a'${drop}`, `' OR '1'='1`, `a') OR (1=1`, '$1', "\\'; DROP TABLE victim; --"]) {
+      const reader = await TableDataReader.open({
+        connection,
+        table: 'words',
+        where: [
+          { column: 'word', op: '=', value },
+          { column: 'word', op: 'not in', value: [value, `${value}'`] },
+        ],
+      });
+      try {
+        expect(await reader.createShards()).toEqual([]);
+      } finally {
+        await reader.close();
+      }
+    }
+    const [shard] = await (async () => {
+      const reader = await TableDataReader.open({
+        connection,
+        table: 'words',
+        where: [{ column: 'word', op: 'in', value: ["z'q", 'a,b', `a${drop}`] }],
+      });
+      try {
+        const shards = await reader.createShards();
+        const rows = await drain(reader, shards[0]!.name, 0, shards[0]!.count);
+        expect(rows).toEqual([
+          { word: 'a,b', n: 8 },
+          { word: "z'q", n: 6 },
+        ]);
+        return shards;
+      } finally {
+        await reader.close();
+      }
+    })();
+    expect(shard?.count).toBe(2);
+    await expect(
+      TableDataReader.open({
+        connection,
+        table: 'words',
+        where: [{ column: 'word', op: `= '' OR 1=1${drop}` as '=', value: 'a' }],
+      }),
+    ).rejects.toThrow(
+      /^Expected one of =, !=, <>, <, <=, >, >=, in, not in, like, not like, ilike, not ilike, is null, is not null for options\.where\[0\]\.op but received "= '' OR 1=1; DROP TABLE victim; --"$/,
+    );
+    await expect(
+      TableDataReader.open({ connection, table: 'words', where: `word = 'a'${drop}` as unknown as [] }),
+    ).rejects.toThrow(
+      new TypeError(
+        `Expected an array of filters [{ column, op, value }] for options.where but received "word = 'a'; DROP TABLE victim; --" (raw SQL is accepted only as options.unsafeWhere)`,
+      ),
+    );
+    await expect(
+      TableDataReader.open({
+        connection,
+        table: 'words',
+        where: [{ column: 'n', op: '=', value: { x: 1 } as unknown as string }],
+      }),
+    ).rejects.toThrow(TypeError);
+    await victimIntact();
+  });
+
+  it('refuses an unsafeWhere of several statements before connecting', async () => {
+    for (const unsafeWhere of [
+      '1=1); COMMIT; DROP TABLE victim; COMMIT; BEGIN; SELECT (1',
+      `true; DROP TABLE victim`,
+      '1=1) OR (1=1',
+      `'a' = 'a''; DROP TABLE victim; --'; DROP TABLE victim`,
+      '$x$ ; $x$ = $x$ $x$; DROP TABLE victim',
+      '/* /* nested */ ; */ true; DROP TABLE victim',
+    ]) {
+      await expect(
+        TableDataReader.open({
+          connection: 'postgresql://nobody@127.0.0.1:1/none',
+          table: 'words',
+          unsafeWhere,
+        }),
+      ).rejects.toThrow(
+        /^Expected one SQL boolean expression \(no ";", balanced parentheses\) for options\.unsafeWhere but received .*: it (holds a ";" outside quotes and comments|closes a parenthesis it did not open)$/,
+      );
+    }
+    // Semicolons and parentheses inside quotes and comments are SQL text, not structure.
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: 'words',
+      unsafeWhere: `word <> ';)' AND word <> $t$;)$t$ AND "n" <> 99 -- ;)\n AND /* ;) /* ( */ */ word <> E'\\';)'`,
+    });
+    try {
+      expect((await reader.createShards()).reduce((n, s) => n + s.count, 0)).toBe(8);
+    } finally {
+      await reader.close();
+    }
+    await victimIntact();
+  });
+
+  it('runs every query as one statement in a READ ONLY transaction that SQL cannot end or widen', async () => {
+    // The extended protocol: the server refuses several statements whatever the text holds.
+    const connections = new PgConnections({ connectionString: server.connectionString }, 0, 1);
+    const session = { client: undefined };
+    try {
+      await expect(
+        connections.query(session, 'injecting', () => ({ text: 'SELECT 1; DROP TABLE victim' })),
+      ).rejects.toThrow(
+        'QUERY_FAILED: injecting: cannot insert multiple commands into a prepared statement (42601)',
+      );
+      await expect(
+        connections.query(session, 'committing', () => ({ text: 'COMMIT; DROP TABLE victim' })),
+      ).rejects.toMatchObject({ code: 'QUERY_FAILED' });
+    } finally {
+      connections.release(session);
+      await connections.close();
+    }
+    // Single statements that would write, or turn the transaction read-write, fail.
+    for (const unsafeWhere of [
+      `nextval('victim_seq') > 0`,
+      `set_config('transaction_read_only', 'off', true) IS NOT NULL AND nextval('victim_seq') > 0`,
+    ]) {
+      const reader = await TableDataReader.open({
+        connection: server.connectionString,
+        table: 'victim',
+        unsafeWhere,
+      });
+      try {
+        await expect(reader.createShards()).rejects.toThrow(
+          /^QUERY_FAILED: creating shards of "public"\."victim": .*(read-only transaction|transaction read-write mode).* \(2500[16]\)$/,
+        );
+      } finally {
+        await reader.close();
+      }
+    }
+    // What PostgreSQL allows a read-only transaction to change does not survive the reader's
+    // ROLLBACK: a large object, a session default.
+    const creating = await TableDataReader.open({
+      connection: server.connectionString,
+      table: 'victim',
+      unsafeWhere: 'lo_create(0) > 0',
+    });
+    try {
+      expect((await creating.createShards()).map((s) => s.count)).toEqual([5]);
+    } finally {
+      await creating.close();
+    }
+    const reader = await TableDataReader.open({
+      connection: server.connectionString,
+      table: 'victim',
+      unsafeWhere: `set_config('default_transaction_read_only', 'off', false) = 'off' AND current_setting('transaction_read_only') = 'on'`,
+      recordsPerShard: 2,
+    });
+    try {
+      const shards = await reader.createShards();
+      expect(shards.map((s) => s.count)).toEqual([2, 2, 1]);
+      const rows: TableRow[] = [];
+      for (const s of shards) rows.push(...(await drain(reader, s.name, s.start, s.start + s.count)));
+      expect(rows).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }]);
+    } finally {
+      await reader.close();
+    }
+    expect((await admin.query('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).rows).toEqual([
+      { n: 0 },
+    ]);
+    await victimIntact();
+  });
+
+  it('reads strings as the SQL standard does, whatever the role defaults, as the unsafeWhere check does', async () => {
+    await admin.query(`CREATE ROLE edl_old_strings LOGIN; ALTER ROLE edl_old_strings SET standard_conforming_strings = off;
+      GRANT SELECT ON words TO edl_old_strings`);
+    const url = new URL(server.connectionString);
+    url.username = 'edl_old_strings';
+    const plain = new pg.Client({ connectionString: url.toString() });
+    await plain.connect();
+    try {
+      expect((await plain.query('SHOW standard_conforming_strings')).rows).toEqual([
+        { standard_conforming_strings: 'off' },
+      ]);
+    } finally {
+      await plain.end();
+    }
+    // With backslash escapes, 'a\' would not end and the parenthesis would be outside a string.
+    const reader = await TableDataReader.open({
+      connection: url.toString(),
+      table: 'words',
+      unsafeWhere: `current_setting('standard_conforming_strings') = 'on' AND word <> 'a\\' AND word <> ')'`,
+    });
+    try {
+      expect((await reader.createShards()).reduce((n, s) => n + s.count, 0)).toBe(8);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('does not echo values a query read in its errors', async () => {
+    for (const options of [
+      { unsafeWhere: '(SELECT secret FROM secrets LIMIT 1)::integer > 0' },
+      {
+        unsafeWhere: `n > 0 AND (SELECT 1 / (length(secret) - 18) FROM secrets) > 0 OR (SELECT secret FROM secrets)::int = 1`,
+      },
+      { where: [{ column: 'n', op: '=' as const, value: 'hunter2-top-secret' }] },
+    ]) {
+      const reader = await TableDataReader.open({
+        connection: server.connectionString,
+        table: 'words',
+        ...options,
+      });
+      try {
+        const error = await reader.createShards().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toMatchObject({ code: 'QUERY_FAILED' });
+        expect((error as Error).message).toMatch(
+          /^QUERY_FAILED: creating shards of "public"\."words": the server rejected the query with SQLSTATE 22\w{3} \(its message is not shown, as it can quote row values\)$/,
+        );
+        expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain('hunter2');
+        expect((error as Error).cause).toBeUndefined();
+      } finally {
+        await reader.close();
+      }
     }
   });
 });

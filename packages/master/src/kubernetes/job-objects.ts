@@ -188,8 +188,8 @@ export interface RbacObjects {
 }
 
 /**
- * Least-privilege RBAC for masters in a namespace: a ServiceAccount, a Role that may create, get,
- * list, watch, patch and delete pods (nothing else: the Secret and the Service are created by the
+ * Least-privilege RBAC for masters in a namespace: a ServiceAccount, a Role that may create, list,
+ * watch and delete pods (nothing else: the Secret and the Service are created by the
  * user who submits), and the RoleBinding. deploy/k8s/rbac.yaml holds the same for `default`.
  */
 export function buildRbacObjects(namespace: string, serviceAccount = 'edl-master'): RbacObjects {
@@ -204,7 +204,9 @@ export function buildRbacObjects(namespace: string, serviceAccount = 'edl-master
         {
           apiGroups: [''],
           resources: ['pods'],
-          verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'],
+          // Exactly what the master calls (pod-api.ts): create and delete its workers, list and
+          // watch them. No get or patch: it never reads or changes a single pod.
+          verbs: ['create', 'list', 'watch', 'delete'],
         },
       ],
     },

@@ -43,7 +43,7 @@ export interface WorkerSummary {
   failed: number;
   /** Workers taken away: preempted, evicted, killed from outside, deleted. */
   preempted: number;
-  /** Workers the manager stopped (scale-down, job end). */
+  /** Workers the manager stopped (scale-down, job end) and workers that exited after the job ended. */
   stopped: number;
   /** Pods not yet ended. */
   running: number;
@@ -345,17 +345,22 @@ export class KubernetesInstanceManager implements InstanceManager {
           this.#logger.warn(`deleting worker pod ${podName} failed`, { error: (error as Error).message }),
         );
     }
-    const jobEnded = this.#events.jobEnded();
     const reason = `worker pod ${podName} ${outcome.kind}: ${outcome.reason}`;
+    if (this.#events.jobEnded()) {
+      // The job is over (succeeded, or failed for another reason such as relaunches running out):
+      // a worker that exits now leaves because of that. A clean exit is a success, any other
+      // (a worker told the job failed, killed while leaving) a stop, never a failure.
+      if (outcome.kind === 'succeeded') this.#summary.succeeded++;
+      else this.#summary.stopped++;
+      this.#events.workerLost(workerId, `${reason} (after the job ended)`, false);
+      this.#slots.delete(record.slot);
+      return;
+    }
     if (outcome.kind === 'succeeded') this.#summary.succeeded++;
     else if (outcome.kind === 'preempted') this.#summary.preempted++;
     else this.#summary.failed++;
     // A preempted worker is no task's fault: its tasks go back without counting as failures.
     this.#events.workerLost(workerId, reason, outcome.kind === 'failed');
-    if (jobEnded) {
-      this.#slots.delete(record.slot);
-      return;
-    }
     if (outcome.kind !== 'preempted') {
       // Failed, or left on its own while the job runs: relaunch within the limit.
       if (this.#relaunches >= this.#maxRelaunches) {

@@ -52,6 +52,9 @@ export function workerPodName(jobName: string, workerId: string): string {
   return `${jobName}-${workerId}`;
 }
 
+/** How long a worker pod keeps trying a master whose calls all fail before it ends itself. */
+export const WORKER_MASTER_LEASE_MS = 60_000;
+
 /**
  * Builds the pod of one worker: labelled with the job and the worker id (the watch selects on
  * them), `restartPolicy: Never` (the master decides about relaunches, with a new worker id, so a
@@ -68,6 +71,9 @@ export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V
       valueFrom: { secretKeyRef: { name: template.tokenSecret.name, key: template.tokenSecret.key } },
     },
     { name: 'EDL_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    // A worker whose master is gone for a minute ends (see @edl/worker's MasterWatch): a master pod
+    // that failed is not deleted, so its ownerReference alone would leave the workers running.
+    { name: 'EDL_MASTER_LEASE_MS', value: String(WORKER_MASTER_LEASE_MS) },
     ...Object.entries(template.env ?? {}).map(([name, value]) => ({ name, value })),
   ];
   return {

@@ -153,6 +153,20 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     expect(manager.summary()).toMatchObject({ launched: 3, relaunched: 1, failed: 2 });
     // Any other failure uses the same budget.
     expect(cluster.kubelet.running()).toEqual(['mnist-worker-1']);
+    // The job failed; the healthy worker that exits because of that, even with an error status,
+    // is stopped, not failed.
+    rec.end();
+    cluster.kubelet.kill('mnist-worker-1', 'sigkill');
+    await waitFor(() => rec.lost.length === 3, 'the last worker leaving');
+    expect(rec.lost[2]).toMatchObject({ workerId: 'worker-1', crashed: false });
+    expect(rec.lost[2]!.reason).toMatch(/\(after the job ended\)$/);
+    expect(manager.summary()).toMatchObject({
+      launched: 3,
+      relaunched: 1,
+      failed: 2,
+      stopped: 1,
+      running: 0,
+    });
   });
 
   it('relaunches a worker whose pod is deleted while running (graceful deletion)', async () => {
@@ -240,7 +254,7 @@ describe('KubernetesInstanceManager against a fake API server', () => {
     expect(cluster.server.pods('edl').map((p) => p.metadata.name)).toEqual(['mnist-worker-0']);
   });
 
-  it('after the job ended, exited workers are counted and not relaunched', async () => {
+  it('after the job ended, exited workers are counted as succeeded or stopped (never failed) and not relaunched', async () => {
     const { cluster, manager, rec } = await setUp();
     rec.end();
     cluster.kubelet.exit('mnist-worker-0', 0);
@@ -250,9 +264,11 @@ describe('KubernetesInstanceManager against a fake API server', () => {
       launched: 2,
       relaunched: 0,
       succeeded: 1,
-      failed: 1,
+      failed: 0,
+      stopped: 1,
       running: 0,
     });
+    expect(rec.lost.map((l) => l.crashed)).toEqual([false, false]);
     expect(rec.gaveUp).toEqual([]);
   });
 

@@ -107,6 +107,7 @@ describe('buildWorkerPod', () => {
       'EDL_JOB_NAME',
       'EDL_JOB_TOKEN',
       'EDL_POD_NAME',
+      'EDL_MASTER_LEASE_MS',
       'EXTRA',
     ]);
     expect(JSON.stringify(pod)).not.toContain('"value":"secret');
@@ -228,7 +229,7 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
   it('RBAC: pods only, with exactly the verbs the master uses', () => {
     const rbac = buildRbacObjects('ml');
     expect(rbac.role.rules).toEqual([
-      { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['create', 'list', 'watch', 'delete'] },
     ]);
     expect(rbac.roleBinding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'edl-master', namespace: 'ml' },
