@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Seed 004's experiment in our system: one worker, CIFAR-10-like RecordIO data, minibatch 128,
+ * The experiment of ElasticDL's worker-pipeline design in our system: one worker, CIFAR-10-like RecordIO data, minibatch 128,
  * 32 minibatches per task, grads_to_wait 1, the same model, data and input work, two loops measured
  * in the same run, round-robin:
  * - serialized (`--prefetch 0`): the July 2019 worker. For each minibatch: get_batch, then the

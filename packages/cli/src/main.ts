@@ -7,7 +7,12 @@ import { UsageError } from './command.js';
  */
 const commands: Record<
   string,
-  { readonly summary: string; readonly load: () => Promise<{ command: Command }> }
+  {
+    readonly summary: string;
+    readonly load: () => Promise<{ command: Command }>;
+    /** Optional peer dependencies the command needs, with the version range to install. */
+    readonly needs?: Readonly<Record<string, string>>;
+  }
 > = {
   recordio: {
     summary: 'inspect, print and write RecordIO files',
@@ -40,6 +45,7 @@ const commands: Record<
   k8s: {
     summary: 'run a job on Kubernetes: submit, manifest, status, logs, delete',
     load: () => import('./commands/k8s.js'),
+    needs: { '@kubernetes/client-node': '~1.4.0' },
   },
 };
 
@@ -54,6 +60,13 @@ function topUsage(): string {
   ].join('\n');
 }
 
+/** The package of `needs` whose absence made a command module fail to load, if that is why. */
+function missingPackage(error: unknown, needs: Readonly<Record<string, string>>): string | undefined {
+  if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  const message = (error as Error).message;
+  return Object.keys(needs).find((name) => message.includes(`'${name}'`));
+}
+
 /** Runs the `edl` command line and resolves to the exit code. */
 export async function runCli(argv: string[], io: CommandIO): Promise<number> {
   const [name, ...rest] = argv;
@@ -66,7 +79,18 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
     io.stderr.write(`edl: unknown command '${name}'\n${topUsage()}\n`);
     return 2;
   }
-  const { command } = await entry.load();
+  let command: Command;
+  try {
+    ({ command } = await entry.load());
+  } catch (error) {
+    const missing = missingPackage(error, entry.needs ?? {});
+    if (missing === undefined) throw error;
+    io.stderr.write(
+      `edl ${name}: needs ${missing}, an optional dependency of @edl/cli that is not installed. ` +
+        `Install it next to @edl/cli: npm install ${missing}@${entry.needs?.[missing]}\n`,
+    );
+    return 1;
+  }
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`${command.usage}\n`);
     return 0;

@@ -12,7 +12,7 @@ const usage = `Usage: edl demo [--records N] [--num-workers N] [--num-epochs N] 
 
 Generates a synthetic CIFAR-10-like RecordIO data set (32x32x3 uint8 images with a label; nothing
 is downloaded) into a temporary directory, trains the small CIFAR-10 CNN (conv, batch norm,
-pooling) on it end to end with local workers, evaluates it on a held-out set, and prints seed 004's
+pooling) on it end to end with local workers, evaluates it on a held-out set, and prints ElasticDL's
 timing table.
 
 Options:

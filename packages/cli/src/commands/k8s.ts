@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type { DataReader } from '@edl/data';
+import { createStreamLogger, type JobType, startMaster } from '@edl/master';
 import {
   buildJobObjects,
   buildRbacObjects,
   type ContainerSize,
   createPodApi,
-  createStreamLogger,
   DEFAULT_EDL_COMMAND,
   type JobObjectsOptions,
-  type JobType,
   jobSelector,
   type KubernetesInstanceManager,
   kubernetesInstanceManager,
@@ -17,9 +16,8 @@ import {
   loadKubeConfig,
   masterServiceAddress,
   resourcesFor,
-  startMaster,
   statusCodeOf,
-} from '@edl/master';
+} from '@edl/master/kubernetes';
 import { CoreV1Api, dumpYaml, type V1Pod } from '@kubernetes/client-node';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';

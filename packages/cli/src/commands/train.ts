@@ -7,7 +7,7 @@ const usage = `Usage: edl train --model-def FILE --training-data ORIGIN [options
 Trains a model with a master and --num-workers local worker processes: dynamic sharding, a
 shared prefetching dataset per worker, gradients applied by the master's parameter store. With
 --validation-data it evaluates every --evaluation-steps model versions and at the end. Shows a
-progress bar on a terminal (JSON lines otherwise) and seed 004's timing table at the end.
+progress bar on a terminal (JSON lines otherwise) and ElasticDL's timing table at the end.
 
 --model-def is a TypeScript or JavaScript module exporting model, loss, optimizer, datasetFn and
 evalMetrics (see @edl/worker's ModelDefinition), or a zoo name: cifar10, cifar10-small, census.

@@ -92,7 +92,7 @@ function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger
 /**
  * Runs a job end to end in this process: a master over gRPC on 127.0.0.1, `numWorkers` local
  * `edl worker` processes, progress (a bar on a terminal, JSON lines otherwise), and at the end the
- * evaluation metrics and seed 004's timing table (JSON too with `--stats`).
+ * evaluation metrics and ElasticDL's timing table (JSON too with `--stats`).
  */
 export async function runJob(
   kind: 'train' | 'evaluate' | 'predict',
