@@ -1,6 +1,5 @@
 import type { Command } from '../command.js';
 import { JOB_OPTIONS_HELP, parseJobOptions } from '../job/job-options.js';
-import { runJob } from '../job/run-job.js';
 
 const usage = `Usage: edl evaluate --model-def FILE --validation-data ORIGIN --model-checkpoint PATH [options]
 
@@ -20,6 +19,9 @@ export const command: Command = {
   name: 'evaluate',
   usage,
   async run(argv, io) {
-    return (await runJob('evaluate', parseJobOptions(argv), io)).exitCode;
+    const options = parseJobOptions(argv);
+    // Loaded here so that `edl evaluate --help` does not load the master, the worker and TensorFlow.js.
+    const { runJob } = await import('../job/run-job.js');
+    return (await runJob('evaluate', options, io)).exitCode;
   },
 };

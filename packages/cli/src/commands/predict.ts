@@ -1,6 +1,5 @@
 import type { Command } from '../command.js';
 import { JOB_OPTIONS_HELP, parseJobOptions } from '../job/job-options.js';
-import { runJob } from '../job/run-job.js';
 
 const usage = `Usage: edl predict --model-def FILE --prediction-data ORIGIN --model-checkpoint PATH [--output FILE]
 
@@ -21,6 +20,9 @@ export const command: Command = {
   name: 'predict',
   usage,
   async run(argv, io) {
-    return (await runJob('predict', parseJobOptions(argv), io)).exitCode;
+    const options = parseJobOptions(argv);
+    // Loaded here so that `edl predict --help` does not load the master, the worker and TensorFlow.js.
+    const { runJob } = await import('../job/run-job.js');
+    return (await runJob('predict', options, io)).exitCode;
   },
 };

@@ -1,6 +1,5 @@
 import type { Command } from '../command.js';
 import { JOB_OPTIONS_HELP, parseJobOptions } from '../job/job-options.js';
-import { runJob } from '../job/run-job.js';
 
 const usage = `Usage: edl train --model-def FILE --training-data ORIGIN [options]
 
@@ -25,6 +24,9 @@ export const command: Command = {
   name: 'train',
   usage,
   async run(argv, io) {
-    return (await runJob('train', parseJobOptions(argv), io)).exitCode;
+    const options = parseJobOptions(argv);
+    // Loaded here so that `edl train --help` does not load the master, the worker and TensorFlow.js.
+    const { runJob } = await import('../job/run-job.js');
+    return (await runJob('train', options, io)).exitCode;
   },
 };

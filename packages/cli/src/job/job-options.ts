@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { JsonObject } from '@edl/data';
-import { isBackendName } from '@edl/worker';
+// The subpath, not @edl/worker: `edl train --help` must not load TensorFlow.js.
+import { isBackendName } from '@edl/worker/backend-name';
 import { UsageError } from '../command.js';
 
 /** Options shared by `edl train | evaluate | predict | worker`, parsed and checked. */
