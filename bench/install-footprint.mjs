@@ -14,7 +14,6 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
