@@ -332,6 +332,7 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
       );
       expect(existsSync(join(app, 'node_modules/@edl/native-source/build'))).toBe(false);
     },
+    installTimeout,
   );
 
   it.skipIf(target !== undefined)(
