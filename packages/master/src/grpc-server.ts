@@ -245,11 +245,15 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     getTask: unary(getTask),
     reportTaskResult: unary(reportTaskResult),
     getModel: unary((r: In<'getModel'>) => {
-      const model = master.getModel(toSafeNumber(r.version, 'version'));
+      const model = master.getModel(
+        toSafeNumber(r.version, 'version'),
+        r.haveVersion === undefined ? undefined : toSafeNumber(r.haveVersion, 'haveVersion'),
+      );
       return create(GetModelResponseSchema, {
         version: toWireInt(model.version, 'version'),
         initialized: model.initialized,
-        variables: model.variables.map(toTensorMessage),
+        unchanged: model.unchanged,
+        variables: model.variables.map((v) => toTensorMessage(v)),
       });
     }),
     reportVariables: unary((r: In<'reportVariables'>) => {
@@ -271,11 +275,14 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
         gradients: r.gradients.map(fromTensorMessage),
         moreRanges: r.moreRanges.map(fromRangeMessage),
+        wantModel: r.wantModel,
       });
       return create(ReportGradientResponseSchema, {
         status: reply.status,
         modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
+        hasModel: reply.variables !== undefined,
+        variables: reply.variables?.map((v) => toTensorMessage(v)) ?? [],
       });
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {

@@ -91,6 +91,8 @@ export interface ModelSnapshot {
   readonly version: number;
   /** False until some worker reported the initial variables. */
   readonly initialized: boolean;
+  /** True when the master still has the version the caller holds: `variables` is then empty. */
+  readonly unchanged?: boolean;
   readonly variables: NamedTensor[];
 }
 
@@ -101,7 +103,10 @@ export interface TaskRangeRef {
   readonly rangeEnd: number;
 }
 
-/** A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. */
+/**
+ * A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. The
+ * gradient arrays are sent without a copy: do not change them until `reportGradient` resolves.
+ */
 export interface GradientReport {
   readonly workerId: string;
   readonly taskId: number;
@@ -111,6 +116,8 @@ export interface GradientReport {
   readonly gradients: readonly NamedTensor[];
   /** Ranges of other tasks in the same minibatch (one per task); applied with the first or not at all. */
   readonly moreRanges?: readonly TaskRangeRef[];
+  /** Ask for the model in the reply (ACCEPTED or STALE), saving the next step's pull. */
+  readonly wantModel?: boolean;
 }
 
 /** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
@@ -159,6 +166,8 @@ export interface ReportResult {
   readonly modelVersion: number;
   /** The task's progress after the report: its first record not yet applied. */
   readonly taskProgress: number;
+  /** With `wantModel`: the variables at `modelVersion`, when the master sent them. */
+  readonly variables?: NamedTensor[];
 }
 
 /** The job's progress, from `getJobStatus`. */
@@ -226,6 +235,12 @@ export class MasterClient {
       'grpc.max_reconnect_backoff_ms': 2_000,
       // Channelz bookkeeping (call counters, traces) costs on every call and nothing reads it.
       'grpc.enable_channelz': 0,
+      // Retries are the caller's (withRetries); grpc-js's own would keep a copy of every message
+      // sent, a model-sized copy per gradient push.
+      'grpc.enable_retries': 0,
+      // A model comes back with every gradient: with HTTP/2's default 64 KiB window a 1 MB model
+      // needs a dozen WINDOW_UPDATE round trips; a 16 MiB window takes it in one go.
+      'grpc-node.flow_control_window': 16 * 1024 * 1024,
     });
   }
 
@@ -294,15 +309,24 @@ export class MasterClient {
     return { accepted: response.accepted };
   }
 
-  /** Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. */
-  async getModel(workerId: string, version = -1): Promise<ModelSnapshot> {
+  /**
+   * Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. With
+   * `haveVersion`, the version the caller holds, an unchanged model comes back as `unchanged` with
+   * no variables.
+   */
+  async getModel(workerId: string, version = -1, haveVersion?: number): Promise<ModelSnapshot> {
     const response = await this.#call(
       'getModel',
-      create(GetModelRequestSchema, { workerId, version: toWireInt(version, 'version') }),
+      create(GetModelRequestSchema, {
+        workerId,
+        version: toWireInt(version, 'version'),
+        ...(haveVersion === undefined ? {} : { haveVersion: toWireInt(haveVersion, 'haveVersion') }),
+      }),
     );
     return {
       version: toSafeNumber(response.version, 'version'),
       initialized: response.initialized,
+      unchanged: response.unchanged,
       variables: response.variables.map(fromTensorMessage),
     };
   }
@@ -314,7 +338,7 @@ export class MasterClient {
   ): Promise<{ accepted: boolean; version: number }> {
     const response = await this.#call(
       'reportVariables',
-      create(ReportVariablesRequestSchema, { workerId, variables: variables.map(toTensorMessage) }),
+      create(ReportVariablesRequestSchema, { workerId, variables: variables.map((v) => toTensorMessage(v)) }),
     );
     return { accepted: response.accepted, version: toSafeNumber(response.version, 'version') };
   }
@@ -332,14 +356,17 @@ export class MasterClient {
         rangeStart: toWireInt(report.rangeStart, 'rangeStart'),
         rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
         modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
-        gradients: report.gradients.map(toTensorMessage),
+        // Views, not copies: the caller's arrays go straight into the encoded message.
+        gradients: report.gradients.map((g) => toTensorMessage(g, { copy: false })),
         moreRanges: toRangeMessages(report.moreRanges),
+        wantModel: report.wantModel === true,
       }),
     );
     return {
       status: response.status,
       modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
       taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
+      ...(response.hasModel ? { variables: response.variables.map(fromTensorMessage) } : {}),
     };
   }
 
