@@ -11,10 +11,18 @@ const workspacePackages = ['recordio', 'data', 'proto', 'master', 'worker', 'cli
 export function packageProject(name: string, testTimeoutMs = 30_000) {
   return defineProject({
     resolve: {
-      alias: workspacePackages.map((pkg) => ({
-        find: new RegExp(`^@edl/${pkg}$`),
-        replacement: `${packagesDir}${pkg}/src/index.ts`,
-      })),
+      alias: [
+        // Subpath exports first: the package aliases below match whole names only.
+        { find: /^@edl\/master\/kubernetes$/, replacement: `${packagesDir}master/src/kubernetes/index.ts` },
+        {
+          find: /^@edl\/worker\/backend-name$/,
+          replacement: `${packagesDir}worker/src/backends/backend-name.ts`,
+        },
+        ...workspacePackages.map((pkg) => ({
+          find: new RegExp(`^@edl/${pkg}$`),
+          replacement: `${packagesDir}${pkg}/src/index.ts`,
+        })),
+      ],
     },
     test: {
       name,

@@ -14,7 +14,7 @@
  * minibatch and its share of step time, the total, and the total less the compute actually spent
  * (a busy loop overshoots when the machine is loaded, which blurs totals), with ratios to the baseline.
  *
- * Environment: EDL_BENCH_TASKS (default 12), EDL_BENCH_TASK_RECORDS (4096 = seed 004's 32
+ * Environment: EDL_BENCH_TASKS (default 12), EDL_BENCH_TASK_RECORDS (4096 = ElasticDL's worker-pipeline experiment's 32
  * minibatches of 128), EDL_BENCH_MINIBATCH (128), EDL_BENCH_COMPUTE_MS (per minibatch, default 5),
  * EDL_BENCH_THREADS (prefetch threads, default 2), EDL_BENCH_REPEAT (passes, median kept, default 3),
  * EDL_BENCH_BYTES (input size; default 256 MiB, the file recordio-scan.mjs makes, reused).

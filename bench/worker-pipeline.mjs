@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Seed 004's experiment in our system: one worker, CIFAR-10-like RecordIO data, minibatch 128,
+ * The experiment of ElasticDL's worker-pipeline design in our system: one worker, CIFAR-10-like RecordIO data, minibatch 128,
  * 32 minibatches per task, grads_to_wait 1, the same model, data and input work, two loops measured
  * in the same run, round-robin:
  * - serialized (`--prefetch 0`): the July 2019 worker. For each minibatch: get_batch, then the
@@ -21,7 +21,7 @@
  * - linear (bench/lib/cifar10-linear-model.mjs): softmax regression, the least compute per
  *   minibatch of a real model here, so the largest share of real input work;
  * - linear-costly: linear with the preprocessing run EDL_BENCH_INPUT_REPEAT (14) times per
- *   minibatch in both loops, a load knob that gives input the seed's 2019 share of the step (~48%).
+ *   minibatch in both loops, a load knob that gives input the 2019 ElasticDL worker's share of the step (~48%).
  * Other environment: EDL_BENCH_RECORDS (8192), EDL_BENCH_EPOCHS (1 for the CNNs, 4 for the linear
  * models), EDL_BENCH_BACKEND (wasm), EDL_BENCH_REPEAT (1: runs per loop, round-robin, best kept).
  */

@@ -9,7 +9,47 @@ APT_PACKAGES=(cmake g++ make python3 clang clang-format libclang-rt-14-dev llvm 
 # Dawn (the `webgpu` package) needs a newer software Vulkan driver than bookworm ships.
 BACKPORTS_PACKAGES=(mesa-vulkan-drivers libvulkan1)
 
+# The linux-arm64-gnu addon: cross-compiled (scripts/build-linux-arm64.sh) and tested under qemu.
+APT_PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static)
+
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Prints "URI KEYRING" of the first apt source that serves suite $1 with binary packages: deb822
+# stanzas in /etc/apt/sources.list.d/*.sources first, then one-line `deb` entries. No mirror host is
+# written here: whatever mirror (or proxy) this machine is configured with is used.
+debian_mirror() {
+  local suite=$1 default_keyring=/usr/share/keyrings/debian-archive-keyring.gpg file
+  for file in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$file" ] || continue
+    awk -v suite="$suite" -v keyring="$default_keyring" '
+      BEGIN { RS = ""; FS = "\n" }
+      {
+        types = ""; uris = ""; suites = ""; signed = keyring
+        for (i = 1; i <= NF; i++) {
+          line = $i
+          if (line ~ /^#/) continue
+          key = tolower(line); sub(/:.*/, "", key); sub(/^[^:]*:[ \t]*/, "", line)
+          if (key == "types") types = line
+          else if (key == "uris") uris = line
+          else if (key == "suites") suites = line
+          else if (key == "signed-by" && line ~ /^\//) signed = line
+          else if (key == "enabled" && tolower(line) == "no") types = ""
+        }
+        if (types !~ /(^|[ \t])deb([ \t]|$)/) next
+        n = split(suites, s, /[ \t]+/)
+        for (j = 1; j <= n; j++) if (s[j] == suite) { split(uris, u, /[ \t]+/); print u[1], signed; found = 1; exit }
+      }
+      END { exit found ? 0 : 1 }' "$file" && return 0
+  done
+  for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$file" ] || continue
+    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$file" |
+      awk -v suite="$suite" -v keyring="$default_keyring" '
+        $1 == "deb" && $3 == suite { print $2, keyring; found = 1; exit }
+        END { exit found ? 0 : 1 }' && return 0
+  done
+  return 1
+}
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -21,14 +61,12 @@ case "$mesa_version" in 2[5-9].*) ;; *) need_backports=1 ;; esac
 
 if [ "${#missing[@]}" -gt 0 ] || [ "$need_backports" -eq 1 ]; then
   if [ "$need_backports" -eq 1 ] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo "bootstrap: adding bookworm-backports for mesa-vulkan-drivers"
-    as_root tee /etc/apt/sources.list.d/edl-backports.sources >/dev/null <<'SRC'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
+    # The backports suite comes from the mirror this machine already uses for bookworm.
+    read -r mirror keyring < <(debian_mirror bookworm) ||
+      { echo "bootstrap: no apt source for bookworm found in /etc/apt/sources.list{,.d/}" >&2; exit 1; }
+    echo "bootstrap: adding bookworm-backports (from $mirror) for mesa-vulkan-drivers"
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: %s\n' \
+      "$mirror" "$keyring" | as_root tee /etc/apt/sources.list.d/edl-backports.sources >/dev/null
   fi
   echo "bootstrap: apt-get install ${missing[*]:-} (and backports: ${BACKPORTS_PACKAGES[*]})"
   as_root apt-get update -qq

@@ -18,26 +18,31 @@ fail() {
   exit 1
 }
 [[ -f $addon ]] || fail "no such file: $addon (build it first: pnpm run build:native)"
-command -v objdump >/dev/null || fail "objdump not found (apt-get install binutils)"
+command -v readelf >/dev/null || fail "readelf not found (apt-get install binutils)"
 
+# readelf reads an ELF file of any architecture, so this checks a cross-compiled addon as well
+# (e.g. linux-arm64-gnu built on x86-64).
+dynsyms=$(readelf --dyn-syms -W "$addon")
 # Newest version of a symbol-version family (e.g. GLIBC), and the symbols that need it.
 newest() {
-  objdump -T "$addon" | grep -o "($1_[0-9.]*)" | tr -d '()' | sed "s/^$1_//" | sort -u -V | tail -n 1
+  grep -o "@$1_[0-9.]*" <<<"$dynsyms" | sed "s/^@$1_//" | sort -u -V | tail -n 1
 }
 needing() {
-  objdump -T "$addon" | awk -v v="($1_$2)" '$0 ~ v { print $NF }' | sort -u | paste -sd ' ' -
+  awk -v v="@$1_$2" '{ for (i = 1; i <= NF; i++) { n = index($i, v); if (n > 1 && n + length(v) - 1 == length($i)) print substr($i, 1, n - 1) } }' \
+    <<<"$dynsyms" | sort -u | paste -sd ' ' -
 }
 # a <= b for dotted versions
 version_le() {
   [[ $(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1) == "$1" ]]
 }
 
-echo "addon: $addon"
-needed=$(objdump -p "$addon" | awk '$1 == "NEEDED" { print $2 }')
+echo "addon: $addon ($(readelf -h "$addon" | awk -F: '$1 ~ /Machine/ { sub(/^[ \t]+/, "", $2); print $2 }'))"
+needed=$(readelf -d -W "$addon" | awk '/\(NEEDED\)/ { gsub(/[][]/, "", $NF); print $NF }')
 echo "NEEDED: $(echo "$needed" | paste -sd ' ' -)"
-if command -v ldd >/dev/null; then
+# ldd only understands this host's architecture.
+if command -v ldd >/dev/null && resolved=$(ldd "$addon" 2>/dev/null); then
   echo "ldd:"
-  ldd "$addon" | sed 's/^/  /'
+  sed 's/^/  /' <<<"$resolved"
 fi
 unexpected=$(echo "$needed" | grep -Ev "$allowed" || true)
 [[ -z $unexpected ]] || fail "depends on libraries other than glibc and libstdc++: $(echo "$unexpected" | paste -sd ' ' -)"

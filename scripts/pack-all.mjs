@@ -33,6 +33,8 @@ import {
   readTargets,
   recordioManifest,
   repoRoot,
+  THIRD_PARTY_FILE,
+  thirdPartyLicenses,
 } from './platform-packages.mjs';
 
 const { values: args } = parseArgs({
@@ -131,6 +133,8 @@ for (const target of readTargets()) {
     `${JSON.stringify(platformManifest(target, recordio), null, 2)}\n`,
   );
   cpSync(join(npmDir, target.target, 'README.md'), join(dir, 'README.md'));
+  cpSync(join(repoRoot, 'LICENSE'), join(dir, 'LICENSE'));
+  writeFileSync(join(dir, THIRD_PARTY_FILE), thirdPartyLicenses());
   cpSync(binary, join(dir, ADDON_FILE));
   packed.push(npmPack(dir));
 }
@@ -160,6 +164,7 @@ for (const { dir, manifest } of workspace) {
 const sourceDir = join(stageDir, 'native-source');
 cpSync(join(npmDir, 'native-source'), sourceDir, { recursive: true });
 cpSync(join(repoRoot, 'CMakeLists.txt'), join(sourceDir, 'CMakeLists.txt'));
+writeFileSync(join(sourceDir, THIRD_PARTY_FILE), thirdPartyLicenses());
 // The addon's sources only: native/tests and native/fuzz are built only with EDL_BUILD_TESTS / EDL_FUZZ.
 for (const part of ['binding', 'recordio', 'prefetch', 'third_party']) {
   cpSync(join(repoRoot, 'native', part), join(sourceDir, 'native', part), { recursive: true });

@@ -13,6 +13,26 @@ export const repoRoot = dirname(dirname(fileURLToPath(import.meta.url)));
 export const npmDir = join(repoRoot, 'npm');
 /** File name of the addon inside a platform package (its `main`). */
 export const ADDON_FILE = 'edl_native.node';
+/** The licenses of the vendored code compiled into the addon, shipped beside it. */
+export const THIRD_PARTY_FILE = 'THIRD_PARTY_LICENSES';
+
+/** Vendored libraries linked into edl_native.node (see native/third_party/README.md). */
+const THIRD_PARTY = [
+  {
+    name: 'snappy',
+    version: '1.1.9',
+    license: 'BSD-3-Clause',
+    dir: 'snappy',
+    url: 'https://github.com/google/snappy',
+  },
+  {
+    name: 'libdeflate',
+    version: '1.14',
+    license: 'MIT',
+    dir: 'libdeflate',
+    url: 'https://github.com/ebiggers/libdeflate',
+  },
+];
 
 const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
 
@@ -45,6 +65,9 @@ export function platformManifest(target, recordio = recordioManifest()) {
     version: recordio.version,
     description: `Prebuilt elasticdl-ts native addon (N-API) for ${describe(target)}; installed by @edl/recordio`,
     license: recordio.license,
+    repository: { ...recordio.repository, directory: `npm/${target.target}` },
+    homepage: recordio.homepage,
+    bugs: recordio.bugs,
     os: [target.os],
     cpu: [target.cpu],
   };
@@ -52,7 +75,7 @@ export function platformManifest(target, recordio = recordioManifest()) {
   Object.assign(manifest, {
     engines: recordio.engines,
     main: ADDON_FILE,
-    files: [ADDON_FILE],
+    files: [ADDON_FILE, 'LICENSE', THIRD_PARTY_FILE],
     preferUnplugged: true,
   });
   return manifest;
@@ -62,7 +85,7 @@ export function platformReadme(target, recordio = recordioManifest()) {
   const name = platformPackageName(target);
   return `# ${name}
 
-The native addon of [@edl/recordio](https://www.npmjs.com/package/@edl/recordio) prebuilt for
+The native addon of [@edl/recordio](${recordio.homepage}) prebuilt for
 ${describe(target)}. Do not install it directly: @edl/recordio lists it as an optional dependency
 (same version, ${recordio.version}) and npm or pnpm installs the one matching your platform, using
 its \`os\`, \`cpu\`${target.libc === undefined ? '' : ' and `libc`'} fields. It holds only
@@ -70,6 +93,22 @@ its \`os\`, \`cpu\`${target.libc === undefined ? '' : ' and `libc`'} fields. It 
 
 Built on: ${target.buildOn}. Generated from \`npm/targets.json\` by \`scripts/platform-packages.mjs\`.
 `;
+}
+
+/**
+ * THIRD_PARTY_LICENSES of the platform packages and @edl/native-source: the license of each
+ * vendored library compiled into the addon, verbatim from native/third_party/<lib>/COPYING.
+ */
+export function thirdPartyLicenses() {
+  const parts = THIRD_PARTY.map(({ name, version, license, dir, url }) => {
+    const text = readFileSync(join(repoRoot, 'native', 'third_party', dir, 'COPYING'), 'utf8').trimEnd();
+    return `${'-'.repeat(100)}\n${name} ${version} (${license}), ${url}\n\n${text}\n`;
+  });
+  return `The elasticdl-ts native addon (edl_native.node, Apache-2.0, see LICENSE) contains code of these
+libraries, compiled from the sources in native/third_party/ of the elasticdl-ts repository:
+${THIRD_PARTY.map((t) => `  ${t.name} ${t.version} (${t.license})`).join('\n')}
+
+${parts.join('\n')}`;
 }
 
 /** Writes (or with check: compares) npm/<target>/ for every target; returns the stale files. */

@@ -8,7 +8,12 @@ import { UsageError } from './command.js';
  */
 const commands: Record<
   string,
-  { readonly summary: string; readonly load: () => Promise<{ command: Command }> }
+  {
+    readonly summary: string;
+    readonly load: () => Promise<{ command: Command }>;
+    /** Optional peer dependencies the command needs, with the version range to install. */
+    readonly needs?: Readonly<Record<string, string>>;
+  }
 > = {
   recordio: {
     summary: 'inspect, print and write RecordIO files',
@@ -45,6 +50,7 @@ const commands: Record<
   k8s: {
     summary: 'run a job on Kubernetes: submit, manifest, status, logs, delete',
     load: () => import('./commands/k8s.js'),
+    needs: { '@kubernetes/client-node': '~1.4.0' },
   },
 };
 
@@ -73,6 +79,13 @@ function oneLine(message: string): string {
   return message.replace(/\s*\n\s*/g, ' ').trim();
 }
 
+/** The package of `needs` whose absence made a command module fail to load, if that is why. */
+function missingPackage(error: unknown, needs: Readonly<Record<string, string>>): string | undefined {
+  if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  const message = (error as Error).message;
+  return Object.keys(needs).find((name) => message.includes(`'${name}'`));
+}
+
 /** Runs the `edl` command line and resolves to the exit code. */
 export async function runCli(argv: string[], io: CommandIO): Promise<number> {
   const [name, ...rest] = argv;
@@ -89,7 +102,23 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
     io.stderr.write(`edl: unknown command '${name}'\n${topUsage()}\n`);
     return 2;
   }
-  const { command } = await entry.load();
+  // An optional package missing when the command module or its heavy libraries load: say how to add it.
+  const reportMissing = (error: unknown): boolean => {
+    const missing = missingPackage(error, entry.needs ?? {});
+    if (missing === undefined) return false;
+    io.stderr.write(
+      `edl ${name}: needs ${missing}, an optional dependency of @edl/cli that is not installed. ` +
+        `Install it next to @edl/cli: npm install ${missing}@${entry.needs?.[missing]}\n`,
+    );
+    return true;
+  };
+  let command: Command;
+  try {
+    ({ command } = await entry.load());
+  } catch (error) {
+    if (reportMissing(error)) return 1;
+    throw error;
+  }
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`${command.usage}\n`);
     return 0;
@@ -101,6 +130,7 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
       io.stderr.write(`edl ${name}: ${oneLine(error.message)}\n${command.usage}\n`);
       return 2;
     }
+    if (reportMissing(error)) return 1;
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`edl ${name}: ${oneLine(message)}\n`);
     if (process.env.EDL_DEBUG === '1' && error instanceof Error && error.stack)

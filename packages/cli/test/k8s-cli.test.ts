@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { buildRbacObjects } from '@edl/master';
+import { buildRbacObjects } from '@edl/master/kubernetes';
 import { generateCensusCsv } from '@edl/model-zoo';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -56,7 +56,7 @@ export interface RecordBatchLike<TRecord = Uint8Array> {
 }
 
 /**
- * ElasticDL's data reader (seeds 000/001): lists shards for the master and reads the records of a
+ * ElasticDL's data reader: lists shards for the master and reads the records of a
  * task's range for a worker. `describe()` lets another process re-create the same reader.
  */
 export interface DataReader<TRecord = Uint8Array> {
@@ -91,7 +91,7 @@ export interface ReaderDescription {
 }
 
 /**
- * Grain's random-access source (seed 003): `get` must be deterministic and safe to call
+ * Grain's random-access source: `get` must be deterministic and safe to call
  * concurrently; it may return a value or a promise of one.
  */
 export interface RandomAccessDataSource<T> {

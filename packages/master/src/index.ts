@@ -1,7 +1,9 @@
 /**
  * @edl/master: the master of an elasticdl-ts job. Dynamic-sharding task manager with exactly-once
  * record ranges, parameter store with SGD / momentum / Adam, evaluation service, checkpoints, the
- * gRPC server, and the local instance manager.
+ * gRPC server, and the local instance manager. The Kubernetes instance manager and the builders of a
+ * job's Kubernetes objects are at `@edl/master/kubernetes`, so that importing the master does not
+ * load the Kubernetes client.
  */
 export {
   type Checkpoint,
@@ -15,7 +17,6 @@ export { auc, MetricsAccumulator } from './evaluation-metrics.js';
 export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
-export * from './kubernetes/index.js';
 export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {

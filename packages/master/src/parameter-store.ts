@@ -73,7 +73,7 @@ interface Variable {
 }
 
 /**
- * The model's variables by name, held by the master as in seed 004's ElasticDL: workers pull them
+ * The model's variables by name, held by the master as in ElasticDL's worker-pipeline design: workers pull them
  * (`getModel`) and push gradients (`checkGradient` then `applyGradient`, in one synchronous step).
  * Sync mode averages `gradsToWait` gradients of the current version into one update; async mode
  * applies each gradient at once if it is at most `maxStaleness` versions old. Every update bumps

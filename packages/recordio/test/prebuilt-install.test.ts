@@ -2,6 +2,12 @@
 // @edl/recordio into an empty project, offline, with no compiler or cmake on PATH, and the prebuilt
 // platform package (an optional dependency) reads a golden file. Then, without the platform
 // package, the loader's error says what to do, and @edl/native-source builds a working addon.
+// Every tarball carries its LICENSE, repository fields and no build leftovers.
+//
+// Another target (scripts/test-linux-arm64.sh): EDL_TEST_TARGET names it (linux-arm64-gnu),
+// EDL_TEST_NODE is that target's node (a qemu-user wrapper), EDL_TEST_BINARIES the --binaries
+// directory of pack:all. Then every good golden file is read, and building from source (which
+// would need a cross compiler inside the emulated install) is left out.
 import { spawnSync } from 'node:child_process';
 import {
   existsSync,
@@ -27,12 +33,32 @@ const { version } = JSON.parse(
 ) as {
   version: string;
 };
-const platformPackage = platformPackageName();
+const crossTarget = process.env.EDL_TEST_TARGET;
+const targetNode = process.env.EDL_TEST_NODE ?? process.execPath;
+const targets = (
+  JSON.parse(readFileSync(join(repoRoot, 'npm', 'targets.json'), 'utf8')) as {
+    targets: { target: string; os: string; cpu: string }[];
+  }
+).targets;
+const target = crossTarget === undefined ? undefined : targets.find((t) => t.target === crossTarget);
+if (crossTarget !== undefined && target === undefined)
+  throw new Error(`EDL_TEST_TARGET=${crossTarget} is not in npm/targets.json`);
+const platformPackage = target === undefined ? platformPackageName() : `@edl/native-${target.target}`;
+const expectedPlatform =
+  target === undefined
+    ? { os: [process.platform], cpu: [process.arch] }
+    : { os: [target.os], cpu: [target.cpu] };
 const scratch = mkdtempSync(join(tmpdir(), 'edl-install-'));
 const packDir = join(scratch, 'packages');
 const binDir = join(scratch, 'bin'); // node, npm, npx and sh only
 const app = join(scratch, 'app');
-const golden = readManifest().filter((e) => e.file === 'seq-snappy-64k.rio' || e.file === 'seq-gzip-64k.rio');
+// npm and node run emulated for another target: minutes, not seconds.
+const installTimeout = target === undefined ? 120_000 : 480_000;
+const golden = readManifest().filter((e) =>
+  target === undefined
+    ? e.file === 'seq-snappy-64k.rio' || e.file === 'seq-gzip-64k.rio'
+    : !/^(bad|truncated)-/.test(e.file),
+);
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -69,27 +95,34 @@ function tarball(name: string): string {
   return join(packDir, `${name.replace('@', '').replace('/', '-')}-${version}.tgz`);
 }
 
-/** Reads a golden file through the installed @edl/recordio; the record count and stream sha256. */
-function readGolden(file: string, path = binDir): Run {
-  return run(join(binDir, 'node'), ['read-golden.mjs', join(GOLDEN_DIR, file)], app, path);
+/** Reads golden files through the installed @edl/recordio; record count and stream sha256 of each. */
+function readGolden(files: string[], path = binDir): Run {
+  return run(join(binDir, 'node'), ['read-golden.mjs', ...files.map((f) => join(GOLDEN_DIR, f))], app, path);
 }
 
 function expectGoldenReads(path = binDir): void {
-  for (const entry of golden) {
-    const out = JSON.parse(ok(readGolden(entry.file, path)).stdout) as { records: number; sha256: string };
-    expect(out).toEqual({ records: entry.numRecords, sha256: entry.streamSha256 });
-  }
+  const out = JSON.parse(
+    ok(
+      readGolden(
+        golden.map((e) => e.file),
+        path,
+      ),
+    ).stdout,
+  ) as unknown;
+  expect(out).toEqual(golden.map((e) => ({ file: e.file, records: e.numRecords, sha256: e.streamSha256 })));
 }
 
 /** Packs the tarballs and lays out the bare PATH and the empty project. */
 function prepare(): void {
   // The tarball must carry the current TypeScript of this package.
   ok(run('pnpm', ['exec', 'tsc', '-b', 'packages/recordio'], repoRoot, process.env.PATH));
-  ok(run(process.execPath, ['scripts/pack-all.mjs', '--out', packDir], repoRoot, process.env.PATH));
+  const binaries = process.env.EDL_TEST_BINARIES;
+  const packArgs = ['scripts/pack-all.mjs', '--out', packDir, ...(binaries ? ['--binaries', binaries] : [])];
+  ok(run(process.execPath, packArgs, repoRoot, process.env.PATH));
 
   mkdirSync(binDir);
   const npmBin = dirname(realpathSync(whichOnHostPath('npm')));
-  symlinkSync(process.execPath, join(binDir, 'node'));
+  symlinkSync(targetNode, join(binDir, 'node'));
   symlinkSync(join(npmBin, 'npm-cli.js'), join(binDir, 'npm'));
   symlinkSync(join(npmBin, 'npx-cli.js'), join(binDir, 'npx'));
   symlinkSync('/bin/sh', join(binDir, 'sh')); // npx runs bins through sh
@@ -107,20 +140,33 @@ function prepare(): void {
   writeFileSync(
     join(app, 'read-golden.mjs'),
     `import { createHash } from 'node:crypto';
+import { basename } from 'node:path';
 import { RecordIOReader } from '@edl/recordio';
-const reader = await RecordIOReader.open(process.argv[2]);
-const hash = createHash('sha256');
-const prefix = Buffer.alloc(4);
-let records = 0;
-for await (const record of reader.records()) {
-  prefix.writeUInt32LE(record.byteLength, 0);
-  hash.update(prefix).update(record);
-  records++;
+const results = [];
+for (const path of process.argv.slice(2)) {
+  const reader = await RecordIOReader.open(path);
+  const hash = createHash('sha256');
+  const prefix = Buffer.alloc(4);
+  let records = 0;
+  for await (const record of reader.records()) {
+    prefix.writeUInt32LE(record.byteLength, 0);
+    hash.update(prefix).update(record);
+    records++;
+  }
+  reader.close();
+  results.push({ file: basename(path), records, sha256: hash.digest('hex') });
 }
-reader.close();
-console.log(JSON.stringify({ records, sha256: hash.digest('hex') }));
+console.log(JSON.stringify(results));
 `,
   );
+}
+
+/** Every file under dir, as `package/...` paths the way `tar -t` lists them. */
+function listFiles(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    return entry.isDirectory() ? listFiles(dir, path) : [path];
+  });
 }
 
 function whichOnHostPath(name: string): string {
@@ -161,29 +207,79 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
     }
   });
 
-  it('installs offline with no compiler; the prebuilt reads a golden file', () => {
-    ok(npm(['install']));
-    const installed = join(app, 'node_modules', platformPackage);
-    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
-    expect(manifest).toMatchObject({
-      version,
-      main: 'edl_native.node',
-      os: [process.platform],
-      cpu: [process.arch],
-    });
-    expect(readdirSync(installed).sort()).toEqual(['README.md', 'edl_native.node', 'package.json']);
-    const recordio = JSON.parse(
-      readFileSync(join(app, 'node_modules/@edl/recordio/package.json'), 'utf8'),
-    ) as {
-      optionalDependencies: Record<string, string>;
-    };
-    expect(recordio.optionalDependencies[platformPackage]).toBe(version);
-    expect(existsSync(join(app, 'node_modules/@edl/recordio/build'))).toBe(false); // nothing was compiled
-    expectGoldenReads();
+  it('every tarball has LICENSE, repository fields, the engines range and no build leftovers', () => {
+    const files = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+    expect(files.length).toBeGreaterThanOrEqual(9);
+    for (const file of files) {
+      const into = join(scratch, 'contents', file);
+      mkdirSync(into, { recursive: true });
+      ok(run('tar', ['-xzf', join(packDir, file), '-C', into], packDir, process.env.PATH));
+      const entries = listFiles(into);
+      const text = (entry: string) => readFileSync(join(into, 'package', entry), 'utf8');
+      const manifest = JSON.parse(text('package.json')) as Record<string, unknown>;
+      expect(manifest, file).toMatchObject({
+        license: 'Apache-2.0',
+        repository: { type: 'git', url: expect.stringMatching(/^git\+https:\/\//) },
+        homepage: expect.stringMatching(/^https:\/\//),
+        bugs: { url: expect.stringMatching(/^https:\/\//) },
+        engines: { node: '^20.19 || >=22.12' },
+      });
+      expect(entries, file).toContain('package/LICENSE');
+      expect(text('LICENSE'), file).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
+      // Ours only: the build tools bundled in @edl/native-source ship as their authors publish them.
+      const own = entries.filter((e) => !e.startsWith('package/node_modules/'));
+      expect(
+        own.filter((e) => e.endsWith('.tsbuildinfo') || e.endsWith('.d.ts.map')),
+        file,
+      ).toEqual([]);
+      for (const map of own.filter((e) => e.endsWith('.js.map'))) {
+        const { sources, sourcesContent } = JSON.parse(text(map.slice('package/'.length))) as {
+          sources: string[];
+          sourcesContent?: (string | null)[];
+        };
+        expect(sourcesContent?.length, `${file} ${map}: sources inlined`).toBe(sources.length);
+        expect(sourcesContent?.every((c) => typeof c === 'string' && c.length > 0)).toBe(true);
+      }
+      const native = file.startsWith('edl-native-');
+      expect(entries.includes('package/THIRD_PARTY_LICENSES'), file).toBe(native);
+      if (native) {
+        const notices = text('THIRD_PARTY_LICENSES');
+        expect(notices).toContain('snappy 1.1.9 (BSD-3-Clause)');
+        expect(notices).toContain('Copyright 2011, Google Inc.');
+        expect(notices).toContain('libdeflate 1.14 (MIT)');
+        expect(notices).toContain('Copyright 2016 Eric Biggers');
+      }
+    }
   });
+
+  it(
+    'installs offline with no compiler; the prebuilt reads a golden file',
+    () => {
+      ok(npm(['install']));
+      const installed = join(app, 'node_modules', platformPackage);
+      const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+      expect(manifest).toMatchObject({ version, main: 'edl_native.node', ...expectedPlatform });
+      expect(readdirSync(installed).sort()).toEqual([
+        'LICENSE',
+        'README.md',
+        'THIRD_PARTY_LICENSES',
+        'edl_native.node',
+        'package.json',
+      ]);
+      const recordio = JSON.parse(
+        readFileSync(join(app, 'node_modules/@edl/recordio/package.json'), 'utf8'),
+      ) as {
+        optionalDependencies: Record<string, string>;
+      };
+      expect(recordio.optionalDependencies[platformPackage]).toBe(version);
+      expect(existsSync(join(app, 'node_modules/@edl/recordio/build'))).toBe(false); // nothing was compiled
+      expectGoldenReads();
+    },
+    installTimeout,
+  );
 
   it('the installed prebuilt depends only on glibc and libstdc++, within the stated floors', () => {
     const out = ok(
@@ -198,49 +294,64 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
     expect(out).toContain('check-portability: OK');
   });
 
-  it('without the platform package: one error that says what to install or run', () => {
-    ok(npm(['install', '--omit=optional']));
-    expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
-    const result = readGolden(golden[0]!.file);
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).toContain(
-      `NATIVE_LOAD: cannot load the elasticdl-ts native addon. Tried: ${platformPackage} (not installed); @edl/native-source (not installed); local build`,
-    );
-    expect(result.stderr).toContain(
-      `Fix: install the prebuilt package for this platform: npm install ${platformPackage}@${version} (an optional dependency of @edl/recordio`,
-    );
-    expect(result.stderr).toContain(
-      `or build from source: npm install @edl/native-source@${version}, then npx edl-build-native (needs cmake, make and a C++17 compiler)`,
-    );
-  });
+  it(
+    'without the platform package: one error that says what to install or run',
+    () => {
+      ok(npm(['install', '--omit=optional']));
+      expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
+      const result = readGolden([golden[0]!.file]);
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain(
+        `NATIVE_LOAD: cannot load the elasticdl-ts native addon. Tried: ${platformPackage} (not installed); @edl/native-source (not installed); local build`,
+      );
+      expect(result.stderr).toContain(
+        `Fix: install the prebuilt package for this platform: npm install ${platformPackage}@${version} (an optional dependency of @edl/recordio`,
+      );
+      expect(result.stderr).toContain(
+        `or build from source: npm install @edl/native-source@${version}, then npx edl-build-native (needs cmake, make and a C++17 compiler)`,
+      );
+    },
+    installTimeout,
+  );
 
-  it('@edl/native-source installs offline; without a compiler, edl-build-native says what is missing', () => {
-    ok(npm(['install', '--omit=optional', tarball('@edl/native-source')]));
-    const notBuilt = readGolden(golden[0]!.file);
-    expect(notBuilt.status).not.toBe(0);
-    expect(notBuilt.stderr).toContain(
-      '@edl/native-source (installed but not built: run npx edl-build-native)',
-    );
+  // Target-independent (no addon is loaded): checked on the host only.
+  it.skipIf(target !== undefined)(
+    '@edl/native-source installs offline; without a compiler, edl-build-native says what is missing',
+    () => {
+      ok(npm(['install', '--omit=optional', tarball('@edl/native-source')]));
+      const notBuilt = readGolden([golden[0]!.file]);
+      expect(notBuilt.status).not.toBe(0);
+      expect(notBuilt.stderr).toContain(
+        '@edl/native-source (installed but not built: run npx edl-build-native)',
+      );
 
-    const build = run(join(binDir, 'npx'), ['--offline', 'edl-build-native'], app);
-    expect(build.status).toBe(1);
-    expect(build.stderr).toContain(
-      `edl-build-native: cannot build the elasticdl-ts native addon ${version} from source: cmake (3.19 or newer), a C++17 compiler (g++ 8+ or clang 7+), make or ninja not found on PATH.`,
-    );
-    expect(existsSync(join(app, 'node_modules/@edl/native-source/build'))).toBe(false);
-  });
+      const build = run(join(binDir, 'npx'), ['--offline', 'edl-build-native'], app);
+      expect(build.status).toBe(1);
+      expect(build.stderr).toContain(
+        `edl-build-native: cannot build the elasticdl-ts native addon ${version} from source: cmake (3.19 or newer), a C++17 compiler (g++ 8+ or clang 7+), make or ninja not found on PATH.`,
+      );
+      expect(existsSync(join(app, 'node_modules/@edl/native-source/build'))).toBe(false);
+    },
+    installTimeout,
+  );
 
-  it('with the compiler back on PATH, edl-build-native builds an addon that reads the golden file', () => {
-    const hostPath = (process.env.PATH ?? '')
-      .split(delimiter)
-      .filter((d) => d !== '' && !d.includes('node_modules'));
-    const withTools = [binDir, ...hostPath].join(delimiter);
-    const build = ok(
-      run(join(binDir, 'npx'), ['--offline', 'edl-build-native', '--jobs', '2'], app, withTools),
-    );
-    const built = join(app, 'node_modules/@edl/native-source/build/Release/edl_native.node');
-    expect(build.stdout).toContain(`edl-build-native: built ${built} (N-API 8); @edl/recordio will load it`);
-    expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
-    expectGoldenReads(); // back to no compiler: the build is only needed once
-  }, 600_000);
+  it.skipIf(target !== undefined)(
+    'with the compiler back on PATH, edl-build-native builds an addon that reads the golden file',
+    () => {
+      const hostPath = (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter((d) => d !== '' && !d.includes('node_modules'));
+      const withTools = [binDir, ...hostPath].join(delimiter);
+      const build = ok(
+        run(join(binDir, 'npx'), ['--offline', 'edl-build-native', '--jobs', '2'], app, withTools),
+      );
+      const built = join(app, 'node_modules/@edl/native-source/build/Release/edl_native.node');
+      expect(build.stdout).toContain(
+        `edl-build-native: built ${built} (N-API 8); @edl/recordio will load it`,
+      );
+      expect(existsSync(join(app, 'node_modules', platformPackage))).toBe(false);
+      expectGoldenReads(); // back to no compiler: the build is only needed once
+    },
+    600_000,
+  );
 });

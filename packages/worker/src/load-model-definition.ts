@@ -26,12 +26,13 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
   let loaded: Record<string, unknown>;
   try {
     if (TYPESCRIPT.test(absolute)) {
-      const { tsImport } = await import('tsx/esm/api');
+      const { tsImport } = await importTsx(absolute);
       loaded = (await tsImport(pathToFileURL(absolute).href, import.meta.url)) as Record<string, unknown>;
     } else {
       loaded = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
     }
   } catch (error) {
+    if (error instanceof WorkerError) throw error;
     throw new WorkerError(
       'MODEL_DEF_LOAD_FAILED',
       `Model definition ${absolute} failed to load: ${(error as Error).message}`,
@@ -41,6 +42,25 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
     );
   }
   return checkModelDefinition<TRecord>(pickExports(loaded), absolute);
+}
+
+/** tsx's range, an optional peer dependency of @edl/worker: only TypeScript model definitions need it. */
+export const TSX_RANGE = '^4.23.15';
+
+/** tsx's loader API, or MODEL_DEF_LOAD_FAILED saying how to add tsx when it is not installed. */
+async function importTsx(file: string): Promise<typeof import('tsx/esm/api')> {
+  try {
+    return await import('tsx/esm/api');
+  } catch (error) {
+    const { code, message } = error as { code?: string; message: string };
+    if (code !== 'ERR_MODULE_NOT_FOUND' || !message.includes(`'tsx'`)) throw error;
+    throw new WorkerError(
+      'MODEL_DEF_LOAD_FAILED',
+      `Model definition ${file} is TypeScript, which needs tsx (an optional dependency of @edl/worker): ` +
+        `npm install tsx@${TSX_RANGE}, or write the model definition in JavaScript`,
+      { cause: error },
+    );
+  }
 }
 
 /** Top-level exports win; a default export object (or a module namespace nested by tsx) fills the rest. */

@@ -32,7 +32,7 @@ export interface DatasetFnMetadata {
 }
 
 /**
- * Seed 004's `dataset_fn`: parse, preprocess and batch the shared records dataset, an @edl/data
+ * ElasticDL's `dataset_fn`: parse, preprocess and batch the shared records dataset, an @edl/data
  * `IterDataset` (so `records.map(parse).batch(n).map(toTensors)` works, as does a plain
  * `for await`). The records come from consecutive tasks of one mode; yield minibatches of
  * `metadata.minibatchSize` records (the last one may be smaller) and keep every record, in order:

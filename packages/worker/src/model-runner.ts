@@ -12,7 +12,7 @@ export interface StepResult {
 
 /**
  * The model of one worker: its trainable variables by name, the model version they hold, and the
- * three computations of seed 004 (compute_loss with gradients, compute_metrics, compute_predict).
+ * three computations of ElasticDL's worker-pipeline design (compute_loss with gradients, compute_metrics, compute_predict).
  * Values are read with `await data()`: `dataSync` is not available on every backend (webgpu).
  */
 export class ModelRunner {

@@ -51,7 +51,7 @@ const DATA_KINDS: ReadonlySet<string> = new Set(['training', 'evaluation', 'pred
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Seed 004's shared dataset: one stream of records that calls get_task when it runs dry, and the
+ * ElasticDL's shared dataset: one stream of records that calls get_task when it runs dry, and the
  * deque of pending tasks that attributes consumed records to tasks, so that each task is reported
  * when its last record is consumed.
  *

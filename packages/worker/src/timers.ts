@@ -1,5 +1,5 @@
 /**
- * The timed activities of a worker (seed 004's table, plus `get_task` and `data_wait`).
+ * The timed activities of a worker (ElasticDL's timing table, plus `get_task` and `data_wait`).
  * `data_wait` is the time the compute loop sat waiting for its next minibatch: with the shared
  * prefetching dataset, `get_batch` and `input_fn` overlap compute and only `data_wait` is lost.
  */
@@ -124,7 +124,7 @@ export class Timers {
     };
   }
 
-  /** The seed's table: one header row and one row of seconds. */
+  /** ElasticDL's worker timing table: one header row and one row of seconds. */
   formatTable(): string {
     return formatTimerTable([
       { label: '', totalSeconds: this.totalSeconds, job: this.#job, gradients: this.#gradients },

@@ -92,7 +92,7 @@ function checkPositiveInteger(value: unknown, name: string, allowZero = false): 
 }
 
 /**
- * Runs one worker until the master says the job is over (seed 004's loop): a shared dataset fed by
+ * Runs one worker until the master says the job is over (ElasticDL's worker loop): a shared dataset fed by
  * get_task, `datasetFn` over it, minibatches prefetched ahead of compute, each minibatch attributed
  * to the tasks its records came from, gradients pushed per task range, and each task reported when
  * its last record is consumed.

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DataReader } from '@edl/data';
-import type { ContainerSize, JobObjectsOptions, JobType, KubernetesInstanceManager } from '@edl/master';
+import type { JobType } from '@edl/master';
+import type { ContainerSize, JobObjectsOptions, KubernetesInstanceManager } from '@edl/master/kubernetes';
 import type { V1Pod } from '@kubernetes/client-node';
 import { integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
@@ -10,14 +11,16 @@ import { recordsSummary } from '../job/records-summary.js';
 
 /** The heavy libraries, loaded only once every argument has been checked. */
 type Libs = typeof import('@edl/master') &
+  typeof import('@edl/master/kubernetes') &
   Pick<typeof import('@kubernetes/client-node'), 'CoreV1Api' | 'dumpYaml'> &
   typeof import('../job/model-and-readers.js') &
   typeof import('../job/optimizer-config.js') &
   typeof import('../job/parameter-store-options.js');
 
 async function loadLibs(): Promise<Libs> {
-  const [master, k8s, models, optimizers, stores] = await Promise.all([
+  const [master, kubernetes, k8s, models, optimizers, stores] = await Promise.all([
     import('@edl/master'),
+    import('@edl/master/kubernetes'),
     import('@kubernetes/client-node'),
     import('../job/model-and-readers.js'),
     import('../job/optimizer-config.js'),
@@ -25,6 +28,7 @@ async function loadLibs(): Promise<Libs> {
   ]);
   return {
     ...master,
+    ...kubernetes,
     CoreV1Api: k8s.CoreV1Api,
     dumpYaml: k8s.dumpYaml,
     ...models,

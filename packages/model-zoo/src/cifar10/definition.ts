@@ -113,7 +113,7 @@ async function* toMinibatches(
 }
 
 /**
- * seed 004's dataset_fn for CIFAR-10 records, on the shared records dataset: batch, then parse and
+ * ElasticDL's dataset_fn for CIFAR-10 records, on the shared records dataset: batch, then parse and
  * preprocess each minibatch (label byte, pixels normalised per channel, random crop and flip in
  * training) with `mapParallel` on `metadata.inputWorkers` threads, off the main thread (0: on the
  * main thread, the serialized loop), then make tensors. Prediction minibatches carry no labels.

@@ -20,6 +20,24 @@ interface AdapterInfoLike {
 let installed: Promise<WebGpuProbe> | undefined;
 
 /**
+ * The WebGPU backend's packages: optional peer dependencies of @edl/worker (Dawn's binaries for every
+ * platform are over 100 MB), installed by users who want the webgpu backend.
+ */
+export const WEBGPU_PACKAGES = { webgpu: '^0.6.2', '@tensorflow/tfjs-backend-webgpu': '4.22.0' } as const;
+
+/** What to say when importing `name` failed: how to install it when it is absent. */
+function importFailure(name: keyof typeof WEBGPU_PACKAGES, error: unknown): string {
+  const message = (error as Error).message;
+  if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && message.includes(`'${name}'`)) {
+    const install = Object.entries(WEBGPU_PACKAGES)
+      .map(([pkg, range]) => `${pkg}@${range}`)
+      .join(' ');
+    return `${name} is not installed (an optional dependency of @edl/worker): npm install ${install}`;
+  }
+  return `the ${name} package did not load: ${message}`;
+}
+
+/**
  * Makes WebGPU available to TensorFlow.js in Node through Dawn's bindings (the `webgpu` package) and
  * switches to the `webgpu` backend. `navigator.gpu` and the WebGPU globals (`GPUBufferUsage`, ...)
  * must exist before `@tensorflow/tfjs-backend-webgpu` is imported, so that import is dynamic.
@@ -47,7 +65,7 @@ async function install(): Promise<WebGpuProbe> {
   try {
     dawn = await import('webgpu');
   } catch (error) {
-    return { ok: false, detail: `the webgpu package did not load: ${(error as Error).message}` };
+    return { ok: false, detail: importFailure('webgpu', error) };
   }
   const globals = dawn.globals as Record<string, unknown>;
   for (const [key, value] of Object.entries(globals)) {
@@ -73,7 +91,11 @@ async function install(): Promise<WebGpuProbe> {
   const detail = [info.vendor, info.architecture, info.device, info.description]
     .filter((part) => typeof part === 'string' && part.length > 0)
     .join(' ');
-  await import('@tensorflow/tfjs-backend-webgpu');
+  try {
+    await import('@tensorflow/tfjs-backend-webgpu');
+  } catch (error) {
+    return { ok: false, detail: importFailure('@tensorflow/tfjs-backend-webgpu', error) };
+  }
   const software = info.isFallbackAdapter === true || info.architecture === 'software';
   return { ok: true, software, detail: detail.length > 0 ? detail : 'unnamed adapter' };
 }

@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+/**
+ * What a new user gets from `npm install @edl/cli`: install size, package count, packages with
+ * install scripts, and start-up time of `edl --help`, `edl train --help` and `edl recordio --help`.
+ * Packs every package (`pnpm run pack:all`, or --packages DIR of its tarballs), installs @edl/cli
+ * into an empty project with npm (third-party packages from the configured registry; our own from
+ * the tarballs), measures, then adds the optional extras (webgpu, @tensorflow/tfjs-backend-webgpu,
+ * @kubernetes/client-node) and measures the size again. Goals (issue 17): <= 80 MB without extras,
+ * `edl --help` <= 0.5 s, `edl train --help` <= 1 s. Baseline in the same run: `node -e 0`.
+ *
+ *   node bench/install-footprint.mjs [--packages DIR] [--runs N] [--keep]
+ *
+ * Needs `pnpm run build` first (pack:all packs dist/ and build/Release).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { machineLine } from './lib/machine.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    packages: { type: 'string' },
+    runs: { type: 'string', default: '5' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const repoRoot = fileURLToPath(new URL('../', import.meta.url));
+const scratch = mkdtempSync(join(os.tmpdir(), 'edl-footprint-'));
+const runs = Number(args.runs);
+
+console.log(
+  `machine: ${machineLine()}; load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+console.log(`npm ${execFileSync('npm', ['--version'], { encoding: 'utf8' }).trim()}`);
+
+let packDir = args.packages;
+if (packDir === undefined) {
+  packDir = join(scratch, 'packages');
+  execFileSync(process.execPath, [join(repoRoot, 'scripts/pack-all.mjs'), '--out', packDir], {
+    stdio: 'ignore',
+  });
+}
+const tarballs = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+const nameOf = (file) =>
+  JSON.parse(
+    execFileSync('tar', ['-xzOf', join(packDir, file), 'package/package.json'], { encoding: 'utf8' }),
+  ).name;
+const ours = Object.fromEntries(tarballs.map((f) => [nameOf(f), `file:${join(packDir, f)}`]));
+if (ours['@edl/cli'] === undefined) throw new Error(`no @edl/cli tarball in ${packDir}`);
+
+const app = join(scratch, 'app');
+mkdirSync(app);
+// overrides stand in for the registry: every @edl/* package comes from its tarball.
+writeFileSync(
+  join(app, 'package.json'),
+  JSON.stringify({ private: true, dependencies: { '@edl/cli': ours['@edl/cli'] }, overrides: ours }, null, 2),
+);
+const npm = (npmArgs) =>
+  execFileSync('npm', [...npmArgs, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: app,
+    stdio: 'pipe',
+  });
+
+function footprint() {
+  const lock = JSON.parse(readFileSync(join(app, 'node_modules', '.package-lock.json'), 'utf8')).packages;
+  const entries = Object.entries(lock).filter(([path]) => path.startsWith('node_modules/'));
+  const sizes = entries.map(([path]) => [path.replace(/^.*node_modules\//, ''), bytesIn(join(app, path))]);
+  return {
+    bytes: bytesIn(join(app, 'node_modules')),
+    packages: entries.length,
+    installScripts: entries
+      .filter(([, e]) => e.hasInstallScript)
+      .map(([p]) => p.replace(/^.*node_modules\//, '')),
+    largest: sizes.sort((a, b) => b[1] - a[1]).slice(0, 8),
+  };
+}
+
+/** Apparent size of every file under dir (what `du -sb` counts), nested packages included. */
+function bytesIn(dir) {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += bytesIn(path);
+    else if (entry.isFile()) total += statSync(path).size;
+  }
+  return total;
+}
+
+const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+function report(label, f) {
+  console.log(`\n${label}: ${mb(f.bytes)} in ${f.packages} packages`);
+  console.log(`  largest: ${f.largest.map(([name, b]) => `${name} ${mb(b)}`).join(', ')}`);
+  console.log(`  install scripts: ${f.installScripts.length === 0 ? 'none' : f.installScripts.join(', ')}`);
+}
+
+let t0 = performance.now();
+npm(['install']);
+const light = footprint();
+report(`npm install @edl/cli (${((performance.now() - t0) / 1000).toFixed(0)} s)`, light);
+
+// ---- start-up: median of `runs` runs, after one warm-up run each ----
+// Wall time, and CPU time (user + sys, from /usr/bin/time when present): on a busy machine the CPU
+// time is the steadier figure, and about what the wall time is on an idle one.
+const edl = join(app, 'node_modules', '@edl', 'cli', 'dist', 'bin', 'edl.js');
+const timeBin = ['/usr/bin/time'].find((p) => spawnSync(p, ['-f', '%U', 'true']).status === 0);
+function median(argv) {
+  const walls = [];
+  const cpus = [];
+  for (let i = 0; i <= runs; i++) {
+    t0 = performance.now();
+    const result =
+      timeBin === undefined
+        ? spawnSync(process.execPath, argv, { cwd: app, encoding: 'utf8' })
+        : spawnSync(timeBin, ['-f', 'EDL_CPU %U %S', process.execPath, ...argv], {
+            cwd: app,
+            encoding: 'utf8',
+          });
+    const ms = performance.now() - t0;
+    if (result.status !== 0) throw new Error(`node ${argv.join(' ')}: ${result.stderr}`);
+    if (i === 0) continue;
+    walls.push(ms);
+    const cpu = /EDL_CPU ([\d.]+) ([\d.]+)/.exec(result.stderr ?? '');
+    if (cpu) cpus.push((Number(cpu[1]) + Number(cpu[2])) * 1000);
+  }
+  const mid = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { wall: mid(walls), cpu: cpus.length > 0 ? mid(cpus) : undefined };
+}
+const fmt = ({ wall, cpu }) =>
+  `wall ${wall.toFixed(0).padStart(5)} ms, cpu ${cpu === undefined ? '  n/a' : cpu.toFixed(0).padStart(5)} ms`;
+const baseline = median(['-e', '0']);
+console.log(`\nstart-up, median of ${runs} runs; load average ${os.loadavg()[0].toFixed(2)}`);
+console.log(`  node -e 0              ${fmt(baseline)}  (baseline)`);
+for (const [argv, goal] of [
+  [['--help'], 500],
+  [['train', '--help'], 1000],
+  [['recordio', '--help'], undefined],
+]) {
+  const t = median([edl, ...argv]);
+  const verdict =
+    goal === undefined
+      ? ''
+      : `  goal <= ${goal} ms: wall ${t.wall <= goal ? 'met' : 'NOT met'}` +
+        (t.cpu === undefined ? '' : `, cpu ${t.cpu <= goal ? 'met' : 'NOT met'}`);
+  console.log(
+    `  edl ${argv.join(' ').padEnd(18)} ${fmt(t)}  ${(t.wall / baseline.wall).toFixed(2)}x node${verdict}`,
+  );
+}
+const k8s = spawnSync(process.execPath, [edl, 'k8s', '--help'], { cwd: app, encoding: 'utf8' });
+console.log(`  edl k8s --help without the Kubernetes client: exit ${k8s.status}: ${k8s.stderr.trim()}`);
+console.log(
+  `\ngoal <= 80 MB without extras: ${light.bytes <= 80e6 ? 'met' : 'NOT met'} (${mb(light.bytes)})`,
+);
+
+// ---- the optional extras, as the messages of `edl k8s` and --backend webgpu say to add them ----
+t0 = performance.now();
+npm(['install', 'webgpu@^0.6.2', '@tensorflow/tfjs-backend-webgpu@4.22.0', '@kubernetes/client-node@~1.4.0']);
+const full = footprint();
+report(
+  `+ webgpu, @tensorflow/tfjs-backend-webgpu, @kubernetes/client-node (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+  full,
+);
+const r = spawnSync(process.execPath, [edl, 'k8s', '--help'], { cwd: app, encoding: 'utf8' });
+console.log(`  edl k8s --help with the client: exit ${r.status}`);
+console.log(
+  `  extras add ${mb(full.bytes - light.bytes)}; without them the install is ${((light.bytes / full.bytes) * 100).toFixed(0)}% of the full one`,
+);
+
+if (args.keep) console.log(`kept ${scratch}`);
+else rmSync(scratch, { recursive: true, force: true });
