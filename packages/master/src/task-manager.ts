@@ -73,11 +73,27 @@ export type TaskManagerEvent =
       readonly reason: string;
       readonly remaining: number;
       readonly failures: number;
+      /** What the task is and where it belongs (for the live view's task counts). */
+      readonly kind?: Kind;
+      readonly epoch?: number;
+      readonly round?: number;
+      /** True when this recovery counted as a failure of the task. */
+      readonly failed?: boolean;
+    }
+  | {
+      readonly type: 'task-completed';
+      readonly taskId: number;
+      readonly workerId: string;
+      readonly kind: Kind;
+      readonly epoch: number;
+      readonly round: number;
     }
   | { readonly type: 'job-succeeded' }
   | { readonly type: 'job-failed'; readonly error: JobFailedError };
 
-type Kind = 'training' | 'evaluation' | 'prediction' | 'train-end';
+/** What a task is. */
+export type TaskKind = 'training' | 'evaluation' | 'prediction' | 'train-end';
+type Kind = TaskKind;
 type Phase = 'training' | 'final-evaluation' | 'train-end' | 'evaluation' | 'prediction' | 'done';
 
 interface TaskRecord {
@@ -754,8 +770,17 @@ export class TaskManager {
   }
 
   #complete(record: TaskRecord): void {
+    const workerId = record.worker ?? '';
     this.#release(record);
     this.#completed.add(record.id);
+    this.#onEvent({
+      type: 'task-completed',
+      taskId: record.id,
+      workerId,
+      kind: record.kind,
+      epoch: record.epoch,
+      round: record.round,
+    });
     if (record.kind === 'evaluation') {
       this.#evalOpen--;
       if (this.#evalOpen === 0) {
@@ -782,6 +807,10 @@ export class TaskManager {
       reason,
       remaining: record.end - record.progress,
       failures: record.failures,
+      kind: record.kind,
+      epoch: record.epoch,
+      round: record.round,
+      failed: countAsFailure,
     });
     if (record.failures >= this.maxTaskFailures) {
       const what =

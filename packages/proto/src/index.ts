@@ -6,6 +6,17 @@
 export { EdlProtoError, grpcStatusName, MasterRpcError } from './errors.js';
 export * from './generated/edl/v1/master_pb.js';
 export {
+  createLogger,
+  formatPrettyLine,
+  LOG_LEVELS,
+  type LogFields,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+  parseLogLevel,
+  silentLogger,
+} from './logger.js';
+export {
   DEFAULT_MAX_MESSAGE_BYTES,
   JOB_TOKEN_METADATA_KEY,
   type MasterServiceDefinition,
@@ -27,3 +38,4 @@ export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } fro
 export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
+export { fromWorkerStatsMessage, toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';

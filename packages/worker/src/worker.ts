@@ -8,6 +8,7 @@ import type { MasterConnection, WorkerTask } from './master-connection.js';
 import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
 import { ModelRunner } from './model-runner.js';
+import { LiveStats } from './live-stats.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
 import { type RecordSlice, TaskFeed } from './task-feed.js';
@@ -35,6 +36,8 @@ export interface WorkerOptions<TRecord> {
    * `prefetch: 0`, the serialized loop; else the available cores - 1, at least 1).
    */
   readonly inputWorkers?: number;
+  /** Name of the compute backend in use, reported with heartbeats (default: tfjs's backend). */
+  readonly backend?: string;
   /** Heartbeat period in milliseconds (default 2000). */
   readonly heartbeatMs?: number;
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
@@ -116,6 +119,7 @@ class WorkerLoop<TRecord> {
   #tasksDone = 0;
   #tasksFailed = 0;
   #stopRequested = false;
+  readonly #live = new LiveStats();
 
   constructor(options: WorkerOptions<TRecord>) {
     this.#o = options;
@@ -201,7 +205,14 @@ class WorkerLoop<TRecord> {
 
   async #heartbeat(): Promise<void> {
     try {
-      const response = await this.#o.master.heartbeat(this.#o.workerId);
+      const stats = this.#live.take({
+        backend: this.#o.backend ?? tf.getBackend() ?? '',
+        steps: this.#steps,
+        records: this.#records,
+        lastLoss: this.#lastLoss,
+        timers: this.#timers,
+      });
+      const response = await this.#o.master.heartbeat(this.#o.workerId, stats);
       if (response.shouldStop && !this.#stopRequested) {
         this.#stopRequested = true;
         this.#logger.info('worker.stop_requested', {});
@@ -370,6 +381,7 @@ class WorkerLoop<TRecord> {
         this.#steps++;
         this.#stepsSincePull++;
         this.#lastLoss = step.loss;
+        this.#live.addLoss(step.loss);
         return;
       }
       if (response.status === GradientStatus.STALE && attempt < retries) {
