@@ -1,4 +1,4 @@
-import { createLogger, type Logger, type LoggerOptions, silentLogger as silent } from '@edl/proto';
+import { createLogger, type Logger, type LoggerOptions, type LogStream, silentLogger as silent } from '@edl/proto';
 
 /** Where the master's structured log lines go: the processes' one logger (@edl/proto's `Logger`). */
 export interface MasterLogger {
@@ -12,7 +12,7 @@ export interface MasterLogger {
  * lines otherwise; `options` set the level, quiet mode and fields every line carries (the job id).
  */
 export function createStreamLogger(
-  stream: NodeJS.WritableStream = process.stderr,
+  stream: LogStream = process.stderr,
   options: Omit<LoggerOptions, 'stream'> = {},
 ): Logger {
   return createLogger({ ...options, stream, bindings: { source: 'master', ...options.bindings } });

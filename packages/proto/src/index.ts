@@ -13,6 +13,7 @@ export {
   type Logger,
   type LoggerOptions,
   type LogLevel,
+  type LogStream,
   parseLogLevel,
   silentLogger,
 } from './logger.js';

@@ -22,6 +22,12 @@ export interface Logger {
   child(bindings: LogFields): Logger;
 }
 
+/** Where log lines go: a process stream, or anything that takes lines (a progress bar's log). */
+export interface LogStream {
+  write(line: string): unknown;
+  readonly isTTY?: boolean;
+}
+
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /** Lines below this level are dropped (default `info`). */
@@ -29,7 +35,7 @@ export interface LoggerOptions {
   /** Errors only (the final summary of a command is not a log line and still prints). */
   readonly quiet?: boolean;
   /** Where lines go (default: stderr). */
-  readonly stream?: NodeJS.WritableStream;
+  readonly stream?: LogStream;
   /**
    * `json`: one JSON object per line (`{"level":"info","time":"...","msg":"...",...}`);
    * `pretty`: a readable line per event for people. Default: pretty on a terminal, JSON otherwise.
@@ -87,7 +93,7 @@ export function formatPrettyLine(json: string, color: boolean): string {
 }
 
 /** A pino destination that rewrites each JSON line as a readable one. */
-function prettyDestination(stream: NodeJS.WritableStream, color: boolean): DestinationStream {
+function prettyDestination(stream: LogStream, color: boolean): DestinationStream {
   return {
     write(line: string) {
       stream.write(`${formatPrettyLine(line.trimEnd(), color)}\n`);
@@ -130,7 +136,7 @@ export function parseLogLevel(value: string, name = 'logLevel'): LogLevel {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const stream = options.stream ?? process.stderr;
   const level = options.quiet ? 'error' : parseLogLevel(options.level ?? 'info', 'level');
-  const isTTY = (stream as { isTTY?: boolean }).isTTY === true;
+  const isTTY = stream.isTTY === true;
   const format = options.format ?? (isTTY ? 'pretty' : 'json');
   const destination: DestinationStream =
     format === 'pretty'

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DataReader, JsonObject } from '@edl/data';
-import { MasterClient } from '@edl/proto';
+import { type LogLevel, MasterClient, parseLogLevel } from '@edl/proto';
 import {
   type BackendName,
   jsonLineLogger,
@@ -36,7 +36,8 @@ Options:
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
-  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint`;
+  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
+  --log-level LEVEL           debug | info | warn | error | silent (default info)`;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -69,6 +70,7 @@ export const command: Command = {
           'stats-dir': { type: 'string' },
           'export-dir': { type: 'string' },
           'model-checkpoint': { type: 'string' },
+          'log-level': { type: 'string' },
         },
       }) as { values: Record<string, string | undefined> });
     } catch (error) {
@@ -79,7 +81,14 @@ export const command: Command = {
     const address = env('EDL_MASTER_ADDR');
     const token = env('EDL_JOB_TOKEN');
     const workerId = env('EDL_WORKER_ID');
-    const logger = jsonLineLogger(io.stdout, { worker: workerId, pid: process.pid });
+    let level: LogLevel;
+    try {
+      level = parseLogLevel(values['log-level'] ?? 'info', '--log-level');
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const jobId = process.env.EDL_JOB_ID;
+    const logger = jsonLineLogger(io.stdout, { ...(jobId ? { job: jobId } : {}), worker: workerId }, { level });
     const int = (name: string, fallback: number) => {
       const raw = values[name];
       const n = raw === undefined ? fallback : Number(raw);
@@ -131,6 +140,7 @@ export const command: Command = {
       const result = await runWorker({
         workerId,
         master,
+        backend: backend.name,
         modelDefinition: definition,
         reader: reader as DataReader<unknown>,
         ...(evaluation ? { evaluationReader: evaluation } : {}),

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { JsonObject } from '@edl/data';
+import { type LogLevel, parseLogLevel } from '@edl/proto';
 import { isBackendName } from '@edl/worker';
 import { UsageError } from '../command.js';
 
@@ -31,6 +32,17 @@ export interface JobOptions {
   readonly seed: number;
   readonly maxRestarts: number;
   readonly leaseMs: number;
+  // --- live view, metrics and logs (issue 14) ---
+  /** Port of the live view and /metrics (0: a free one). */
+  readonly httpPort: number;
+  /** Interface of the live view (default 127.0.0.1). */
+  readonly httpHost: string;
+  /** A token that opens /metrics only. */
+  readonly metricsToken?: string;
+  readonly logLevel: LogLevel;
+  /** Errors and the final summary only. */
+  readonly quiet: boolean;
+  // --- end live view ---
 }
 
 const OPTION_SPEC = {
@@ -59,6 +71,13 @@ const OPTION_SPEC = {
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
   'lease-ms': { type: 'string' },
+  // --- live view, metrics and logs (issue 14) ---
+  'http-port': { type: 'string' },
+  'http-host': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'log-level': { type: 'string' },
+  quiet: { type: 'boolean' },
+  // --- end live view ---
 } as const;
 
 /** Help text of the options, shared by the commands' usages. */
@@ -88,7 +107,14 @@ Worker:
 Output:
   --output FILE                 predictions as JSON lines (edl predict; default predictions.jsonl)
   --metrics-file FILE           evaluation metrics as JSON lines
-  --stats                       print the timers as JSON after the table`;
+  --stats                       print the timers as JSON after the table
+Live view and logs:
+  --http-port N                 port of the live job view, /api/status and /metrics (default 0:
+                                a free port); the address printed at start carries the job token
+  --http-host HOST              interface of the live view (default 127.0.0.1)
+  --metrics-token TOKEN         a second token that opens /metrics only (for Prometheus)
+  --log-level LEVEL             debug | info | warn | error | silent (default info)
+  --quiet                       errors and the final summary only`;
 
 function integer(values: Record<string, unknown>, name: string, fallback: number, min: number): number {
   const raw = values[name];
@@ -164,6 +190,29 @@ export function parseJobOptions(argv: string[]): JobOptions {
     seed: integer(values, 'seed', 0, 0),
     maxRestarts: integer(values, 'max-restarts', 3, 0),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
+    ...liveViewOptions(values),
+  };
+}
+
+/** The live view and logging options (issue 14). */
+function liveViewOptions(
+  values: Record<string, string | boolean | undefined>,
+): Pick<JobOptions, 'httpPort' | 'httpHost' | 'metricsToken' | 'logLevel' | 'quiet'> {
+  const httpPort = integer(values, 'http-port', 0, 0);
+  if (httpPort > 65_535) throw new UsageError(`Expected a port <= 65535 for --http-port but received '${httpPort}'`);
+  let logLevel: LogLevel;
+  try {
+    logLevel = parseLogLevel((values['log-level'] as string | undefined) ?? 'info', '--log-level');
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const metricsToken = values['metrics-token'] as string | undefined;
+  return {
+    httpPort,
+    httpHost: (values['http-host'] as string | undefined) ?? '127.0.0.1',
+    ...(metricsToken === undefined ? {} : { metricsToken }),
+    logLevel,
+    quiet: values.quiet === true,
   };
 }
 
@@ -183,6 +232,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
   // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
   const checkpoint = options.modelCheckpoint ?? options.checkpointDir;

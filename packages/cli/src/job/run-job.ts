@@ -4,13 +4,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader } from '@edl/data';
+import { randomBytes } from 'node:crypto';
 import {
+  createStreamLogger,
   type JobResult,
   type JobType,
   type MasterLogger,
   type StartMasterOptions,
   startMaster,
 } from '@edl/master';
+import { createLogger, formatPrettyLine } from '@edl/proto';
 import { formatTimerTable, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
@@ -72,21 +75,17 @@ function jobTypeOf(kind: 'train' | 'evaluate' | 'predict', options: JobOptions):
   return 'prediction';
 }
 
-function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger {
-  const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
-    if (bar !== undefined) {
-      if (level !== 'info') bar.log(`${level}: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-      return;
-    }
-    io.stderr.write(
-      `${JSON.stringify({ ts: new Date().toISOString(), level, source: 'master', message, ...fields })}\n`,
-    );
-  };
-  return {
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-  };
+/** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
+function masterLogger(io: CommandIO, bar: ProgressBar | undefined, options: JobOptions, jobId: string): MasterLogger {
+  const settings = { level: options.logLevel, quiet: options.quiet, bindings: { job: jobId } };
+  if (bar === undefined) return createStreamLogger(io.stderr, { ...settings, format: 'json' });
+  const color = io.isTTY;
+  return createLogger({
+    ...settings,
+    bindings: { source: 'master', ...settings.bindings },
+    format: 'json',
+    stream: { write: (line: string) => bar.log(formatPrettyLine(line.trimEnd(), color)) },
+  });
 }
 
 /**
@@ -126,7 +125,8 @@ async function runJobIn(
   const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
   const predictionOutput =
     kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
-  const bar = io.isTTY ? new ProgressBar(io.stderr) : undefined;
+  const bar = io.isTTY && !options.quiet ? new ProgressBar(io.stderr) : undefined;
+  const jobId = randomBytes(4).toString('hex');
   let lastLoss: number | undefined;
 
   const onOutput = (workerId: string, line: string) => {
@@ -140,15 +140,9 @@ async function runJobIn(
     }
     if (event !== undefined && typeof event.loss === 'number') lastLoss = event.loss;
     if (bar !== undefined) {
-      if (
-        event === undefined ||
-        event.level === 'warn' ||
-        event.level === 'error' ||
-        event.event === 'backend.selected'
-      ) {
-        bar.log(
-          `[${workerId}] ${event ? `${String(event.event)} ${JSON.stringify({ ...event, ts: undefined, level: undefined, event: undefined, worker: undefined, pid: undefined })}` : line}`,
-        );
+      if (event === undefined) bar.log(`[${workerId}] ${line}`);
+      else if (event.level === 'warn' || event.level === 'error' || event.msg === 'backend.selected') {
+        bar.log(formatPrettyLine(line, true));
       }
       return;
     }
@@ -175,7 +169,13 @@ async function runJobIn(
     checkpointSteps: options.checkpointSteps,
     ...(options.modelCheckpoint ? { modelCheckpoint: path.resolve(options.modelCheckpoint) } : {}),
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
-    logger: masterLogger(io, bar),
+    logger: masterLogger(io, bar, options, jobId),
+    jobId,
+    http: {
+      host: options.httpHost,
+      port: options.httpPort,
+      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+    },
     workers: {
       command: process.execPath,
       args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
@@ -185,6 +185,11 @@ async function runJobIn(
     },
   };
   const handle = await startMaster(masterOptions);
+  if (handle.liveView !== undefined && !options.quiet) {
+    const line = `live view: ${handle.liveView.url}`;
+    if (bar !== undefined) bar.log(line);
+    else io.stderr.write(`${line}\n`);
+  }
   // Ctrl-C: stop the workers and the server cleanly; the job resumes from --checkpoint-dir.
   let interrupted: (() => void) | undefined;
   const stopped = new Promise<'interrupted'>((resolve) => {
@@ -219,6 +224,8 @@ async function runJobIn(
     clearInterval(timer);
     process.removeListener('SIGINT', interrupt);
     bar?.clear();
+    // The job has ended (or was interrupted): the live view goes with it.
+    await handle.stop();
   }
 
   if (result === 'interrupted') {
