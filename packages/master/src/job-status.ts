@@ -174,9 +174,9 @@ export class JobStatusTracker implements MasterObserver {
   #relaunches = 0;
   #lastCheckpoint: string | null = null;
   #evaluationTotal = 0;
-  #evaluationDone = 0;
-  #trainingDone = 0;
-  #trainingTotalSeen = 0;
+  /** Records of completed tasks, by kind. */
+  readonly #recordsDone = { training: 0, evaluation: 0, prediction: 0 };
+  #trainingTotal = 0;
   #lastSample: { at: number; records: number } | undefined;
   #recent: Array<{ at: number; records: number }> = [];
   #lastMeanLoss: number | null = null;
@@ -193,10 +193,10 @@ export class JobStatusTracker implements MasterObserver {
     this.#maxPoints = options.maxPoints ?? 1200;
     this.#unobserve = master.observe(this);
     const status = master.status();
-    // A job resumed from a checkpoint: its epoch started before this tracker.
+    // A job resumed from a checkpoint: the records it did before count as done.
     if (master.taskManager.jobType.startsWith('training')) {
-      this.#trainingDone = status.recordsDone;
-      this.#trainingTotalSeen = status.recordsTotal;
+      this.#recordsDone.training = status.recordsDone;
+      this.#trainingTotal = status.recordsTotal;
     }
     this.#timer = setInterval(() => this.sample(), options.sampleMs ?? 1000);
     this.#timer.unref();
@@ -266,6 +266,9 @@ export class JobStatusTracker implements MasterObserver {
           if (event.type === 'task-completed') row.done++;
           else if (event.failed) row.failed++;
         }
+        if (event.type === 'task-completed' && event.kind !== 'train-end') {
+          this.#recordsDone[event.kind] += event.records;
+        }
         if (event.type === 'task-recovered') {
           this.#event(
             'task-recovered',
@@ -332,7 +335,6 @@ export class JobStatusTracker implements MasterObserver {
 
   onEvaluation(result: EvaluationResult): void {
     this.#evaluations.push(result);
-    this.#evaluationDone += result.records;
     const metrics = Object.entries(result.metrics)
       .map(([k, v]) => `${k}=${v.toFixed(4)}`)
       .join(' ');
@@ -365,8 +367,9 @@ export class JobStatusTracker implements MasterObserver {
     const status = this.#master.status();
     const jobType = this.#master.taskManager.jobType;
     const training = jobType.startsWith('training');
-    if (training && status.phase === 'training') this.#trainingDone = status.recordsDone;
-    const trainingTotal = training ? this.#trainingTotal() : 0;
+    // Later phases (final evaluation, train-end) report their own totals: keep the training one.
+    if (training && status.phase === 'training') this.#trainingTotal = status.recordsTotal;
+    const done = this.#recordsDone;
     const elapsedSeconds = (now - this.#started) / 1000;
     return {
       job: {
@@ -384,12 +387,12 @@ export class JobStatusTracker implements MasterObserver {
         recordsDone: status.recordsDone,
         recordsTotal: status.recordsTotal,
         records: {
-          training: { done: training ? Math.min(this.#trainingDone, trainingTotal) : 0, total: trainingTotal },
-          evaluation: { done: this.#evaluationDone, total: this.#evaluationTotal },
-          prediction:
-            jobType === 'prediction'
-              ? { done: status.recordsDone, total: status.recordsTotal }
-              : { done: 0, total: 0 },
+          training: { done: done.training, total: training ? this.#trainingTotal : 0 },
+          evaluation: { done: done.evaluation, total: this.#evaluationTotal },
+          prediction: {
+            done: done.prediction,
+            total: jobType === 'prediction' ? status.recordsTotal : 0,
+          },
         },
         gradients: { ...this.#gradients },
         workerRelaunches: this.#relaunches,
@@ -465,12 +468,6 @@ export class JobStatusTracker implements MasterObserver {
     return Math.max(sum, status.recordsDone);
   }
 
-  #trainingTotal(): number {
-    const status = this.#master.status();
-    // Later phases (final evaluation, train-end) report their own totals: keep the training one.
-    if (status.phase === 'training') this.#trainingTotalSeen = status.recordsTotal;
-    return Math.max(this.#trainingDone, this.#trainingTotalSeen);
-  }
 
   #activeRowLabel(phase: string): string | undefined {
     if (phase === 'training') return this.#activeRow;

@@ -85,6 +85,8 @@ export type TaskManagerEvent =
       readonly taskId: number;
       readonly workerId: string;
       readonly kind: Kind;
+      /** Records of the whole task. */
+      readonly records: number;
       readonly epoch: number;
       readonly round: number;
     }
@@ -778,6 +780,7 @@ export class TaskManager {
       taskId: record.id,
       workerId,
       kind: record.kind,
+      records: record.end - record.start,
       epoch: record.epoch,
       round: record.round,
     });

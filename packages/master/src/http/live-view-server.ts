@@ -38,9 +38,13 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
-/** The page and its scripts: copied (with the vendored chart library) into dist/static at build time. */
+/**
+ * The page and its scripts: copied (with the vendored chart library) into dist/static at build
+ * time. `../../dist/static` is the same folder from dist/http (the package) and from src/http
+ * (tests running the sources).
+ */
 function staticDir(): string {
-  return fileURLToPath(new URL('../static/', import.meta.url));
+  return fileURLToPath(new URL('../../dist/static/', import.meta.url));
 }
 
 function sameToken(given: string | undefined, expected: string | undefined): boolean {

@@ -50,6 +50,8 @@ function chart(el, label, color, x) {
 
 const throughputChart = chart($('chart-throughput'), 'records/s', '#2f6fdf', 'seconds');
 const lossChart = chart($('chart-loss'), 'loss', '#d64545', 'seconds');
+// For scripts driving the page (the end-to-end test reads what the charts hold).
+window.__edlCharts = { throughput: throughputChart, loss: lossChart };
 
 // Legend of the timing bars, built once.
 $('legend').innerHTML = TIMERS.map((t, i) => `<span><i style="background:${TIMER_COLORS[i]}"></i>${t}</span>`).join('');
