@@ -1,14 +1,18 @@
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDataReader, type DataReader, type JsonObject } from '@edl/data';
 import { createStreamLogger, JOB_TYPES, type JobType, type OptimizerConfig, startMaster } from '@edl/master';
-import { MasterClient } from '@edl/proto';
+import { type LogLevel, MasterClient, parseLogLevel } from '@edl/proto';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 
 const usage = `Usage: edl master [options]            run a job's master (and its local workers)
        edl master scale N --address HOST:PORT   change the number of workers of a running job
-       edl master status --address HOST:PORT    print a running job's progress as JSON
+       edl master status [--http URL | --address HOST:PORT]
+                                          print a running job's status as JSON: the live
+                                          view's /api/status (--http or EDL_MASTER_HTTP), else
+                                          the gRPC summary
 
 Data (origins as for edl train: a RecordIO file or directory, a .csv/.tsv/.txt file, postgres://...):
   --training-data ORIGIN        --validation-data ORIGIN       --prediction-data ORIGIN
@@ -31,7 +35,13 @@ Server and workers:
                         {masterAddress} are replaced; workers get EDL_MASTER_ADDR, EDL_JOB_TOKEN and
                         EDL_WORKER_ID in their environment
 
-Prints EDL_MASTER_ADDR=... and EDL_JOB_TOKEN=... first, so that workers can be started by hand.
+Live view and logs:
+  --http-port N (0: any)  --http-host H (127.0.0.1)   the live job view, /api/status and /metrics
+  --metrics-token TOKEN   a second token that opens /metrics only (for Prometheus)
+  --log-level debug|info|warn|error|silent (info)     --quiet   errors and the final summary only
+
+Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=... and EDL_MASTER_HTTP=... first, so that workers can be
+started by hand, then the live view's address (with the token).
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments, 130 interrupted (resume it from
 its checkpoint directory).`;
 
@@ -66,6 +76,13 @@ const options = {
   'max-restarts': { type: 'string' },
   'worker-command': { type: 'string' },
   address: { type: 'string' },
+  // --- live view, metrics and logs (issue 14) ---
+  'http-port': { type: 'string' },
+  'http-host': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'log-level': { type: 'string' },
+  quiet: { type: 'boolean' },
+  // --- end live view ---
 } as const;
 
 function int(value: string | undefined, name: string): number | undefined {
@@ -152,7 +169,19 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     v['worker-command'] !== undefined
       ? splitCommand(v['worker-command'])
       : [process.execPath, edlBin, 'worker'];
-  const logger = createStreamLogger(io.stderr);
+  // --- live view, metrics and logs (issue 14) ---
+  const jobId = randomBytes(4).toString('hex');
+  const logger = createStreamLogger(io.stderr, {
+    level: logLevelOf(v['log-level']),
+    quiet: v.quiet ?? false,
+    bindings: { job: jobId },
+  });
+  const http = {
+    ...optionalValue('port', int(v['http-port'], 'http-port')),
+    ...optionalValue('host', v['http-host']),
+    ...optionalValue('metricsToken', v['metrics-token']),
+  };
+  // --- end live view ---
   // Check every option before opening data: a typo must not wait for a table scan.
   const parameterStore = {
     mode:
@@ -194,6 +223,8 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       ...optional('port', int(v.port, 'port')),
       ...optional('token', process.env.EDL_JOB_TOKEN),
       logger,
+      jobId,
+      http,
       ...(numWorkers > 0
         ? {
             workers: {
@@ -205,7 +236,10 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
           }
         : {}),
     });
-    io.stdout.write(`EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\n`);
+    io.stdout.write(
+      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n`,
+    );
+    if (!v.quiet) io.stderr.write(`live view: ${handle.liveView?.url}\n`);
     let onSignal = () => {};
     const interrupted = new Promise<'interrupted'>((resolve) => {
       onSignal = () => resolve('interrupted');
@@ -216,9 +250,9 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     });
+    await handle.stop();
     if (result === 'interrupted') {
       logger.warn('interrupted: stopping workers and server; resume from the checkpoint directory');
-      await handle.stop();
       return 130;
     }
     io.stdout.write(
@@ -238,17 +272,42 @@ function badMode(mode: string): never {
   throw new UsageError(`expected sync or async for --mode but received '${mode}'`);
 }
 
+function logLevelOf(value: string | undefined): LogLevel {
+  try {
+    return parseLogLevel(value ?? 'info', '--log-level');
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** `edl master status` through the live view: the same JSON as the page shows. */
+async function httpStatus(origin: string, token: string, io: CommandIO): Promise<number> {
+  let response: Response;
+  try {
+    response = await fetch(new URL('/api/status', origin), { headers: { authorization: `Bearer ${token}` } });
+  } catch (error) {
+    throw new Error(`cannot reach the master's live view at ${origin}: ${(error as Error).message}`);
+  }
+  if (!response.ok) {
+    throw new Error(`${origin}/api/status answered ${response.status}: ${(await response.text()).trim()}`);
+  }
+  io.stdout.write(`${JSON.stringify(await response.json())}\n`);
+  return 0;
+}
+
 async function admin(name: 'scale' | 'status', argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { address: { type: 'string' } },
+    options: { address: { type: 'string' }, http: { type: 'string' } },
     allowPositionals: true,
     strict: true,
   });
-  const address = values.address ?? process.env.EDL_MASTER_ADDR;
   const token = process.env.EDL_JOB_TOKEN;
-  if (address === undefined) throw new UsageError('missing --address (or EDL_MASTER_ADDR)');
   if (token === undefined || token === '') throw new UsageError('missing EDL_JOB_TOKEN in the environment');
+  const http = values.http ?? (values.address === undefined ? process.env.EDL_MASTER_HTTP : undefined);
+  if (name === 'status' && http !== undefined && http !== '') return httpStatus(http, token, io);
+  const address = values.address ?? process.env.EDL_MASTER_ADDR;
+  if (address === undefined) throw new UsageError('missing --address (or EDL_MASTER_ADDR)');
   const client = await MasterClient.connect(address, token);
   try {
     if (name === 'scale') {
