@@ -213,8 +213,7 @@ export class JobStatusTracker implements MasterObserver {
     this.#stepListeners.push(listener);
   }
 
-  /** A local or Kubernetes worker process started; `restarts` > 0 when it replaces a lost one. */
-  workerStarted(workerId: string, restarts: number): void {
+  onWorkerStarted(workerId: string, restarts: number): void {
     const entry = this.#worker(workerId);
     entry.restarts = restarts;
     if (restarts > 0) {

@@ -17,6 +17,8 @@ export interface MasterObserver {
   onEvaluation?(result: EvaluationResult): void;
   /** A checkpoint on disk. */
   onCheckpoint?(path: string, modelVersion: number): void;
+  /** A worker process or pod started; `restarts` > 0 when it replaces one that was lost. */
+  onWorkerStarted?(workerId: string, restarts: number): void;
   /** A worker is gone; `recovered` of its tasks went back to todo. */
   onWorkerLost?(workerId: string, reason: string, recovered: number): void;
 }

@@ -314,6 +314,11 @@ export class Master {
     this.#stopRequested.add(workerId);
   }
 
+  /** The instance manager started a worker (`restarts` > 0: it replaces a lost one). */
+  workerStarted(workerId: string, restarts: number): void {
+    for (const o of this.#observers) o.onWorkerStarted?.(workerId, restarts);
+  }
+
   /** Sends the tasks of a vanished worker back to todo; a crash counts as a failure of each. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);

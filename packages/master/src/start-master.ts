@@ -118,7 +118,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     giveUp: (code: string, message: string) => master.fail(code, message),
     jobEnded: () => master.taskManager.finished,
     requestStop: (workerId: string) => master.requestStop(workerId),
-    workerStarted: (workerId: string, restarts: number) => tracker.workerStarted(workerId, restarts),
+    workerStarted: (workerId: string, restarts: number) => master.workerStarted(workerId, restarts),
   };
   if (options.instanceManager) instances = options.instanceManager(server.address, token, master);
   else if (options.workers) {

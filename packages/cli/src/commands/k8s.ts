@@ -511,7 +511,11 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
   const podName = process.env.EDL_POD_NAME;
   const podUid = process.env.EDL_POD_UID;
   const masterAddress = one(args, 'master-address') ?? masterServiceAddress(jobName, namespace, port);
-  const logger = createStreamLogger(io.stderr);
+  const logger = createStreamLogger(io.stderr, {
+    level: options.logLevel,
+    quiet: options.quiet,
+    bindings: { job: jobName },
+  });
   const definition = await loadModel(options.modelDef);
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
@@ -549,6 +553,13 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       port,
       token,
       logger,
+      // --- live view (issue 14): reach it with kubectl port-forward ---
+      jobId: jobName,
+      http: {
+        host: options.httpHost,
+        port: options.httpPort,
+        ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+      },
       instanceManager: kubernetesInstanceManager({
         api,
         template: {
@@ -580,6 +591,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
+    if (handle.liveView) logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
     // The pod is being deleted (or the node drained): stop the workers and leave; a job with
     // --checkpoint-dir resumes from there when submitted again.
     let onSignal = () => {};
@@ -597,6 +609,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
       return 143;
     }
+    await handle.stop();
     const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
       `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, error: result.error?.message, workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
