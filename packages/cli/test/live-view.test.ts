@@ -71,7 +71,8 @@ function sampleValue(
 
 beforeAll(async () => {
   if (!existsSync(edl)) throw new Error(`${edl} is missing: run 'pnpm build' first`);
-  if (!existsSync(chromium)) throw new Error(`${chromium} is missing: scripts/bootstrap.sh installs chromium`);
+  if (!existsSync(chromium))
+    throw new Error(`${chromium} is missing: scripts/bootstrap.sh installs chromium`);
   dir = await mkdtemp(path.join(tmpdir(), 'edl-live-'));
   const train = await generateCensusCsv({ file: path.join(dir, 'train.csv'), rows: 4000, seed: 1 });
   const valid = await generateCensusCsv({ file: path.join(dir, 'valid.csv'), rows: 400, seed: 2 });
@@ -119,7 +120,9 @@ describe('live view of a running job', () => {
     const wrong = await fetch(`${origin}/api/status?token=${'0'.repeat(64)}`);
     expect(wrong.status).toBe(401);
     // The metrics token opens /metrics only.
-    const status = await fetch(`${origin}/api/status`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const status = await fetch(`${origin}/api/status`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
     expect(status.status).toBe(401);
     expect((await fetch(`${origin}/metrics?token=${METRICS_TOKEN}`)).status).toBe(200);
   });
@@ -129,40 +132,43 @@ describe('live view of a running job', () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
     await page.goto(url, { waitUntil: 'load' });
     // Two workers that heartbeat with stats, a non-empty loss series drawn by the chart.
+    // (Page-side code as strings: the tests are type-checked without the DOM library.)
     await page.waitForFunction(
-      () => {
-        const rows = [...document.querySelectorAll('#workers tbody tr')];
-        return rows.length === 2 && rows.every((r) => r.children[1]?.textContent === 'running');
-      },
+      `[...document.querySelectorAll('#workers tbody tr')].filter((r) => r.children[1].textContent === 'running').length === 2`,
       { timeout: 60_000 },
     );
-    await page.waitForFunction(() => (window as unknown as EdlWindow).__edlCharts.loss.data[1].length >= 2, {
-      timeout: 60_000,
-    });
+    await page.waitForFunction('window.__edlCharts.loss.data[1].length >= 2', { timeout: 60_000 });
     const workers = await page.$$eval('#workers tbody tr', (rows) =>
       rows.map((r) => [...r.children].map((c) => c.textContent)),
     );
     expect(workers.map((w) => w[0]).sort()).toEqual(['worker-0', 'worker-1']);
     expect(workers.every((w) => w[2] === 'cpu')).toBe(true);
-    const losses = await page.evaluate(() => (window as unknown as EdlWindow).__edlCharts.loss.data[1]);
+    const losses = (await page.evaluate('window.__edlCharts.loss.data[1]')) as number[];
     expect(losses.every((l) => Number.isFinite(l) && l > 0)).toBe(true);
     const tasks = await page.$$eval('#tasks tbody tr', (rows) =>
       rows.map((r) => [...r.children].map((c) => c.textContent)),
     );
     expect(tasks[0]?.[0]).toBe('epoch 1');
     // todo + doing + done = total, as numbers on the page
-    const [todo, doing, done, , total] = (tasks[0] as string[]).slice(1).map((t) => Number(t.replace(/,/g, '')));
+    const [todo, doing, done, , total] = (tasks[0] as string[])
+      .slice(1)
+      .map((t) => Number(t.replace(/,/g, '')));
     expect((todo as number) + (doing as number) + (done as number)).toBe(total);
     expect(await page.$$eval('#timing .timing-row', (rows) => rows.length)).toBe(2);
     expect(await page.$eval('#state', (el) => el.textContent)).toBe('running');
 
     // The page follows the job: the model version on it moves on without a reload.
     const version = await page.$eval('#version', (el) => el.textContent);
-    await page.waitForFunction((v) => document.querySelector('#version')?.textContent !== v, { timeout: 60_000 }, version);
+    await page.waitForFunction(
+      `document.querySelector('#version').textContent !== ${JSON.stringify(version)}`,
+      {
+        timeout: 60_000,
+      },
+    );
     const shot = process.env.EDL_LIVE_VIEW_SCREENSHOT ?? path.join(dir, 'live-view.png');
     if (process.env.EDL_LIVE_VIEW_SCREENSHOT !== undefined) {
       // Mid-job with an evaluation round on the page, for the README.
-      await page.waitForFunction(() => document.querySelectorAll('#evaluations tbody tr').length >= 1, {
+      await page.waitForFunction(`document.querySelectorAll('#evaluations tbody tr').length >= 1`, {
         timeout: 60_000,
       });
     }
@@ -223,7 +229,3 @@ describe('live view of a running job', () => {
     expect(status.workers.map((w) => w.id).sort()).toEqual(['worker-0', 'worker-1']);
   }, 180_000);
 });
-
-interface EdlWindow {
-  __edlCharts: { loss: { data: number[][] }; throughput: { data: number[][] } };
-}

@@ -91,7 +91,14 @@ describe('edl master', () => {
       const check = () => {
         const text = master.out.join('');
         if (/EDL_MASTER_HTTP=.+\n/.test(text)) {
-          resolve(Object.fromEntries(text.split('\n').filter((l) => l.includes('=')).map((l) => l.split('=', 2))));
+          resolve(
+            Object.fromEntries(
+              text
+                .split('\n')
+                .filter((l) => l.includes('='))
+                .map((l) => l.split('=', 2)),
+            ),
+          );
         }
       };
       master.io.stdout.on('data', check);
@@ -106,7 +113,12 @@ describe('edl master', () => {
       const status = io();
       expect(await runCli(['master', 'status'], status.io)).toBe(0);
       const snapshot = JSON.parse(status.out.join(''));
-      expect(snapshot.job).toMatchObject({ state: 'running', type: 'training', recordsTotal: 40, modelVersion: 0 });
+      expect(snapshot.job).toMatchObject({
+        state: 'running',
+        type: 'training',
+        recordsTotal: 40,
+        modelVersion: 0,
+      });
       expect(snapshot.workers).toEqual([]);
       process.env.EDL_JOB_TOKEN = 'wrong';
       const refused = io();

@@ -119,10 +119,7 @@ describe('edl train | evaluate | predict', () => {
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(events.filter((e) => e.msg === 'backend.selected').map((e) => e.backend)).toEqual([
-      'cpu',
-      'cpu',
-    ]);
+    expect(events.filter((e) => e.msg === 'backend.selected').map((e) => e.backend)).toEqual(['cpu', 'cpu']);
   }, 120_000);
 
   it('evaluates the checkpoint (evaluation-only job)', async () => {

@@ -305,7 +305,8 @@ export class JobStatusTracker implements MasterObserver {
     if (entry.state === 'starting') entry.state = 'running';
     if (stats !== undefined) {
       const records = stats.records.training + stats.records.evaluation + stats.records.prediction;
-      const window = entry.lastHeartbeatMs === null ? stats.elapsedSeconds : (now - entry.lastHeartbeatMs) / 1000;
+      const window =
+        entry.lastHeartbeatMs === null ? stats.elapsedSeconds : (now - entry.lastHeartbeatMs) / 1000;
       if (window > 0) entry.recordsPerSecond = Math.max(0, (records - entry.records) / window);
       const stepSeconds = (stats.timerSeconds.compute_loss ?? 0) + (stats.timerSeconds.report_gradient ?? 0);
       const steps = stats.steps - entry.steps;
@@ -351,7 +352,10 @@ export class JobStatusTracker implements MasterObserver {
     entry.state = deliberate ? 'exited' : 'lost';
     entry.recordsPerSecond = 0;
     if (!deliberate || recovered > 0) {
-      this.#event('worker-lost', `${workerId} lost: ${reason}${recovered > 0 ? `; ${recovered} task(s) back to todo` : ''}`);
+      this.#event(
+        'worker-lost',
+        `${workerId} lost: ${reason}${recovered > 0 ? `; ${recovered} task(s) back to todo` : ''}`,
+      );
     }
   }
 
@@ -411,7 +415,10 @@ export class JobStatusTracker implements MasterObserver {
         elapsedSeconds: w.elapsedSeconds,
       })),
       tasks: [...this.#rows.values()].map((row) => {
-        const doing = status.state === 'running' && row.label === this.#activeRowLabel(status.phase) ? status.doingTasks : 0;
+        const doing =
+          status.state === 'running' && row.label === this.#activeRowLabel(status.phase)
+            ? status.doingTasks
+            : 0;
         return {
           label: row.label,
           kind: row.kind,
@@ -467,21 +474,30 @@ export class JobStatusTracker implements MasterObserver {
     return Math.max(sum, status.recordsDone);
   }
 
-
   #activeRowLabel(phase: string): string | undefined {
     if (phase === 'training') return this.#activeRow;
     const rounds = [...this.#rows.values()].filter((r) => r.kind === 'evaluation');
     return rounds.length > 0 ? rounds[rounds.length - 1]?.label : this.#activeRow;
   }
 
-  #rowOf(kind: string | undefined, epoch: number | undefined, round: number | undefined): TaskRow | undefined {
+  #rowOf(
+    kind: string | undefined,
+    epoch: number | undefined,
+    round: number | undefined,
+  ): TaskRow | undefined {
     if (kind === 'training' && epoch !== undefined) return this.#rows.get(`epoch ${epoch + 1}`);
     if (kind === 'evaluation' && round !== undefined) return this.#rows.get(`evaluation ${round}`);
     if (kind === 'prediction') {
       let row = this.#rows.get('prediction');
       if (row === undefined) {
         const status = this.#master.status();
-        row = { label: 'prediction', kind: 'prediction', total: status.todoTasks + status.doingTasks, done: 0, failed: 0 };
+        row = {
+          label: 'prediction',
+          kind: 'prediction',
+          total: status.todoTasks + status.doingTasks,
+          done: 0,
+          failed: 0,
+        };
         this.#rows.set('prediction', row);
         this.#activeRow = 'prediction';
       }

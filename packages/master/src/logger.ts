@@ -1,4 +1,10 @@
-import { createLogger, type Logger, type LoggerOptions, type LogStream, silentLogger as silent } from '@edl/proto';
+import {
+  createLogger,
+  type Logger,
+  type LoggerOptions,
+  type LogStream,
+  silentLogger as silent,
+} from '@edl/proto';
 
 /** Where the master's structured log lines go: the processes' one logger (@edl/proto's `Logger`). */
 export interface MasterLogger {

@@ -6,6 +6,12 @@
 export { EdlProtoError, grpcStatusName, MasterRpcError } from './errors.js';
 export * from './generated/edl/v1/master_pb.js';
 export {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  JOB_TOKEN_METADATA_KEY,
+  type MasterServiceDefinition,
+  masterServiceDefinition,
+} from './grpc-service.js';
+export {
   createLogger,
   formatPrettyLine,
   LOG_LEVELS,
@@ -17,12 +23,6 @@ export {
   parseLogLevel,
   silentLogger,
 } from './logger.js';
-export {
-  DEFAULT_MAX_MESSAGE_BYTES,
-  JOB_TOKEN_METADATA_KEY,
-  type MasterServiceDefinition,
-  masterServiceDefinition,
-} from './grpc-service.js';
 export {
   type EvaluationMetricsReport,
   type GetTaskResult,

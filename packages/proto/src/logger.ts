@@ -57,7 +57,8 @@ const HIDDEN = new Set(['level', 'time', 'msg', 'pid', ...IDS]);
 
 function formatValue(value: unknown): string {
   if (typeof value === 'string') return /[\s"=]/.test(value) || value === '' ? JSON.stringify(value) : value;
-  if (typeof value === 'number') return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6)));
+  if (typeof value === 'number')
+    return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6)));
   return JSON.stringify(value);
 }
 

@@ -591,7 +591,8 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
-    if (handle.liveView) logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
+    if (handle.liveView)
+      logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
     // The pod is being deleted (or the node drained): stop the workers and leave; a job with
     // --checkpoint-dir resumes from there when submitted again.
     let onSignal = () => {};

@@ -88,7 +88,11 @@ export const command: Command = {
       throw new UsageError((error as Error).message);
     }
     const jobId = process.env.EDL_JOB_ID;
-    const logger = jsonLineLogger(io.stdout, { ...(jobId ? { job: jobId } : {}), worker: workerId }, { level });
+    const logger = jsonLineLogger(
+      io.stdout,
+      { ...(jobId ? { job: jobId } : {}), worker: workerId },
+      { level },
+    );
     const int = (name: string, fallback: number) => {
       const raw = values[name];
       const n = raw === undefined ? fallback : Number(raw);

@@ -199,7 +199,8 @@ function liveViewOptions(
   values: Record<string, string | boolean | undefined>,
 ): Pick<JobOptions, 'httpPort' | 'httpHost' | 'metricsToken' | 'logLevel' | 'quiet'> {
   const httpPort = integer(values, 'http-port', 0, 0);
-  if (httpPort > 65_535) throw new UsageError(`Expected a port <= 65535 for --http-port but received '${httpPort}'`);
+  if (httpPort > 65_535)
+    throw new UsageError(`Expected a port <= 65535 for --http-port but received '${httpPort}'`);
   let logLevel: LogLevel;
   try {
     logLevel = parseLogLevel((values['log-level'] as string | undefined) ?? 'info', '--log-level');

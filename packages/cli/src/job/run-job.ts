@@ -1,10 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader } from '@edl/data';
-import { randomBytes } from 'node:crypto';
 import {
   createStreamLogger,
   type JobResult,
@@ -76,7 +76,12 @@ function jobTypeOf(kind: 'train' | 'evaluate' | 'predict', options: JobOptions):
 }
 
 /** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
-function masterLogger(io: CommandIO, bar: ProgressBar | undefined, options: JobOptions, jobId: string): MasterLogger {
+function masterLogger(
+  io: CommandIO,
+  bar: ProgressBar | undefined,
+  options: JobOptions,
+  jobId: string,
+): MasterLogger {
   const settings = { level: options.logLevel, quiet: options.quiet, bindings: { job: jobId } };
   if (bar === undefined) return createStreamLogger(io.stderr, { ...settings, format: 'json' });
   const color = io.isTTY;

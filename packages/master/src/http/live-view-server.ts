@@ -124,10 +124,12 @@ export async function serveLiveView(
         'content-type': TYPES['.html'] as string,
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
-        'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
+        'content-security-policy':
+          "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
       };
       if (queryToken !== undefined) {
-        headers['set-cookie'] = `${COOKIE}=${encodeURIComponent(queryToken)}; HttpOnly; SameSite=Strict; Path=/`;
+        headers['set-cookie'] =
+          `${COOKIE}=${encodeURIComponent(queryToken)}; HttpOnly; SameSite=Strict; Path=/`;
       }
       response.writeHead(200, headers);
       response.end(await readFile(path.join(dir, 'index.html')));

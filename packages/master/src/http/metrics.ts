@@ -15,7 +15,12 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Reg
   registry.setDefaultLabels({ job_id: tracker.jobId });
   const counted = new Map<string, number>();
   /** Increments `counter` (with `labels`) up to the cumulative `value` seen now. */
-  const advance = (counter: Counter<string>, key: string, value: number, labels: Record<string, string> = {}) => {
+  const advance = (
+    counter: Counter<string>,
+    key: string,
+    value: number,
+    labels: Record<string, string> = {},
+  ) => {
     const before = counted.get(key) ?? 0;
     if (value > before) {
       counter.inc(labels, value - before);

@@ -1,8 +1,15 @@
 // The live view of an elasticdl-ts job: one status snapshot per second over server-sent events
 // (polling /api/status when they are unavailable), applied to a DOM built once, so nothing flickers.
-'use strict';
 
-const TIMERS = ['get_task', 'get_batch', 'input_fn', 'data_wait', 'compute_loss', 'get_model', 'report_gradient'];
+const TIMERS = [
+  'get_task',
+  'get_batch',
+  'input_fn',
+  'data_wait',
+  'compute_loss',
+  'get_model',
+  'report_gradient',
+];
 const TIMER_COLORS = ['#8e9aaf', '#5b8def', '#22a39f', '#e0a526', '#d9534f', '#9b6bd3', '#5fb35f'];
 const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en-US');
@@ -17,7 +24,11 @@ function duration(seconds) {
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   const r = s % 60;
-  return h > 0 ? `${h}h ${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m ${String(r).padStart(2, '0')}s` : `${r}s`;
+  return h > 0
+    ? `${h}h ${String(m).padStart(2, '0')}m`
+    : m > 0
+      ? `${m}m ${String(r).padStart(2, '0')}s`
+      : `${r}s`;
 }
 
 function ago(iso) {
@@ -38,7 +49,14 @@ function chart(el, label, color, x) {
     cursor: { drag: { x: false, y: false } },
     scales: { x: { time: false } },
     axes: [
-      { label: x, labelSize: 16, size: 34, stroke: '#6b7785', grid: { stroke: '#eef1f4' }, ticks: { stroke: '#e3e7ec' } },
+      {
+        label: x,
+        labelSize: 16,
+        size: 34,
+        stroke: '#6b7785',
+        grid: { stroke: '#eef1f4' },
+        ticks: { stroke: '#e3e7ec' },
+      },
       { size: 56, stroke: '#6b7785', grid: { stroke: '#eef1f4' }, ticks: { stroke: '#e3e7ec' } },
     ],
     series: [{}, { label, stroke: color, width: 2, fill: `${color}1f`, points: { show: false } }],
@@ -54,7 +72,9 @@ const lossChart = chart($('chart-loss'), 'loss', '#d64545', 'seconds');
 window.__edlCharts = { throughput: throughputChart, loss: lossChart };
 
 // Legend of the timing bars, built once.
-$('legend').innerHTML = TIMERS.map((t, i) => `<span><i style="background:${TIMER_COLORS[i]}"></i>${t}</span>`).join('');
+$('legend').innerHTML = TIMERS.map(
+  (t, i) => `<span><i style="background:${TIMER_COLORS[i]}"></i>${t}</span>`,
+).join('');
 
 /** Keeps one <tr> per key in `tbody`, in order, updating cells in place. */
 function syncRows(tbody, rows, key, cells) {
@@ -87,7 +107,10 @@ function syncRows(tbody, rows, key, cells) {
 function renderRecords(kind, count) {
   const card = document.querySelector(`.card[data-kind="${kind}"]`);
   card.classList.toggle('empty', count.total === 0);
-  setText($(`rec-${kind}`), count.total === 0 ? '–' : `${fmt.format(count.done)} / ${fmt.format(count.total)}`);
+  setText(
+    $(`rec-${kind}`),
+    count.total === 0 ? '–' : `${fmt.format(count.done)} / ${fmt.format(count.total)}`,
+  );
   $(`bar-${kind}`).style.width = `${count.total > 0 ? Math.min(100, (100 * count.done) / count.total) : 0}%`;
 }
 
@@ -101,7 +124,7 @@ function renderTiming(workers) {
       row = document.createElement('div');
       row.className = 'timing-row';
       row.dataset.key = w.id;
-      row.innerHTML = `<span></span><div class="stack">${TIMERS.map((t, i) => `<div style="background:${TIMER_COLORS[i]}"></div>`).join('')}</div><span class="n"></span>`;
+      row.innerHTML = `<span></span><div class="stack">${TIMERS.map((_t, i) => `<div style="background:${TIMER_COLORS[i]}"></div>`).join('')}</div><span class="n"></span>`;
     }
     existing.delete(w.id);
     const total = TIMERS.reduce((s, t) => s + (w.timers[t] ?? 0), 0);
@@ -127,17 +150,25 @@ function renderEvaluations(evaluations) {
     table.tHead.innerHTML = head;
     table.tHead.dataset.head = head;
   }
-  syncRows(table.tBodies[0], evaluations, (e) => e.round, (e) => [
-    { text: String(e.round) },
-    { text: `v${e.modelVersion}`, n: true },
-    { text: fmt.format(e.records), n: true },
-    ...names.map((n) => ({ text: e.metrics[n] === undefined ? '–' : e.metrics[n].toFixed(4), n: true })),
-  ]);
+  syncRows(
+    table.tBodies[0],
+    evaluations,
+    (e) => e.round,
+    (e) => [
+      { text: String(e.round) },
+      { text: `v${e.modelVersion}`, n: true },
+      { text: fmt.format(e.records), n: true },
+      ...names.map((n) => ({ text: e.metrics[n] === undefined ? '–' : e.metrics[n].toFixed(4), n: true })),
+    ],
+  );
 }
 
 function renderEvents(events) {
   const list = $('events');
-  const key = events.length > 0 ? `${events.length}:${events[events.length - 1].time}:${events[events.length - 1].message}` : '';
+  const key =
+    events.length > 0
+      ? `${events.length}:${events[events.length - 1].time}:${events[events.length - 1].message}`
+      : '';
   if (list.dataset.key === key) return;
   list.dataset.key = key;
   const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
@@ -165,37 +196,55 @@ function render(s) {
   state.className = `pill ${job.state}`;
   if (job.error) state.title = job.error;
   setText($('phase'), job.phase);
-  setText($('epoch'), job.numEpochs > 0 && job.type.startsWith('training') ? `${Math.min(job.epoch + 1, job.numEpochs)} / ${job.numEpochs}` : '–');
+  setText(
+    $('epoch'),
+    job.numEpochs > 0 && job.type.startsWith('training')
+      ? `${Math.min(job.epoch + 1, job.numEpochs)} / ${job.numEpochs}`
+      : '–',
+  );
   setText($('version'), `v${job.modelVersion}`);
   setText($('elapsed'), duration(job.elapsedSeconds));
   setText($('eta'), job.state === 'running' ? duration(job.etaSeconds) : 'done');
   for (const kind of ['training', 'evaluation', 'prediction']) renderRecords(kind, job.records[kind]);
-  setText($('gradients'), `${fmt.format(job.gradients.applied)} / ${fmt.format(job.gradients.stale)} / ${fmt.format(job.gradients.rejected)}`);
+  setText(
+    $('gradients'),
+    `${fmt.format(job.gradients.applied)} / ${fmt.format(job.gradients.stale)} / ${fmt.format(job.gradients.rejected)}`,
+  );
   setText($('relaunches'), String(job.workerRelaunches));
 
   throughputChart.setData([s.throughput.map((p) => p[0]), s.throughput.map((p) => p[1])]);
   lossChart.setData([s.loss.map((p) => p[0]), s.loss.map((p) => p[2])]);
 
-  syncRows($('workers').tBodies[0], s.workers, (w) => w.id, (w) => [
-    { text: w.id },
-    { text: w.state, cls: `state-${w.state}` },
-    { text: w.backend || '–' },
-    { text: fmt.format(w.steps), n: true },
-    { text: fmt.format(w.records), n: true },
-    { text: w.recordsPerSecond.toFixed(0), n: true },
-    { text: lossText(w.lastLoss), n: true },
-    { text: ago(w.lastHeartbeat) },
-    { text: String(w.restarts), n: true },
-  ]);
+  syncRows(
+    $('workers').tBodies[0],
+    s.workers,
+    (w) => w.id,
+    (w) => [
+      { text: w.id },
+      { text: w.state, cls: `state-${w.state}` },
+      { text: w.backend || '–' },
+      { text: fmt.format(w.steps), n: true },
+      { text: fmt.format(w.records), n: true },
+      { text: w.recordsPerSecond.toFixed(0), n: true },
+      { text: lossText(w.lastLoss), n: true },
+      { text: ago(w.lastHeartbeat) },
+      { text: String(w.restarts), n: true },
+    ],
+  );
   renderTiming(s.workers);
-  syncRows($('tasks').tBodies[0], s.tasks, (t) => t.label, (t) => [
-    { text: t.label },
-    { text: fmt.format(t.todo), n: true },
-    { text: fmt.format(t.doing), n: true },
-    { text: fmt.format(t.done), n: true },
-    { text: fmt.format(t.failed), n: true, cls: t.failed > 0 ? 'state-lost' : '' },
-    { text: fmt.format(t.total), n: true },
-  ]);
+  syncRows(
+    $('tasks').tBodies[0],
+    s.tasks,
+    (t) => t.label,
+    (t) => [
+      { text: t.label },
+      { text: fmt.format(t.todo), n: true },
+      { text: fmt.format(t.doing), n: true },
+      { text: fmt.format(t.done), n: true },
+      { text: fmt.format(t.failed), n: true, cls: t.failed > 0 ? 'state-lost' : '' },
+      { text: fmt.format(t.total), n: true },
+    ],
+  );
   renderEvaluations(s.evaluations);
   renderEvents(s.events);
   document.title = `${job.state === 'running' ? `${Math.round((100 * job.recordsDone) / Math.max(1, job.recordsTotal))}%` : job.state} · job ${job.id}`;
