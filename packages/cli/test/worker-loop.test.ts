@@ -173,13 +173,31 @@ describe('runWorker with a real master', () => {
 });
 
 describe('runWorker: minibatches that do not line up with tasks', () => {
-  it('splits a minibatch that spans two tasks and reports each part with its own range', async () => {
+  it('trains a minibatch that spans two tasks as one step that reports both ranges', async () => {
     const { job, results } = await runJobWith({ minibatchSize: 64 }, { numEpochs: 2 });
     expect(job.state).toBe('succeeded');
     expect(results.reduce((n, r) => n + r.records.training, 0)).toBe(2 * 2000);
     expect(results.every((r) => r.tasksFailed === 0)).toBe(true);
-    // 2000 records in tasks of 200: 64-record minibatches straddle task ends, so steps exceed 4000 / 64.
-    expect(results.reduce((n, r) => n + r.steps, 0)).toBeGreaterThan(Math.ceil(4000 / 64));
+    // 2000 records in tasks of 200: 64-record minibatches straddle task ends, yet each is one step
+    // (at most one short minibatch per epoch), and every step is one model version.
+    const steps = results.reduce((n, r) => n + r.steps, 0);
+    expect(steps).toBeGreaterThanOrEqual(Math.ceil(4000 / 64));
+    expect(steps).toBeLessThanOrEqual(2 * Math.ceil(2000 / 64));
+    expect(job.modelVersion).toBe(steps);
+    // One worker: no gradient is ever stale, so none is computed twice.
+    expect(results[0]?.timers.gradients).toEqual({ computed: steps, wasted: 0 });
+  }, 60_000);
+
+  it('keeps shards that are not whole minibatches to one step per minibatch', async () => {
+    // Shards of 500 records, tasks of up to 8 x 64: every task ends in a short minibatch that the
+    // next task's records complete.
+    const { job, results } = await runJobWith(
+      { minibatchSize: 64 },
+      { minibatchSize: 64, numMinibatchesPerTask: 8, numEpochs: 1 },
+    );
+    expect(job.state).toBe('succeeded');
+    expect(results[0]?.records.training).toBe(2000);
+    expect(results[0]?.steps).toBe(Math.ceil(2000 / 64));
   }, 60_000);
 
   it('fails the job loudly when datasetFn drops records', async () => {

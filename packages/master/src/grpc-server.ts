@@ -249,10 +249,14 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     getTask: unary(getTask),
     reportTaskResult: unary(reportTaskResult),
     getModel: unary((r: In<'getModel'>) => {
-      const model = master.getModel(toSafeNumber(r.version, 'version'));
+      const model = master.getModel(
+        toSafeNumber(r.version, 'version'),
+        r.haveVersion === undefined ? undefined : toSafeNumber(r.haveVersion, 'haveVersion'),
+      );
       return create(GetModelResponseSchema, {
         version: toWireInt(model.version, 'version'),
         initialized: model.initialized,
+        unchanged: model.unchanged,
         variables: model.variables.map(toTensorMessage),
       });
     }),
@@ -275,11 +279,14 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
         gradients: r.gradients.map(fromTensorMessage),
         moreRanges: r.moreRanges.map(fromRangeMessage),
+        wantModel: r.wantModel,
       });
       return create(ReportGradientResponseSchema, {
         status: reply.status,
         modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
+        hasModel: reply.variables !== undefined,
+        variables: reply.variables?.map(toTensorMessage) ?? [],
       });
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {

@@ -24,13 +24,18 @@ export {
   type JobResult,
   Master,
   type MasterOptions,
+  type GradientOutcomes,
   type ReportReply,
   type TaskReply,
 } from './master.js';
 export { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
 export {
+  DEFAULT_ASYNC_MAX_STALENESS,
+  defaultMaxStaleness,
   type GradientCheck,
+  type GradientCounts,
   ParameterStore,
+  type ParameterStoreMode,
   type ParameterStoreOptions,
   type ParameterStoreSnapshot,
 } from './parameter-store.js';

@@ -1,4 +1,4 @@
-import { GradientStatus, type WorkerStatsReport } from '@edl/proto';
+import type { WorkerStatsReport } from '@edl/proto';
 import type { EvaluationResult } from './evaluation-service.js';
 import type { Master } from './master.js';
 import type { MasterObserver } from './master-observer.js';
@@ -169,7 +169,6 @@ export class JobStatusTracker implements MasterObserver {
   readonly #loss: Array<readonly [number, number, number]> = [];
   readonly #evaluations: EvaluationResult[] = [];
   readonly #events: JobEvent[] = [];
-  readonly #gradients = { applied: 0, stale: 0, rejected: 0 };
   readonly #stepListeners: Array<(workerId: string, seconds: number, steps: number) => void> = [];
   #relaunches = 0;
   #lastCheckpoint: string | null = null;
@@ -293,12 +292,6 @@ export class JobStatusTracker implements MasterObserver {
     }
   }
 
-  onGradient(_workerId: string, status: GradientStatus): void {
-    if (status === GradientStatus.ACCEPTED) this.#gradients.applied++;
-    else if (status === GradientStatus.STALE) this.#gradients.stale++;
-    else this.#gradients.rejected++;
-  }
-
   onHeartbeat(workerId: string, stats: WorkerStatsReport | undefined): void {
     const entry = this.#worker(workerId);
     const now = this.#now();
@@ -397,7 +390,7 @@ export class JobStatusTracker implements MasterObserver {
             total: jobType === 'prediction' ? status.recordsTotal : 0,
           },
         },
-        gradients: { ...this.#gradients },
+        gradients: this.gradients,
         workerRelaunches: this.#relaunches,
         lastCheckpoint: this.#lastCheckpoint,
       },
@@ -455,9 +448,10 @@ export class JobStatusTracker implements MasterObserver {
     return counts;
   }
 
-  /** Gradient reports by outcome. */
+  /** Gradient reports by outcome (the master counts them). */
   get gradients(): Readonly<Record<'applied' | 'stale' | 'rejected', number>> {
-    return this.#gradients;
+    const { applied, stale, rejected } = this.#master.gradientOutcomes;
+    return { applied, stale, rejected };
   }
 
   get workerRelaunches(): number {

@@ -1,4 +1,4 @@
-import type { GradientStatus, WorkerStatsReport } from '@edl/proto';
+import type { WorkerStatsReport } from '@edl/proto';
 import type { EvaluationResult } from './evaluation-service.js';
 import type { TaskManagerEvent } from './task-manager.js';
 
@@ -9,8 +9,6 @@ import type { TaskManagerEvent } from './task-manager.js';
 export interface MasterObserver {
   /** A task-manager event: epoch or evaluation round started, task completed or recovered, job end. */
   onTaskEvent?(event: TaskManagerEvent): void;
-  /** The answer to one gradient report. */
-  onGradient?(workerId: string, status: GradientStatus): void;
   /** A worker's heartbeat, with its counters when it sends them. */
   onHeartbeat?(workerId: string, stats: WorkerStatsReport | undefined): void;
   /** A finished evaluation round. */

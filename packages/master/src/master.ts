@@ -54,6 +54,8 @@ export interface AppliedGradient {
   readonly gradients: readonly NamedTensor[];
   /** Ranges of other tasks in the same minibatch, applied together with the first. */
   readonly moreRanges?: readonly TaskRangeRef[];
+  /** Send the model back with the reply (ACCEPTED or STALE): the next step's pull in the same round trip. */
+  readonly wantModel?: boolean;
 }
 
 /** Metric partial sums of a range (or ranges) of evaluation tasks. */
@@ -95,6 +97,20 @@ export interface ReportReply {
   readonly status: GradientStatus;
   readonly modelVersion: number;
   readonly taskProgress: number;
+  /** With `wantModel`: the variables at `modelVersion` (the store's own arrays: serialize at once). */
+  readonly variables?: readonly NamedTensor[];
+}
+
+/** What became of the gradients workers pushed, for the job's statistics. */
+export interface GradientOutcomes {
+  /** Applied to the model (or added to a sync batch). */
+  readonly applied: number;
+  /** Refused as too stale: each one is computed again, wasted work. */
+  readonly stale: number;
+  /** Refused for their ranges (task not held, already applied, out of order). */
+  readonly rejected: number;
+  /** Applied gradients by staleness (index s: s versions old; the last bucket: that many or more). */
+  readonly stalenessHistogram: readonly number[];
 }
 
 /**
@@ -112,6 +128,7 @@ export class Master {
   readonly #checkpointSteps: number;
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
+  #rejectedGradients = 0;
   #lastCheckpoint: string | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -200,9 +217,28 @@ export class Master {
     return this.taskManager.reportTaskResult(workerId, taskId, recordsDone, error);
   }
 
-  getModel(version: number): { version: number; initialized: boolean; variables: NamedTensor[] } {
-    if (!this.store.initialized) return { version: this.store.version, initialized: false, variables: [] };
-    return { ...this.store.getModel(version), initialized: true };
+  /**
+   * The model at `version` (< 0: the latest). With `haveVersion`, the version the worker already
+   * holds, an unchanged model comes back without its variables (`unchanged: true`).
+   */
+  getModel(
+    version: number,
+    haveVersion?: number,
+  ): { version: number; initialized: boolean; unchanged: boolean; variables: NamedTensor[] } {
+    if (!this.store.initialized) {
+      return { version: this.store.version, initialized: false, unchanged: false, variables: [] };
+    }
+    const wanted = version < 0 ? this.store.version : version;
+    if (haveVersion !== undefined && haveVersion === wanted) {
+      return { version: wanted, initialized: true, unchanged: true, variables: [] };
+    }
+    return { ...this.store.getModel(version), initialized: true, unchanged: false };
+  }
+
+  /** What became of the gradients pushed so far. */
+  get gradientOutcomes(): GradientOutcomes {
+    const counts = this.store.gradientCounts;
+    return { ...counts, rejected: this.#rejectedGradients };
   }
 
   reportVariables(
@@ -219,25 +255,35 @@ export class Master {
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
   reportGradient(report: AppliedGradient): ReportReply {
-    const reply = this.#reportGradient(report);
-    for (const o of this.#observers) o.onGradient?.(report.workerId, reply.status);
-    return reply;
-  }
-
-  #reportGradient(report: AppliedGradient): ReportReply {
     const ranges = this.#checkRanges(report.workerId, report, 'training');
-    if (!ranges.ok) return ranges.reply;
+    if (!ranges.ok) {
+      this.#rejectedGradients++;
+      return ranges.reply;
+    }
     const check = this.store.checkGradient(report.modelVersion, report.gradients);
     if (!check.ok) {
-      return { status: check.status, modelVersion: this.store.version, taskProgress: report.rangeStart };
+      return this.#withModel(report, {
+        status: check.status,
+        modelVersion: this.store.version,
+        taskProgress: report.rangeStart,
+      });
     }
     // An evaluation round may still need the version this update replaces.
     if (this.taskManager.evaluationVersion === this.store.version) this.store.pinCurrentVersion();
-    const bumped = this.store.applyGradient(report.gradients);
+    const bumped = this.store.applyGradient(report.gradients, report.modelVersion);
     const progress = this.#advance(report);
     this.#options.onGradientApplied?.(report);
     if (bumped) this.#onNewVersion();
-    return { status: GradientStatus.ACCEPTED, modelVersion: this.store.version, taskProgress: progress };
+    return this.#withModel(report, {
+      status: GradientStatus.ACCEPTED,
+      modelVersion: this.store.version,
+      taskProgress: progress,
+    });
+  }
+
+  #withModel(report: AppliedGradient, reply: ReportReply): ReportReply {
+    if (report.wantModel !== true) return reply;
+    return { ...reply, variables: this.store.getModel().variables };
   }
 
   /** Exactly-once metrics path: the same range discipline as gradients. */

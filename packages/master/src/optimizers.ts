@@ -30,7 +30,8 @@ export interface Optimizer {
   step: number;
   readonly slots: OptimizerSlots;
   beginStep(): void;
-  apply(name: string, weights: Float32Array, gradient: Float32Array): void;
+  /** `lrScale` multiplies the learning rate of this update (staleness modulation); default 1. */
+  apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale?: number): void;
 }
 
 /** Builds an optimizer after checking its parameters. */
@@ -86,8 +87,8 @@ class Sgd implements Optimizer {
   beginStep(): void {
     this.step++;
   }
-  apply(_name: string, weights: Float32Array, gradient: Float32Array): void {
-    const lr = this.config.learningRate;
+  apply(_name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
+    const lr = this.config.learningRate * lrScale;
     for (let i = 0; i < weights.length; i++)
       weights[i] = (weights[i] as number) - lr * (gradient[i] as number);
   }
@@ -101,8 +102,9 @@ class Momentum implements Optimizer {
   beginStep(): void {
     this.step++;
   }
-  apply(name: string, weights: Float32Array, gradient: Float32Array): void {
-    const { learningRate: lr, momentum: m, nesterov } = this.config;
+  apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
+    const { momentum: m, nesterov } = this.config;
+    const lr = this.config.learningRate * lrScale;
     const v = slot(this.slots, name, 'momentum', weights.length);
     for (let i = 0; i < weights.length; i++) {
       const g = gradient[i] as number;
@@ -121,8 +123,9 @@ class Adam implements Optimizer {
   beginStep(): void {
     this.step++;
   }
-  apply(name: string, weights: Float32Array, gradient: Float32Array): void {
-    const { learningRate: lr, beta1, beta2, epsilon } = this.config;
+  apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
+    const { beta1, beta2, epsilon } = this.config;
+    const lr = this.config.learningRate * lrScale;
     const m = slot(this.slots, name, 'm', weights.length);
     const v = slot(this.slots, name, 'v', weights.length);
     const t = Math.max(1, this.step);

@@ -3,17 +3,58 @@ import { MasterStateError } from './errors.js';
 import { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
 import { checkInteger, checkOneOf } from './validate.js';
 
+/** How the parameter store takes gradients. */
+export type ParameterStoreMode = 'sync' | 'async';
+
+/** The default staleness bound of async mode: see {@link defaultMaxStaleness}. */
+export const DEFAULT_ASYNC_MAX_STALENESS = 8;
+
+/**
+ * The staleness bound that wastes no gradient with `numWorkers` workers: while one worker computes
+ * a step, each other worker applies about one gradient, two when it is faster, so a bound of twice
+ * the number of workers is rarely reached; never below {@link DEFAULT_ASYNC_MAX_STALENESS}.
+ */
+export function defaultMaxStaleness(numWorkers: number): number {
+  return Math.max(DEFAULT_ASYNC_MAX_STALENESS, 2 * Math.max(0, Math.floor(numWorkers)));
+}
+
 /** Options of {@link ParameterStore}. */
 export interface ParameterStoreOptions {
-  /** 'sync' (default): gradients of the current version only; 'async': up to maxStaleness old. */
-  readonly mode?: 'sync' | 'async';
+  /**
+   * 'async' (default): each gradient is applied at once if it is at most `maxStaleness` versions
+   * old (bounded-staleness SGD, ElasticDL's asynchronous parameter server). 'sync': `gradsToWait`
+   * gradients are averaged into one update; only gradients at most `maxStaleness` versions old
+   * (default 0 in sync mode: the current version only) join the update.
+   */
+  readonly mode?: ParameterStoreMode;
   /** Sync mode: gradients averaged into one update (default 1). */
   readonly gradsToWait?: number;
-  /** Async mode: how many versions behind a gradient may be (default 0). */
+  /**
+   * How many versions behind the current model a gradient may be and still be applied (default:
+   * {@link DEFAULT_ASYNC_MAX_STALENESS} in async mode, 0 in sync mode). An older gradient is
+   * answered STALE and its worker computes it again on the current model: wasted work.
+   */
   readonly maxStaleness?: number;
+  /**
+   * Async mode: scale the learning rate of a gradient `s` versions old by 1 / s (ElasticDL's
+   * `lr_staleness_modulation`; default false).
+   */
+  readonly stalenessModulation?: boolean;
   /** Default SGD with learning rate 0.01. */
   readonly optimizer?: OptimizerConfig;
 }
+
+/** What the store did with the gradients it was offered. */
+export interface GradientCounts {
+  /** Gradients applied (or added to a sync batch). */
+  readonly applied: number;
+  /** Gradients refused as too stale: each is computed again by its worker. */
+  readonly stale: number;
+  /** Applied gradients by staleness: index s counts those computed s versions before (the last bucket: that many or more). */
+  readonly stalenessHistogram: readonly number[];
+}
+
+const STALENESS_BUCKETS = 17;
 
 /** What the master needs to know before applying a gradient. */
 export type GradientCheck = { readonly ok: true } | { readonly ok: false; readonly status: GradientStatus };
@@ -39,10 +80,14 @@ interface Variable {
  * the version.
  */
 export class ParameterStore {
-  readonly mode: 'sync' | 'async';
+  readonly mode: ParameterStoreMode;
   readonly gradsToWait: number;
   readonly maxStaleness: number;
+  readonly stalenessModulation: boolean;
   readonly optimizer: Optimizer;
+  #applied = 0;
+  #stale = 0;
+  readonly #stalenessHistogram = new Array<number>(STALENESS_BUCKETS).fill(0);
   #version = 0;
   #variables = new Map<string, Variable>();
   #initialized = false;
@@ -51,10 +96,25 @@ export class ParameterStore {
   readonly #pinned = new Map<number, NamedTensor[]>();
 
   constructor(options: ParameterStoreOptions = {}) {
-    this.mode = checkOneOf(options.mode ?? 'sync', 'mode', ['sync', 'async'] as const);
+    this.mode = checkOneOf(options.mode ?? 'async', 'mode', ['sync', 'async'] as const);
     this.gradsToWait = checkInteger(options.gradsToWait ?? 1, 'gradsToWait', 1);
-    this.maxStaleness = checkInteger(options.maxStaleness ?? 0, 'maxStaleness', 0);
+    this.maxStaleness = checkInteger(
+      options.maxStaleness ?? (this.mode === 'async' ? DEFAULT_ASYNC_MAX_STALENESS : 0),
+      'maxStaleness',
+      0,
+    );
+    this.stalenessModulation = options.stalenessModulation ?? false;
+    if (typeof this.stalenessModulation !== 'boolean') {
+      throw new TypeError(
+        `Expected a boolean for stalenessModulation but received ${typeof this.stalenessModulation}`,
+      );
+    }
     this.optimizer = createOptimizer(options.optimizer ?? { type: 'sgd' });
+  }
+
+  /** Gradients applied and refused so far, and the staleness of those applied. */
+  get gradientCounts(): GradientCounts {
+    return { applied: this.#applied, stale: this.#stale, stalenessHistogram: [...this.#stalenessHistogram] };
   }
 
   get version(): number {
@@ -154,21 +214,29 @@ export class ParameterStore {
         );
       }
     }
-    const staleness = this.#version - version;
-    const limit = this.mode === 'sync' ? 0 : this.maxStaleness;
-    return staleness > limit ? { ok: false, status: GradientStatus.STALE } : { ok: true };
+    if (this.#version - version > this.maxStaleness) {
+      this.#stale++;
+      return { ok: false, status: GradientStatus.STALE };
+    }
+    return { ok: true };
   }
 
   /**
-   * Applies (async) or adds to the pending batch (sync) a gradient that passed {@link checkGradient}.
-   * Returns true when the model version changed.
+   * Applies (async) or adds to the pending batch (sync) a gradient that passed {@link checkGradient},
+   * computed on model version `computedOn` (default: the current one). Returns true when the model
+   * version changed.
    */
-  applyGradient(gradients: readonly NamedTensor[]): boolean {
+  applyGradient(gradients: readonly NamedTensor[], computedOn = this.#version): boolean {
+    const staleness = Math.max(0, this.#version - computedOn);
+    this.#applied++;
+    const bucket = Math.min(staleness, STALENESS_BUCKETS - 1);
+    this.#stalenessHistogram[bucket] = (this.#stalenessHistogram[bucket] ?? 0) + 1;
     if (this.mode === 'async' || this.gradsToWait === 1) {
+      const lrScale = this.mode === 'async' && this.stalenessModulation && staleness > 1 ? 1 / staleness : 1;
       this.optimizer.beginStep();
       for (const g of gradients) {
         const variable = this.#variables.get(g.name) as Variable;
-        this.optimizer.apply(g.name, variable.values, g.values);
+        this.optimizer.apply(g.name, variable.values, g.values, lrScale);
       }
       this.#version++;
       return true;

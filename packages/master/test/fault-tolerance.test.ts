@@ -74,91 +74,99 @@ function expectEveryRecordOncePerEpoch(applied: Map<string, number>, epochs: num
 }
 
 describe('real gRPC master with real worker processes', () => {
-  it('trains every record of every epoch exactly once while workers are SIGKILLed mid-task and rescaled', async () => {
-    const rec = recorder();
-    const output: string[] = [];
-    const epochs = 2;
-    const reader = await csvReader();
-    const handle = await startMaster({
-      jobType: 'training',
-      trainingReader: reader,
-      minibatchSize: 10,
-      numMinibatchesPerTask: 4,
-      numEpochs: epochs,
-      shuffle: true,
-      seed: 11,
-      leaseMs: 3_000,
-      maxTaskFailures: 20,
-      parameterStore: { mode: 'async', maxStaleness: 1_000, optimizer: { type: 'sgd', learningRate: 1 } },
-      logger: silentLogger,
-      onGradientApplied: rec.onGradientApplied,
-      workers: {
-        args: [simWorker],
-        numWorkers: 3,
-        maxRestarts: 20,
-        env: {
-          SIM_RECORDS: String(RECORDS),
-          SIM_MINIBATCH: '10',
-          SIM_STEP_DELAY_MS: '8',
-          SIM_DUPLICATE_EVERY: '7',
-          SIM_TRANSPORT: 'stream',
-          SIM_READER: JSON.stringify(reader.describe()),
+  // The default (async, bounded staleness) and sync, where a stale gradient is computed again.
+  it.each([
+    ['async (the default)', {}],
+    ['sync', { mode: 'sync' as const }],
+  ])(
+    '%s: trains every record of every epoch exactly once while workers are SIGKILLed mid-task and rescaled',
+    async (_mode, store) => {
+      const rec = recorder();
+      const output: string[] = [];
+      const epochs = 2;
+      const reader = await csvReader();
+      const handle = await startMaster({
+        jobType: 'training',
+        trainingReader: reader,
+        minibatchSize: 10,
+        numMinibatchesPerTask: 4,
+        numEpochs: epochs,
+        shuffle: true,
+        seed: 11,
+        leaseMs: 3_000,
+        maxTaskFailures: 20,
+        parameterStore: { ...store, optimizer: { type: 'sgd', learningRate: 1 } },
+        logger: silentLogger,
+        onGradientApplied: rec.onGradientApplied,
+        workers: {
+          args: [simWorker],
+          numWorkers: 3,
+          maxRestarts: 20,
+          env: {
+            SIM_RECORDS: String(RECORDS),
+            SIM_MINIBATCH: '10',
+            SIM_STEP_DELAY_MS: '8',
+            SIM_DUPLICATE_EVERY: '7',
+            SIM_TRANSPORT: 'stream',
+            SIM_READER: JSON.stringify(reader.describe()),
+          },
+          onOutput: (id, line) => output.push(`${id}: ${line}`),
         },
-        onOutput: (id, line) => output.push(`${id}: ${line}`),
-      },
-    });
-    rec.bind(handle);
-    const instances = handle.instanceManager as LocalInstanceManager;
+      });
+      rec.bind(handle);
+      const instances = handle.instanceManager as LocalInstanceManager;
 
-    // Kill workers while they hold a half-done task: after at least one applied minibatch.
-    const killed: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      let victim: { workerId: string; taskId: number } | undefined;
-      await waitFor(() => {
-        const busy = handle.master.taskManager
-          .inFlight()
-          .find((t) => t.kind === 'training' && t.progress > t.start && t.progress < t.end);
-        const pid = busy && instances.workers().find((w) => w.workerId === busy.workerId)?.pid;
-        if (busy && pid) victim = { workerId: busy.workerId, taskId: busy.taskId };
-        return victim !== undefined || handle.master.taskManager.finished;
-      }, 'a worker in mid-task');
-      if (victim === undefined) break;
-      const pid = instances.workers().find((w) => w.workerId === victim!.workerId)?.pid;
-      if (pid !== undefined) {
-        process.kill(pid, 'SIGKILL');
-        killed.push(victim.workerId);
+      // Kill workers while they hold a half-done task: after at least one applied minibatch.
+      const killed: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        let victim: { workerId: string; taskId: number } | undefined;
+        await waitFor(() => {
+          const busy = handle.master.taskManager
+            .inFlight()
+            .find((t) => t.kind === 'training' && t.progress > t.start && t.progress < t.end);
+          const pid = busy && instances.workers().find((w) => w.workerId === busy.workerId)?.pid;
+          if (busy && pid) victim = { workerId: busy.workerId, taskId: busy.taskId };
+          return victim !== undefined || handle.master.taskManager.finished;
+        }, 'a worker in mid-task');
+        if (victim === undefined) break;
+        const pid = instances.workers().find((w) => w.workerId === victim!.workerId)?.pid;
+        if (pid !== undefined) {
+          process.kill(pid, 'SIGKILL');
+          killed.push(victim.workerId);
+        }
+        if (i === 1) {
+          const admin = await MasterClient.connect(handle.address, handle.token);
+          expect(await admin.scaleWorkers(5)).toBe(5);
+          await waitFor(() => instances.runningWorkers >= 5, 'scale-up to 5 workers');
+          expect((await admin.getJobStatus()).state).toBe('running');
+          admin.close();
+        }
+        if (i === 3) {
+          const admin = await MasterClient.connect(handle.address, handle.token);
+          expect(await admin.scaleWorkers(2)).toBe(2);
+          expect(instances.runningWorkers).toBe(2);
+          admin.close();
+        }
+        await sleep(150);
       }
-      if (i === 1) {
-        const admin = await MasterClient.connect(handle.address, handle.token);
-        expect(await admin.scaleWorkers(5)).toBe(5);
-        await waitFor(() => instances.runningWorkers >= 5, 'scale-up to 5 workers');
-        expect((await admin.getJobStatus()).state).toBe('running');
-        admin.close();
-      }
-      if (i === 3) {
-        const admin = await MasterClient.connect(handle.address, handle.token);
-        expect(await admin.scaleWorkers(2)).toBe(2);
-        expect(instances.runningWorkers).toBe(2);
-        admin.close();
-      }
-      await sleep(150);
-    }
 
-    const result = await handle.wait();
-    expect(result.error?.message, output.slice(0, 15).join('\n')).toBeUndefined();
-    expect(result.state).toBe('succeeded');
-    expect(killed.length).toBeGreaterThanOrEqual(3);
-    expectEveryRecordOncePerEpoch(rec.applied, epochs);
-    expect(rec.mismatches()).toBe(0);
-    // The weights tell the same story: counts[id] = number of applications = epochs.
-    const counts = handle.master.store.getModel().variables[0]!.values;
-    expect(Array.from(new Set(counts))).toEqual([epochs]);
-    // Resent gradients (as after a lost reply) were refused as duplicates.
-    expect(output.some((l) => l.includes('answered ALREADY_APPLIED'))).toBe(true);
-    expect(output.filter((l) => l.includes('answered ACCEPTED'))).toEqual([]);
-    expect(instances.runningWorkers).toBe(0);
-    await reader.close?.();
-  }, 120_000);
+      const result = await handle.wait();
+      expect(result.error?.message, output.slice(0, 15).join('\n')).toBeUndefined();
+      expect(result.state).toBe('succeeded');
+      expect(killed.length).toBeGreaterThanOrEqual(3);
+      expectEveryRecordOncePerEpoch(rec.applied, epochs);
+      expect(rec.mismatches()).toBe(0);
+      // The weights tell the same story: counts[id] = number of applications = epochs.
+      const counts = handle.master.store.getModel().variables[0]!.values;
+      expect(Array.from(new Set(counts))).toEqual([epochs]);
+      // Resent gradients (as after a lost reply) were refused as duplicates.
+      expect(output.some((l) => l.includes('answered ALREADY_APPLIED'))).toBe(true);
+      expect(output.filter((l) => l.includes('answered ACCEPTED'))).toEqual([]);
+      expect(instances.runningWorkers).toBe(0);
+      await reader.close?.();
+    },
+    120_000,
+  );
 
   it('rejects calls without the job token, and fails the job loudly when workers keep crashing', async () => {
     const handle = await startMaster({

@@ -19,7 +19,8 @@ describe('gRPC server', () => {
       // Every transport's test fails the same first task once on purpose.
       maxTaskFailures: 10,
       logger: silentLogger,
-      parameterStore: { optimizer: { type: 'sgd', learningRate: 0.5 } },
+      // Sync: a gradient of an older version is answered STALE (async would apply it).
+      parameterStore: { mode: 'sync', optimizer: { type: 'sgd', learningRate: 0.5 } },
     });
     server = await serveMaster(master, { token: TOKEN, maxMessageBytes: 64 * 1024 });
   });
@@ -84,9 +85,20 @@ describe('gRPC server', () => {
     );
     const next = { ...report, rangeStart: report.rangeEnd, rangeEnd: report.rangeEnd + 10 };
     expect((await client.reportGradient(next)).status).toBe(GradientStatus.STALE);
+    // A stale answer can carry the model, so that the gradient is recomputed with no pull.
+    const stale = await client.reportGradient({ ...next, wantModel: true });
+    expect(stale.status).toBe(GradientStatus.STALE);
+    expect(stale.variables?.map((v) => [v.name, Array.from(v.values)])).toEqual([['w', [0, 2]]]);
     const model = await client.getModel('w');
     expect(model.version).toBe(1);
     expect(Array.from(model.variables[0]!.values)).toEqual([0, 2]);
+    // Pulling the version already held costs no variables.
+    expect(await client.getModel('w', -1, 1)).toEqual({
+      version: 1,
+      initialized: true,
+      unchanged: true,
+      variables: [],
+    });
     await expect(
       client.reportGradient({
         ...next,
@@ -94,6 +106,10 @@ describe('gRPC server', () => {
         gradients: [{ name: 'zz', shape: [1], values: new Float32Array(1) }],
       }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const accepted = await client.reportGradient({ ...next, modelVersion: 1, wantModel: true });
+    expect(accepted.status).toBe(GradientStatus.ACCEPTED);
+    expect(accepted.modelVersion).toBe(2);
+    expect(Array.from(accepted.variables![0]!.values)).toEqual([-1, 3]);
     client.close();
   });
 

@@ -135,3 +135,57 @@ describe('Master: evaluation during training', () => {
     ]);
   });
 });
+
+describe('Master: one round trip per step', () => {
+  it('sends the model back with an accepted or stale gradient when asked', () => {
+    const m = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 8 }],
+      minibatchSize: 2,
+      numMinibatchesPerTask: 1,
+      trainEndCallback: false,
+      logger: silentLogger,
+      parameterStore: { mode: 'async', maxStaleness: 1, optimizer: { type: 'sgd', learningRate: 1 } },
+    });
+    m.reportVariables('w0', grad([0]));
+    const tasks = [m.getTask('w').task!, m.getTask('w').task!, m.getTask('w').task!];
+    const report = (i: number, modelVersion: number, wantModel: boolean) =>
+      m.reportGradient({
+        workerId: 'w',
+        taskId: tasks[i]!.id,
+        rangeStart: tasks[i]!.start,
+        rangeEnd: tasks[i]!.end,
+        modelVersion,
+        gradients: grad([1]),
+        wantModel,
+      });
+    const accepted = report(0, 0, true);
+    expect(accepted.status).toBe(GradientStatus.ACCEPTED);
+    expect(accepted.modelVersion).toBe(1);
+    expect(Array.from(accepted.variables![0]!.values)).toEqual([-1]);
+    expect(report(1, 1, false).variables).toBeUndefined();
+    // Version 2 now: a gradient of version 0 is 2 old, past the bound of 1.
+    const stale = report(2, 0, true);
+    expect(stale.status).toBe(GradientStatus.STALE);
+    expect(stale.modelVersion).toBe(2);
+    expect(Array.from(stale.variables![0]!.values)).toEqual([-2]);
+    // A resend of an applied range is refused for its range, with no model.
+    const again = report(0, 2, true);
+    expect(again.status).toBe(GradientStatus.ALREADY_APPLIED);
+    expect(again.variables).toBeUndefined();
+    expect(m.gradientOutcomes).toEqual({
+      applied: 2,
+      stale: 1,
+      rejected: 1,
+      stalenessHistogram: [2, ...new Array(16).fill(0)],
+    });
+  });
+
+  it('answers a pull of the version the worker holds with no variables', () => {
+    const m = master();
+    expect(m.getModel(-1, 0)).toEqual({ version: 0, initialized: true, unchanged: true, variables: [] });
+    expect(m.getModel(-1, 5).variables).toHaveLength(1);
+    expect(m.getModel(-1).unchanged).toBe(false);
+  });
+});
+

@@ -2,7 +2,7 @@ import { GradientStatus } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
 import { MasterStateError } from '../src/errors.js';
 import { createOptimizer } from '../src/optimizers.js';
-import { ParameterStore } from '../src/parameter-store.js';
+import { DEFAULT_ASYNC_MAX_STALENESS, defaultMaxStaleness, ParameterStore } from '../src/parameter-store.js';
 
 const w = (values: number[]) => ({ name: 'w', shape: [values.length], values: new Float32Array(values) });
 
@@ -116,6 +116,68 @@ describe('ParameterStore', () => {
     expect(b.version).toBe(2);
     expect(Array.from(b.getModel().variables[0]!.values)).toEqual(
       Array.from(a.getModel().variables[0]!.values),
+    );
+  });
+
+  it('defaults to async with a staleness bound, counting what it applies and refuses', () => {
+    const store = new ParameterStore({ optimizer: { type: 'sgd', learningRate: 1 } });
+    expect(store.mode).toBe('async');
+    expect(store.maxStaleness).toBe(DEFAULT_ASYNC_MAX_STALENESS);
+    store.initialize([w([0])]);
+    for (let i = 0; i < 9; i++) store.applyGradient([w([1])]);
+    // Version 9: a gradient of version 1 is 8 old (applied), one of version 0 is 9 old (refused).
+    expect(store.checkGradient(1, [w([1])])).toEqual({ ok: true });
+    store.applyGradient([w([1])], 1);
+    expect(store.checkGradient(1, [w([1])])).toEqual({ ok: false, status: GradientStatus.STALE });
+    const counts = store.gradientCounts;
+    expect(counts.applied).toBe(10);
+    expect(counts.stale).toBe(1);
+    expect(counts.stalenessHistogram[0]).toBe(9);
+    expect(counts.stalenessHistogram[8]).toBe(1);
+    expect(new ParameterStore({ mode: 'sync' }).maxStaleness).toBe(0);
+  });
+
+  it('sizes the default staleness bound to the number of workers', () => {
+    expect(defaultMaxStaleness(1)).toBe(DEFAULT_ASYNC_MAX_STALENESS);
+    expect(defaultMaxStaleness(16)).toBe(32);
+  });
+
+  it('sync mode with maxStaleness averages gradients up to that many versions old', () => {
+    const store = new ParameterStore({
+      mode: 'sync',
+      gradsToWait: 2,
+      maxStaleness: 1,
+      optimizer: { type: 'sgd', learningRate: 1 },
+    });
+    store.initialize([w([10])]);
+    store.applyGradient([w([2])], 0);
+    store.applyGradient([w([2])], 0);
+    expect(store.version).toBe(1);
+    // One version old: still joins the next update.
+    expect(store.checkGradient(0, [w([4])])).toEqual({ ok: true });
+    store.applyGradient([w([4])], 0);
+    store.applyGradient([w([2])], 1);
+    expect(store.version).toBe(2);
+    expect(store.getModel().variables[0]!.values[0]).toBe(5);
+    expect(store.checkGradient(0, [w([1])])).toEqual({ ok: false, status: GradientStatus.STALE });
+  });
+
+  it('staleness modulation divides the learning rate by the staleness (async)', () => {
+    const store = new ParameterStore({
+      maxStaleness: 4,
+      stalenessModulation: true,
+      optimizer: { type: 'sgd', learningRate: 1 },
+    });
+    store.initialize([w([0])]);
+    store.applyGradient([w([1])]);
+    store.applyGradient([w([1])], 1);
+    store.applyGradient([w([1])]);
+    expect(store.getModel().variables[0]!.values[0]).toBe(-3);
+    // Computed on version 0, applied at version 3: a third of the step.
+    store.applyGradient([w([3])], 0);
+    expect(store.getModel().variables[0]!.values[0]).toBe(-4);
+    expect(() => new ParameterStore({ stalenessModulation: 'yes' as never })).toThrow(
+      new TypeError('Expected a boolean for stalenessModulation but received string'),
     );
   });
 });

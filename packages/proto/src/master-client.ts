@@ -92,6 +92,8 @@ export interface ModelSnapshot {
   readonly version: number;
   /** False until some worker reported the initial variables. */
   readonly initialized: boolean;
+  /** True when the master still has the version the caller holds: `variables` is then empty. */
+  readonly unchanged?: boolean;
   readonly variables: NamedTensor[];
 }
 
@@ -112,6 +114,8 @@ export interface GradientReport {
   readonly gradients: readonly NamedTensor[];
   /** Ranges of other tasks in the same minibatch (one per task); applied with the first or not at all. */
   readonly moreRanges?: readonly TaskRangeRef[];
+  /** Ask for the model in the reply (ACCEPTED or STALE), saving the next step's pull. */
+  readonly wantModel?: boolean;
 }
 
 /** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
@@ -160,6 +164,8 @@ export interface ReportResult {
   readonly modelVersion: number;
   /** The task's progress after the report: its first record not yet applied. */
   readonly taskProgress: number;
+  /** With `wantModel`: the variables at `modelVersion`, when the master sent them. */
+  readonly variables?: NamedTensor[];
 }
 
 /** The job's progress, from `getJobStatus`. */
@@ -295,15 +301,24 @@ export class MasterClient {
     return { accepted: response.accepted };
   }
 
-  /** Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. */
-  async getModel(workerId: string, version = -1): Promise<ModelSnapshot> {
+  /**
+   * Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. With
+   * `haveVersion`, the version the caller holds, an unchanged model comes back as `unchanged` with
+   * no variables.
+   */
+  async getModel(workerId: string, version = -1, haveVersion?: number): Promise<ModelSnapshot> {
     const response = await this.#call(
       'getModel',
-      create(GetModelRequestSchema, { workerId, version: toWireInt(version, 'version') }),
+      create(GetModelRequestSchema, {
+        workerId,
+        version: toWireInt(version, 'version'),
+        ...(haveVersion === undefined ? {} : { haveVersion: toWireInt(haveVersion, 'haveVersion') }),
+      }),
     );
     return {
       version: toSafeNumber(response.version, 'version'),
       initialized: response.initialized,
+      unchanged: response.unchanged,
       variables: response.variables.map(fromTensorMessage),
     };
   }
@@ -335,12 +350,14 @@ export class MasterClient {
         modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
         gradients: report.gradients.map(toTensorMessage),
         moreRanges: toRangeMessages(report.moreRanges),
+        wantModel: report.wantModel === true,
       }),
     );
     return {
       status: response.status,
       modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
       taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
+      ...(response.hasModel ? { variables: response.variables.map(fromTensorMessage) } : {}),
     };
   }
 

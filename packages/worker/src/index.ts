@@ -52,7 +52,10 @@ export { type RetryOptions, withRetries } from './retrying-master.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
 export {
   formatTimerTable,
+  type GradientComputations,
+  sumGradientComputations,
   sumTimerTotals,
+  type TimerTableRow,
   TIMER_NAMES,
   type TimerName,
   Timers,

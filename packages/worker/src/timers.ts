@@ -25,11 +25,21 @@ export interface TimerTotal {
 /** Totals per activity. */
 export type TimerTotals = Record<TimerName, TimerTotal>;
 
+/** Gradient computations of a worker: those the master applied, and those it refused (wasted). */
+export interface GradientComputations {
+  /** Gradients computed (forward and backward passes of training minibatches). */
+  computed: number;
+  /** Computed but not applied (too stale, refused): the work was done again or lost. */
+  wasted: number;
+}
+
 /** The JSON of `--stats`: job totals, wall time and per-task totals. */
 export interface TimersReport {
   readonly totalSeconds: number;
   readonly job: TimerTotals;
   readonly tasks: ReadonlyArray<{ readonly taskId: number } & TimerTotals>;
+  /** Absent in reports written before gradients were counted. */
+  readonly gradients?: GradientComputations;
 }
 
 function emptyTotals(): TimerTotals {
@@ -47,7 +57,19 @@ export class Timers {
   readonly #job = emptyTotals();
   readonly #tasks = new Map<number, TimerTotals>();
   readonly #started = performance.now();
+  readonly #gradients: GradientComputations = { computed: 0, wasted: 0 };
   #stopped: number | undefined;
+
+  /** Counts one gradient computation; `wasted` when the master did not apply it. */
+  countGradient(wasted: boolean): void {
+    this.#gradients.computed++;
+    if (wasted) this.#gradients.wasted++;
+  }
+
+  /** Gradients computed and wasted so far. */
+  get gradients(): Readonly<GradientComputations> {
+    return { ...this.#gradients };
+  }
 
   /** Adds a span of `ms` milliseconds to `name`, for the job and, when given, for task `taskId`. */
   add(name: TimerName, ms: number, taskId?: number): void {
@@ -98,28 +120,56 @@ export class Timers {
       tasks: [...this.#tasks.entries()]
         .sort(([a], [b]) => a - b)
         .map(([taskId, t]) => ({ taskId, ...copy(t) })),
+      gradients: { ...this.#gradients },
     };
   }
 
   /** The seed's table: one header row and one row of seconds. */
   formatTable(): string {
-    return formatTimerTable([{ label: '', totalSeconds: this.totalSeconds, job: this.#job }]);
+    return formatTimerTable([
+      { label: '', totalSeconds: this.totalSeconds, job: this.#job, gradients: this.#gradients },
+    ]);
   }
 }
 
-/** Formats rows of timer totals as the seed's table (`Total Time get_batch input_fn ...`). */
-export function formatTimerTable(
-  rows: ReadonlyArray<{ readonly label: string; readonly totalSeconds: number; readonly job: TimerTotals }>,
-): string {
+/** One row of the timing table. */
+export interface TimerTableRow {
+  readonly label: string;
+  readonly totalSeconds: number;
+  readonly job: TimerTotals;
+  /** Gradient computations: with them the table ends in a `wasted` column (a count, not seconds). */
+  readonly gradients?: Readonly<GradientComputations>;
+}
+
+/**
+ * Formats rows of timer totals as ElasticDL's worker timing table (`Total Time get_batch input_fn
+ * ...`), followed by a `wasted` column (gradient computations the master refused) when any row
+ * counted gradients.
+ */
+export function formatTimerTable(rows: ReadonlyArray<TimerTableRow>): string {
   const labelWidth = Math.max(0, ...rows.map((r) => r.label.length));
-  const headers = ['Total Time', ...TIMER_NAMES];
-  const cells = rows.map((r) =>
-    [r.totalSeconds, ...TIMER_NAMES.map((n) => r.job[n].seconds)].map((s) => s.toFixed(1)),
-  );
+  const withWasted = rows.some((r) => r.gradients !== undefined);
+  const headers = ['Total Time', ...TIMER_NAMES, ...(withWasted ? ['wasted'] : [])];
+  const cells = rows.map((r) => [
+    ...[r.totalSeconds, ...TIMER_NAMES.map((n) => r.job[n].seconds)].map((s) => s.toFixed(1)),
+    ...(withWasted ? [String(r.gradients?.wasted ?? 0)] : []),
+  ]);
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] as string).length)));
   const line = (label: string, values: string[]) =>
     `${labelWidth > 0 ? `${label.padEnd(labelWidth)}  ` : ''}${values.map((v, i) => v.padStart(widths[i] as number)).join('  ')}`;
   return [line('', headers), ...rows.map((r, i) => line(r.label, cells[i] as string[]))].join('\n');
+}
+
+/** Adds the gradient counts of several workers' reports (absent counts are 0). */
+export function sumGradientComputations(
+  reports: ReadonlyArray<{ readonly gradients?: Readonly<GradientComputations> }>,
+): GradientComputations {
+  const sum = { computed: 0, wasted: 0 };
+  for (const report of reports) {
+    sum.computed += report.gradients?.computed ?? 0;
+    sum.wasted += report.gradients?.wasted ?? 0;
+  }
+  return sum;
 }
 
 /** Adds per-job totals of several workers (the table of a multi-worker job). */

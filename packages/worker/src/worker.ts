@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { type DataReader, IterDataset } from '@edl/data';
-import { GradientStatus, MasterRpcError, type NamedTensor } from '@edl/proto';
+import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
 import { describeValue, WorkerError } from './errors.js';
 import { LiveStats } from './live-stats.js';
@@ -79,6 +79,10 @@ export interface WorkerResult {
   /** Non-empty when the master ended the job as failed. */
   readonly jobError: string;
   readonly timers: TimersReport;
+}
+
+function toRangeRef(slice: RecordSlice): TaskRangeRef {
+  return { taskId: slice.task.id, rangeStart: slice.rangeStart, rangeEnd: slice.rangeEnd };
 }
 
 function checkPositiveInteger(value: unknown, name: string, allowZero = false): void {
@@ -302,7 +306,9 @@ class WorkerLoop<TRecord> {
   async #pull(version: number, mode: Mode): Promise<void> {
     const { master, workerId } = this.#o;
     await this.#timers.time('get_model', async () => {
-      let snapshot = await master.getModel(workerId, version);
+      const held = this.#runner.version;
+      let snapshot = await master.getModel(workerId, version, held >= 0 ? held : undefined);
+      if (snapshot.unchanged === true && snapshot.version === held) return;
       if (!snapshot.initialized) {
         if (mode !== 'training') {
           throw new WorkerError(
@@ -322,18 +328,29 @@ class WorkerLoop<TRecord> {
   async #process(mode: Mode, batch: Minibatch): Promise<void> {
     try {
       const slices = this.#feed.take(minibatchSize(batch));
+      // A minibatch that spans tasks (a short last task of a shard, a recovered remainder) is one
+      // step: one gradient (or metrics report) for all its ranges, which the master applies
+      // together or not at all. Only a range the master no longer holds makes it fall back to one
+      // step per task.
+      const ranged = slices.filter((slice) => slice.count > 0);
+      let together = false;
+      if (ranged.length > 1 && mode !== 'prediction' && !ranged.some((s) => this.#dropped.has(s.task.id))) {
+        together =
+          mode === 'training' ? await this.#train(batch, ranged) : await this.#evaluate(batch, ranged);
+        if (together) for (const slice of ranged) this.#records[mode] += slice.count;
+      }
       for (const slice of slices) {
         if (this.#dropped.has(slice.task.id)) continue;
-        const part = slices.length === 1 ? batch : sliceMinibatch(batch, slice.offset, slice.count);
-        try {
-          if (slice.count > 0) {
-            if (mode === 'training') await this.#train(part, slice);
-            else if (mode === 'evaluation') await this.#evaluate(part, slice);
+        if (!together && slice.count > 0) {
+          const part = slices.length === 1 ? batch : sliceMinibatch(batch, slice.offset, slice.count);
+          try {
+            if (mode === 'training') await this.#train(part, [slice]);
+            else if (mode === 'evaluation') await this.#evaluate(part, [slice]);
             else await this.#predict(part, slice);
-            this.#records[mode] += slice.count;
+            if (!this.#dropped.has(slice.task.id)) this.#records[mode] += slice.count;
+          } finally {
+            if (part !== batch) tf.dispose(minibatchTensors(part));
           }
-        } finally {
-          if (part !== batch) tf.dispose(minibatchTensors(part));
         }
         if (slice.completesTask && !this.#dropped.has(slice.task.id)) {
           await this.#finishTask(slice.task, slice.task.end - slice.task.start);
@@ -353,10 +370,17 @@ class WorkerLoop<TRecord> {
     }
   }
 
-  async #train(batch: Minibatch, slice: RecordSlice): Promise<void> {
+  /**
+   * One training step on `batch`, whose records are `slices` (one per task, in order). The push of
+   * the gradient brings the next step's model back in the same round trip. Returns false when the
+   * master no longer holds one of several ranges: the caller then steps task by task.
+   */
+  async #train(batch: Minibatch, slices: readonly RecordSlice[]): Promise<boolean> {
     const { master, workerId } = this.#o;
-    const taskId = slice.task.id;
-    if (this.#stepsSincePull >= (this.#o.getModelSteps ?? 1)) await this.#pull(-1, 'training');
+    const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
+    const taskId = first.task.id;
+    const getModelSteps = this.#o.getModelSteps ?? 1;
+    if (this.#stepsSincePull >= getModelSteps) await this.#pull(-1, 'training');
     const retries = this.#o.maxStaleRetries ?? Number.POSITIVE_INFINITY;
     for (let attempt = 0; ; attempt++) {
       const step = await this.#timers.time(
@@ -370,31 +394,47 @@ class WorkerLoop<TRecord> {
           master.reportGradient({
             workerId,
             taskId,
-            rangeStart: slice.rangeStart,
-            rangeEnd: slice.rangeEnd,
+            rangeStart: first.rangeStart,
+            rangeEnd: first.rangeEnd,
             modelVersion: this.#runner.version,
             gradients: step.gradients,
+            ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
+            // The next step pulls (every getModelSteps steps), or this one is computed again.
+            wantModel: this.#stepsSincePull + 1 >= getModelSteps,
           }),
         taskId,
       );
-      if (response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED) {
+      const accepted =
+        response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED;
+      this.#timers.countGradient(!accepted);
+      if (accepted) {
         this.#steps++;
         this.#stepsSincePull++;
         this.#lastLoss = step.loss;
         this.#live.addLoss(step.loss);
-        return;
+        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+        return true;
       }
       if (response.status === GradientStatus.STALE && attempt < retries) {
-        await this.#pull(-1, 'training');
+        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+        else await this.#pull(-1, 'training');
         continue;
       }
-      this.#rejected(slice, response.status, 'gradient');
-      return;
+      if (response.status === GradientStatus.TASK_NOT_HELD && slices.length > 1) return false;
+      this.#rejected(first, response.status, 'gradient');
+      return true;
     }
   }
 
-  async #evaluate(batch: Minibatch, slice: RecordSlice): Promise<void> {
-    const taskId = slice.task.id;
+  /** Takes a model that came back with a gradient's answer, as a pull would. */
+  #adopt(variables: readonly NamedTensor[], version: number): void {
+    this.#runner.assign(variables, version);
+    this.#stepsSincePull = 0;
+  }
+
+  async #evaluate(batch: Minibatch, slices: readonly RecordSlice[]): Promise<boolean> {
+    const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
+    const taskId = first.task.id;
     const metrics = await this.#timers.time('compute_loss', () => this.#runner.computeMetrics(batch), taskId);
     const response = await this.#timers.time(
       'report_gradient',
@@ -402,16 +442,20 @@ class WorkerLoop<TRecord> {
         this.#o.master.reportEvaluationMetrics({
           workerId: this.#o.workerId,
           taskId,
-          rangeStart: slice.rangeStart,
-          rangeEnd: slice.rangeEnd,
-          modelVersion: slice.task.modelVersion,
+          rangeStart: first.rangeStart,
+          rangeEnd: first.rangeEnd,
+          modelVersion: first.task.modelVersion,
           metrics,
+          ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
         }),
       taskId,
     );
-    if (response.status !== GradientStatus.ACCEPTED && response.status !== GradientStatus.ALREADY_APPLIED) {
-      this.#rejected(slice, response.status, 'evaluation metrics');
+    if (response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED) {
+      return true;
     }
+    if (response.status === GradientStatus.TASK_NOT_HELD && slices.length > 1) return false;
+    this.#rejected(first, response.status, 'evaluation metrics');
+    return true;
   }
 
   async #predict(batch: Minibatch, slice: RecordSlice): Promise<void> {

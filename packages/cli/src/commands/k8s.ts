@@ -25,6 +25,8 @@ import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
 import { loadModel, openReader, resolveModelDef } from '../job/model-and-readers.js';
+import { toOptimizerConfig } from '../job/optimizer-config.js';
+import { parameterStoreOptions } from '../job/parameter-store-options.js';
 
 const usage = `Usage: edl k8s submit   --image IMAGE --namespace NS --num-workers N [k8s options] [train options]
        edl k8s manifest --image IMAGE --namespace NS --num-workers N [k8s options] [train options] [--rbac]
@@ -541,10 +543,10 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       shuffle: options.shuffle,
       seed: options.seed,
       leaseMs: options.leaseMs,
-      parameterStore: {
-        gradsToWait: options.gradsToWait,
-        optimizer: { type: definition.optimizer.name, ...definition.optimizer.params } as never,
-      },
+      parameterStore: parameterStoreOptions(
+        options,
+        toOptimizerConfig(definition.optimizer, options.modelDef),
+      ),
       ...(options.checkpointDir ? { checkpointDir: options.checkpointDir } : {}),
       checkpointSteps: options.checkpointSteps,
       ...(options.modelCheckpoint ? { modelCheckpoint: options.modelCheckpoint } : {}),

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDataReader, type DataReader, type JsonObject } from '@edl/data';
-import { createStreamLogger, JOB_TYPES, type JobType, type OptimizerConfig, startMaster } from '@edl/master';
+import {
+  createStreamLogger,
+  defaultMaxStaleness,
+  JOB_TYPES,
+  type JobType,
+  type OptimizerConfig,
+  startMaster,
+} from '@edl/master';
 import { type LogLevel, MasterClient, parseLogLevel } from '@edl/proto';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
@@ -25,7 +32,8 @@ Tasks:
   --shuffle  --seed N (0)  --evaluation-steps N (0: evaluate at the end only)
   --lease-ms N (30000)  --max-task-failures N (3)
 Parameter store:
-  --mode sync|async (sync)  --grads-to-wait N (1)  --max-staleness N (0)
+  --mode async|sync (async)  --grads-to-wait N (1, sync)  --staleness-modulation
+  --max-staleness N (async: max(8, 2 x --num-workers); sync: 0)
   --optimizer sgd|momentum|adam (sgd)  --learning-rate X  --momentum X (0.9)
   --checkpoint-dir DIR  --checkpoint-steps N (0)  --model-checkpoint PATH  --metrics-file FILE
 Server and workers:
@@ -63,6 +71,7 @@ const options = {
   mode: { type: 'string' },
   'grads-to-wait': { type: 'string' },
   'max-staleness': { type: 'string' },
+  'staleness-modulation': { type: 'boolean' },
   optimizer: { type: 'string' },
   'learning-rate': { type: 'string' },
   momentum: { type: 'string' },
@@ -185,13 +194,18 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
   // Check every option before opening data: a typo must not wait for a table scan.
   const parameterStore = {
     mode:
-      v.mode === 'async'
+      v.mode === undefined || v.mode === 'async'
         ? ('async' as const)
-        : v.mode === undefined || v.mode === 'sync'
+        : v.mode === 'sync'
           ? ('sync' as const)
           : badMode(v.mode),
     ...optionalValue('gradsToWait', int(v['grads-to-wait'], 'grads-to-wait')),
-    ...optionalValue('maxStaleness', int(v['max-staleness'], 'max-staleness')),
+    ...optionalValue(
+      'maxStaleness',
+      int(v['max-staleness'], 'max-staleness') ??
+        (v.mode === 'sync' ? undefined : defaultMaxStaleness(int(v['num-workers'], 'num-workers') ?? 0)),
+    ),
+    ...(v['staleness-modulation'] === true ? { stalenessModulation: true } : {}),
     optimizer: optimizerConfig(v),
   };
   const optional = optionalValue;

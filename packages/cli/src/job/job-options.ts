@@ -17,6 +17,14 @@ export interface JobOptions {
   readonly numMinibatchesPerTask: number;
   readonly numEpochs: number;
   readonly gradsToWait: number;
+  /** How the master takes gradients (default async: bounded staleness, nothing recomputed). */
+  readonly mode: 'sync' | 'async';
+  /** Versions a gradient may lag and still be applied (default: from the mode and --num-workers). */
+  readonly maxStaleness?: number;
+  /** Scale the learning rate of a gradient s versions old by 1/s (async). */
+  readonly stalenessModulation: boolean;
+  /** Overrides the model definition's optimizer learning rate. */
+  readonly learningRate?: number;
   readonly checkpointDir?: string;
   readonly checkpointSteps: number;
   readonly modelCheckpoint?: string;
@@ -56,6 +64,10 @@ const OPTION_SPEC = {
   'num-minibatches-per-task': { type: 'string' },
   'num-epochs': { type: 'string' },
   'grads-to-wait': { type: 'string' },
+  mode: { type: 'string' },
+  'max-staleness': { type: 'string' },
+  'staleness-modulation': { type: 'boolean' },
+  'learning-rate': { type: 'string' },
   'checkpoint-dir': { type: 'string' },
   'checkpoint-steps': { type: 'string' },
   'model-checkpoint': { type: 'string' },
@@ -93,7 +105,17 @@ Job:
   --num-minibatches-per-task N  minibatches per task (default 8)
   --num-epochs N                training epochs (default 1)
   --evaluation-steps N          evaluate every N model versions (default 0: at the end)
-  --grads-to-wait N             gradients averaged per model update (default 1)
+  --grads-to-wait N             gradients averaged per model update (sync mode; default 1)
+Parameter store:
+  --mode async|sync             async (default): every gradient at most --max-staleness versions
+                                old is applied at once (bounded-staleness SGD, as ElasticDL's
+                                parameter server), so no worker computes a gradient twice; sync:
+                                --grads-to-wait gradients of the current model per update
+  --max-staleness N             versions a gradient may lag (default: async max(8, 2 x workers),
+                                sync 0); an older one is refused, computed again and counted wasted
+  --staleness-modulation        async: learning rate / staleness for stale gradients (ElasticDL's
+                                lr_staleness_modulation; default off)
+  --learning-rate X             overrides the model definition's optimizer learning rate
   --checkpoint-dir DIR          checkpoints of the job; a job resumes from the newest one
   --checkpoint-steps N          checkpoint every N model versions (default 0: at the end)
   --model-checkpoint PATH       start from this checkpoint's model (evaluate, predict)
@@ -122,6 +144,20 @@ function integer(values: Record<string, unknown>, name: string, fallback: number
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < min) {
     throw new UsageError(`Expected an integer >= ${min} for --${name} but received '${String(raw)}'`);
+  }
+  return n;
+}
+
+function parseMode(raw: string | undefined): 'sync' | 'async' {
+  if (raw === undefined || raw === 'async') return 'async';
+  if (raw === 'sync') return 'sync';
+  throw new UsageError(`Expected async or sync for --mode but received '${raw}'`);
+}
+
+function parseLearningRate(raw: string | undefined): number {
+  const n = Number(raw);
+  if (raw === undefined || raw.trim() === '' || !Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`Expected a positive number for --learning-rate but received '${String(raw)}'`);
   }
   return n;
 }
@@ -180,6 +216,12 @@ export function parseJobOptions(argv: string[]): JobOptions {
     numMinibatchesPerTask: integer(values, 'num-minibatches-per-task', 8, 1),
     numEpochs: integer(values, 'num-epochs', 1, 1),
     gradsToWait: integer(values, 'grads-to-wait', 1, 1),
+    mode: parseMode(str('mode')),
+    ...(str('max-staleness') === undefined
+      ? {}
+      : { maxStaleness: integer(values, 'max-staleness', 0, 0) }),
+    stalenessModulation: values['staleness-modulation'] === true,
+    ...(str('learning-rate') === undefined ? {} : { learningRate: parseLearningRate(str('learning-rate')) }),
     checkpointSteps: integer(values, 'checkpoint-steps', 0, 0),
     dataReaderParams,
     backend,

