@@ -4,17 +4,6 @@ import type { Master } from './master.js';
 import type { MasterObserver } from './master-observer.js';
 import type { TaskManagerEvent } from './task-manager.js';
 
-/** The activities of a worker's timing breakdown, in the order of seed 004's table. */
-export const TIMING_NAMES = [
-  'get_task',
-  'get_batch',
-  'input_fn',
-  'data_wait',
-  'compute_loss',
-  'get_model',
-  'report_gradient',
-] as const;
-
 /** One worker, as the live view shows it. */
 export interface WorkerStatus {
   readonly id: string;

@@ -1,16 +1,10 @@
 // The live view of an elasticdl-ts job: one status snapshot per second over server-sent events
 // (polling /api/status when they are unavailable), applied to a DOM built once, so nothing flickers.
 
-const TIMERS = [
-  'get_task',
-  'get_batch',
-  'input_fn',
-  'data_wait',
-  'compute_loss',
-  'get_model',
-  'report_gradient',
-];
-const TIMER_COLORS = ['#8e9aaf', '#5b8def', '#22a39f', '#e0a526', '#d9534f', '#9b6bd3', '#5fb35f'];
+// Timer names come with the data, in the workers' order (get_task, get_batch, ... report_gradient).
+let TIMERS = [];
+const TIMER_COLORS = ['#8e9aaf', '#5b8def', '#22a39f', '#e0a526', '#d9534f', '#9b6bd3', '#5fb35f', '#c9748f'];
+const color = (i) => TIMER_COLORS[i % TIMER_COLORS.length];
 const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en-US');
 
@@ -71,11 +65,6 @@ const lossChart = chart($('chart-loss'), 'loss', '#d64545', 'seconds');
 // For scripts driving the page (the end-to-end test reads what the charts hold).
 window.__edlCharts = { throughput: throughputChart, loss: lossChart };
 
-// Legend of the timing bars, built once.
-$('legend').innerHTML = TIMERS.map(
-  (t, i) => `<span><i style="background:${TIMER_COLORS[i]}"></i>${t}</span>`,
-).join('');
-
 /** Keeps one <tr> per key in `tbody`, in order, updating cells in place. */
 function syncRows(tbody, rows, key, cells) {
   const existing = new Map([...tbody.children].map((tr) => [tr.dataset.key, tr]));
@@ -116,6 +105,15 @@ function renderRecords(kind, count) {
 
 function renderTiming(workers) {
   const box = $('timing');
+  const names = [...new Set(workers.flatMap((w) => Object.keys(w.timers)))];
+  if (names.join() !== TIMERS.join()) {
+    // New activity names (the first heartbeat with timers): rebuild the legend and the bars.
+    TIMERS = names;
+    $('legend').innerHTML = TIMERS.map(
+      (t, i) => `<span><i style="background:${color(i)}"></i>${t}</span>`,
+    ).join('');
+    box.replaceChildren();
+  }
   const max = Math.max(1e-9, ...workers.map((w) => TIMERS.reduce((s, t) => s + (w.timers[t] ?? 0), 0)));
   const existing = new Map([...box.children].map((row) => [row.dataset.key, row]));
   workers.forEach((w, index) => {
@@ -124,7 +122,7 @@ function renderTiming(workers) {
       row = document.createElement('div');
       row.className = 'timing-row';
       row.dataset.key = w.id;
-      row.innerHTML = `<span></span><div class="stack">${TIMERS.map((_t, i) => `<div style="background:${TIMER_COLORS[i]}"></div>`).join('')}</div><span class="n"></span>`;
+      row.innerHTML = `<span></span><div class="stack">${TIMERS.map((_t, i) => `<div style="background:${color(i)}"></div>`).join('')}</div><span class="n"></span>`;
     }
     existing.delete(w.id);
     const total = TIMERS.reduce((s, t) => s + (w.timers[t] ?? 0), 0);
