@@ -186,6 +186,7 @@ describe('live view of a running job', () => {
       ['edl_loss', 'gauge'],
       ['edl_step_seconds', 'histogram'],
       ['edl_gradients_total', 'counter'],
+      ['edl_gradient_staleness_total', 'counter'],
       ['edl_worker_relaunches_total', 'counter'],
     ] as const) {
       expect(first.types.get(name), name).toBe(type);

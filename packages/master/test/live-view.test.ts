@@ -91,5 +91,11 @@ describe('live view of a job that loses a worker', () => {
     expect(sample(metrics, 'edl_gradients_total{outcome="applied",job_id="crash-test"}')).toBe(
       result.modelVersion,
     );
+    // Every applied gradient lands in one staleness bucket.
+    const staleness = metrics
+      .split('\n')
+      .filter((l) => l.startsWith('edl_gradient_staleness_total{'))
+      .reduce((n, l) => n + Number(l.split(' ')[1]), 0);
+    expect(staleness).toBe(result.modelVersion);
   }, 120_000);
 });

@@ -110,6 +110,20 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Reg
     },
   });
   new Counter({
+    name: 'edl_gradient_staleness_total',
+    help: 'Applied gradients by staleness: how many model versions old they were (the last bucket: that many or more)',
+    labelNames: ['versions'],
+    registers: [registry],
+    collect() {
+      const histogram = master.gradientOutcomes.stalenessHistogram;
+      histogram.forEach((n, s) => {
+        const versions = s === histogram.length - 1 ? `${s}+` : String(s);
+        this.inc({ versions }, 0);
+        advance(this, `staleness:${versions}`, n, { versions });
+      });
+    },
+  });
+  new Counter({
     name: 'edl_worker_relaunches_total',
     help: 'Worker processes started to replace a lost one',
     registers: [registry],
