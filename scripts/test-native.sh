@@ -38,7 +38,8 @@ status=0
 if [ "$fuzz_seconds" -gt 0 ]; then
   corpus=$build/fuzz-corpus
   rm -rf "$corpus"
-  mkdir -p "$corpus/seed-chunk" "$corpus/seed-index" "$corpus/work-chunk" "$corpus/work-index"
+  mkdir -p "$corpus/seed-chunk" "$corpus/seed-index" "$corpus/work-chunk" "$corpus/work-index" \
+    "$corpus/seed-tfrecord" "$corpus/work-tfrecord"
   # Seeds: each golden file whole (index target) and its first chunk (chunk target), with the
   # mode byte in front (0x01: recompute CRCs; 0x02/0x04: snappy/gzip payload alone).
   python3 - "$golden" "$corpus" <<'PY'
@@ -68,7 +69,14 @@ for name in sorted(os.listdir(golden)):
             mode = 0x02 if comp == 1 else 0x04
             open(os.path.join(corpus, 'seed-chunk', f'{mode}-{name}'), 'wb').write(bytes([mode]) + payload)
 PY
-  for target in chunk index; do
+  # TFRecord seeds: the committed golden TFRecord files (uncompressed ones), mode 0 and 1.
+  for f in "$root"/packages/recordio/test/golden-tfrecord/*.tfrecord; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f")
+    { printf '\x00'; head -c 65536 "$f"; } >"$corpus/seed-tfrecord/0-$name"
+    { printf '\x01'; head -c 65536 "$f"; } >"$corpus/seed-tfrecord/1-$name"
+  done
+  for target in chunk index tfrecord; do
     echo "test-native: fuzz_$target for ${fuzz_seconds}s"
     log=$build/fuzz_$target.log
     if ! "$build/native/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -max_len=262144 \

@@ -8,6 +8,7 @@
 #include "napi.h"
 #include "prefetcher_wrap.h"
 #include "reader_wrap.h"
+#include "tfrecord_binding.h"
 #include "writer_wrap.h"
 
 #ifndef EDL_VERSION
@@ -46,6 +47,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("createPrefetcher",
               Napi::Function::New<PrefetcherWrap::Create>(env, "createPrefetcher"));
   exports.Set("openChunkCache", Napi::Function::New<ChunkCacheWrap::Open>(env, "openChunkCache"));
+  exports.Set("tfrecordScan", Napi::Function::New<TFRecordScan>(env, "tfrecordScan"));
+  exports.Set("tfrecordDecode", Napi::Function::New<TFRecordDecode>(env, "tfrecordDecode"));
+  exports.Set("tfrecordEncode", Napi::Function::New<TFRecordEncode>(env, "tfrecordEncode"));
+  exports.Set("tfrecordDetect", Napi::Function::New<TFRecordDetect>(env, "tfrecordDetect"));
   return exports;
 }
 

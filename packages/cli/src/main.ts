@@ -13,6 +13,10 @@ const commands: Record<
     summary: 'inspect, print and write RecordIO files',
     load: () => import('./commands/recordio.js'),
   },
+  tfrecord: {
+    summary: 'inspect and print TensorFlow TFRecord files (and their tf.train.Examples)',
+    load: () => import('./commands/tfrecord.js'),
+  },
   master: {
     summary: "run a job's master with local workers; scale or inspect a running job",
     load: () => import('./commands/master.js'),

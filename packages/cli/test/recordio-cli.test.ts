@@ -297,7 +297,7 @@ describe('bad arguments: one line, then the usage, exit 2, no stack trace', () =
     [['cat', 'a.rio', '--count', '-1'], "edl recordio: Option '--count' argument is ambiguous"],
     [
       ['cat', 'a.rio', '--format', 'xml'],
-      "edl recordio: Expected one of raw, hex, base64, jsonl for --format but received 'xml'",
+      "edl recordio: Expected one of raw, hex, base64, jsonl, example for --format but received 'xml'",
     ],
     [['cat', 'a.rio', '--verbose'], "edl recordio: Unknown option '--verbose'"],
     [['inspect'], 'edl recordio: missing FILE'],

@@ -7,6 +7,7 @@ export type {
   RandomAccessDataSource,
   ReaderDescription,
   ReaderMetadata,
+  RecordBatchLike,
   RecordRange,
   Shard,
 } from './protocols.js';

@@ -35,12 +35,40 @@ export interface ReaderMetadata {
 }
 
 /**
+ * Consecutive records delivered by one read of {@link DataReader.readBatches}. Readers of bytes
+ * deliver `@edl/recordio`'s `RecordBatch`: one buffer `data` plus `[begin, end)` offsets
+ * `bounds`, as the native decoder produced them.
+ */
+export interface RecordBatchLike<TRecord = Uint8Array> {
+  /** Number of records. */
+  readonly length: number;
+  /** Record `i` of the batch (for byte records, a view into `data`). */
+  get(i: number): TRecord;
+  /**
+   * Hands the batch's memory back to its reader for a later read to reuse. Records taken from the
+   * batch may be overwritten afterwards: call it only when none of them is still needed.
+   */
+  release(): void;
+  /** The bytes the records live in (byte records). */
+  readonly data?: Uint8Array;
+  /** Two offsets per record into `data`: begin, end (byte records). */
+  readonly bounds?: Uint32Array;
+}
+
+/**
  * ElasticDL's data reader (seeds 000/001): lists shards for the master and reads the records of a
  * task's range for a worker. `describe()` lets another process re-create the same reader.
  */
 export interface DataReader<TRecord = Uint8Array> {
   createShards(): Promise<Shard[]>;
   readRecords(range: RecordRange): AsyncIterable<TRecord>;
+  /**
+   * Optional batch capability: the same records as `readRecords(range)`, in order, a batch at a
+   * time, so that a consumer (the worker's TaskFeed) pays one step per batch instead of one per
+   * record. The batches' lengths add up to `range.end - range.start`. A reader that has it must
+   * yield exactly what `readRecords` would; callers fall back to `readRecords` when it is absent.
+   */
+  readBatches?(range: RecordRange): AsyncIterable<RecordBatchLike<TRecord>>;
   /**
    * Optional read-ahead: announces that `readRecords(range)` will be called, so that a reader that
    * can read ahead (the RecordIO reader, through its native prefetcher) starts reading the range now,

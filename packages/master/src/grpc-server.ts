@@ -257,7 +257,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         version: toWireInt(model.version, 'version'),
         initialized: model.initialized,
         unchanged: model.unchanged,
-        variables: model.variables.map(toTensorMessage),
+        variables: model.variables.map((v) => toTensorMessage(v)),
       });
     }),
     reportVariables: unary((r: In<'reportVariables'>) => {
@@ -286,7 +286,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
         hasModel: reply.variables !== undefined,
-        variables: reply.variables?.map(toTensorMessage) ?? [],
+        variables: reply.variables?.map((v) => toTensorMessage(v)) ?? [],
       });
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {

@@ -49,4 +49,14 @@ export {
   synthesizeCifar10Image,
 } from './cifar10/synthetic.js';
 export { SeededRandom } from './seeded-random.js';
+export {
+  buildTfExampleModel,
+  encodeTfExample,
+  TF_EXAMPLE_CLASSES,
+  TF_EXAMPLE_FEATURES,
+  TF_EXAMPLE_SPEC,
+  tfExampleDatasetFn,
+  tfExampleDefinition,
+} from './tf-example/definition.js';
+export { generateTfExampleRecords, type TfExampleRecordsOptions } from './tf-example/synthetic.js';
 export { isZooModel, ZOO_MODELS, type ZooModelName, zooModelPath } from './zoo.js';

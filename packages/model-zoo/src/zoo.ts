@@ -5,6 +5,7 @@ export const ZOO_MODELS = {
   cifar10: 'cifar10/model',
   'cifar10-small': 'cifar10/small-model',
   census: 'census/model',
+  'tf-example': 'tf-example/model',
 } as const;
 
 /** A zoo model name. */

@@ -3,6 +3,12 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { MasterService } from './generated/edl/v1/master_pb.js';
 import {
+  encodeGetModelResponse,
+  encodeReportGradientRequest,
+  encodeReportGradientResponse,
+  encodeReportVariablesRequest,
+} from './model-message-codec.js';
+import {
   decodeTaskBatchStreamRequest,
   decodeTaskBatchStreamResponse,
   decodeTaskStreamRequest,
@@ -79,7 +85,17 @@ function buildDefinition<
       responseDeserialize: decodeTaskBatchStreamResponse,
     },
   };
-  for (const [name, codec] of Object.entries(fast) as [string, Codec][]) {
+  // The messages that carry a model or a gradient set, one each way per training step: exact-size
+  // encoders (decoding keeps the generated code, which copies no tensor bytes).
+  const model: Record<string, Partial<Codec>> = {
+    reportGradient: {
+      requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
+      responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
+    },
+    getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
+    reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },
+  };
+  for (const [name, codec] of [...Object.entries(fast), ...Object.entries(model)] as [string, Partial<Codec>][]) {
     const method = definition[name];
     if (method !== undefined) Object.assign(method, codec);
   }

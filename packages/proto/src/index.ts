@@ -4,6 +4,7 @@
  */
 
 export { EdlProtoError, grpcStatusName, MasterRpcError } from './errors.js';
+export * as example from './example/index.js';
 export * from './generated/edl/v1/master_pb.js';
 export {
   DEFAULT_MAX_MESSAGE_BYTES,

@@ -104,7 +104,10 @@ export interface TaskRangeRef {
   readonly rangeEnd: number;
 }
 
-/** A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. */
+/**
+ * A gradient computed from records [rangeStart, rangeEnd) of a task on model `modelVersion`. The
+ * gradient arrays are sent without a copy: do not change them until `reportGradient` resolves.
+ */
 export interface GradientReport {
   readonly workerId: string;
   readonly taskId: number;
@@ -233,6 +236,12 @@ export class MasterClient {
       'grpc.max_reconnect_backoff_ms': 2_000,
       // Channelz bookkeeping (call counters, traces) costs on every call and nothing reads it.
       'grpc.enable_channelz': 0,
+      // Retries are the caller's (withRetries); grpc-js's own would keep a copy of every message
+      // sent, a model-sized copy per gradient push.
+      'grpc.enable_retries': 0,
+      // A model comes back with every gradient: with HTTP/2's default 64 KiB window a 1 MB model
+      // needs a dozen WINDOW_UPDATE round trips; a 16 MiB window takes it in one go.
+      'grpc-node.flow_control_window': 16 * 1024 * 1024,
     });
   }
 
@@ -330,7 +339,7 @@ export class MasterClient {
   ): Promise<{ accepted: boolean; version: number }> {
     const response = await this.#call(
       'reportVariables',
-      create(ReportVariablesRequestSchema, { workerId, variables: variables.map(toTensorMessage) }),
+      create(ReportVariablesRequestSchema, { workerId, variables: variables.map((v) => toTensorMessage(v)) }),
     );
     return { accepted: response.accepted, version: toSafeNumber(response.version, 'version') };
   }
@@ -348,7 +357,8 @@ export class MasterClient {
         rangeStart: toWireInt(report.rangeStart, 'rangeStart'),
         rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
         modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
-        gradients: report.gradients.map(toTensorMessage),
+        // Views, not copies: the caller's arrays go straight into the encoded message.
+        gradients: report.gradients.map((g) => toTensorMessage(g, { copy: false })),
         moreRanges: toRangeMessages(report.moreRanges),
         wantModel: report.wantModel === true,
       }),

@@ -29,8 +29,12 @@ export function shapeSize(shape: readonly number[], name = 'shape'): number {
   return size;
 }
 
-/** Encodes a tensor for the wire: the float32 values as little-endian bytes, copied once. */
-export function toTensorMessage(tensor: NamedTensor): Tensor {
+/**
+ * Encodes a tensor for the wire: the float32 values as little-endian bytes, copied once. With
+ * `copy: false` (on little-endian hosts) the message's bytes are a view of `tensor.values`, for a
+ * caller that hands over fresh values and never changes them before the message is sent.
+ */
+export function toTensorMessage(tensor: NamedTensor, options: { readonly copy?: boolean } = {}): Tensor {
   if (!(tensor.values instanceof Float32Array)) {
     throw new TypeError(
       `Expected a Float32Array for tensor '${tensor.name}' values but received ${describe(tensor.values)}`,
@@ -41,6 +45,10 @@ export function toTensorMessage(tensor: NamedTensor): Tensor {
     throw new RangeError(
       `Expected ${size} values for tensor '${tensor.name}' of shape [${tensor.shape.join(', ')}] but received ${tensor.values.length}`,
     );
+  }
+  if (littleEndian && options.copy === false) {
+    const view = new Uint8Array(tensor.values.buffer, tensor.values.byteOffset, tensor.values.length * 4);
+    return create(TensorSchema, { name: tensor.name, shape: [...tensor.shape], data: view });
   }
   const bytes = new Uint8Array(tensor.values.length * 4);
   if (littleEndian) {

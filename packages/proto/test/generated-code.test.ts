@@ -12,7 +12,7 @@ describe('generated code', () => {
   const outDir = mkdtempSync(join(tmpdir(), 'edl-proto-gen-'));
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-  it('is exactly what protoc-gen-es makes of master.proto today (never edited by hand, never stale)', () => {
+  it('is exactly what protoc-gen-es makes of master.proto and the TensorFlow protos today (never edited by hand, never stale)', () => {
     const template = join(outDir, 'buf.gen.yaml');
     writeFileSync(
       template,
@@ -25,9 +25,15 @@ describe('generated code', () => {
       cwd: packageDir,
       env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
     });
-    const fresh = readFileSync(join(outDir, 'gen', 'edl', 'v1', 'master_pb.ts'), 'utf8');
-    const committed = readFileSync(join(packageDir, 'src', 'generated', 'edl', 'v1', 'master_pb.ts'), 'utf8');
-    expect(committed).toBe(fresh);
+    for (const file of [
+      ['edl', 'v1', 'master_pb.ts'],
+      ['tensorflow', 'core', 'example', 'example_pb.ts'],
+      ['tensorflow', 'core', 'example', 'feature_pb.ts'],
+    ]) {
+      const fresh = readFileSync(join(outDir, 'gen', ...file), 'utf8');
+      const committed = readFileSync(join(packageDir, 'src', 'generated', ...file), 'utf8');
+      expect(committed, file.join('/')).toBe(fresh);
+    }
   });
 
   it('passes buf lint', () => {

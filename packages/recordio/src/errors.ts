@@ -13,6 +13,8 @@ import type { NativeFault } from './native/addon-types.js';
  * - `TOO_LARGE`: one read would deliver more than 4 GiB - 1 bytes.
  * - `CLOSED`: the reader or writer was already closed.
  * - `NATIVE_LOAD`: the native addon could not be loaded.
+ * - `NOT_SEEKABLE`: random access was asked of a compressed TFRecord file, which can only be read
+ *   from its start.
  */
 export type RecordIOErrorCode =
   | 'IO'
@@ -24,7 +26,8 @@ export type RecordIOErrorCode =
   | 'OUT_OF_RANGE'
   | 'TOO_LARGE'
   | 'CLOSED'
-  | 'NATIVE_LOAD';
+  | 'NATIVE_LOAD'
+  | 'NOT_SEEKABLE';
 
 const KNOWN_CODES: ReadonlySet<string> = new Set<RecordIOErrorCode>([
   'IO',
@@ -37,6 +40,7 @@ const KNOWN_CODES: ReadonlySet<string> = new Set<RecordIOErrorCode>([
   'TOO_LARGE',
   'CLOSED',
   'NATIVE_LOAD',
+  'NOT_SEEKABLE',
 ]);
 
 /** Where a {@link RecordIOError} happened; every field is optional because not every error has it. */
@@ -59,7 +63,7 @@ export interface RecordIOErrorLocation {
  * line alone says where to look.
  */
 export class RecordIOError extends Error {
-  override readonly name = 'RecordIOError';
+  override readonly name: string = 'RecordIOError';
   /** Stable code to branch on. */
   readonly code: RecordIOErrorCode;
   /** The file concerned, when there is one. */

@@ -24,6 +24,18 @@ export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './re
 export { RecordBatch } from './record-batch.js';
 export type { ChunkCacheStats } from './record-cache.js';
 export {
+  detectCompression,
+  TFRECORD_COMPRESSIONS,
+  type TFRecordCompression,
+  type TFRecordCompressionOption,
+  TFRecordError,
+  type TFRecordErrorLocation,
+  TFRecordReader,
+  type TFRecordReaderOptions,
+  TFRecordWriter,
+  type TFRecordWriterOptions,
+} from './tfrecord/index.js';
+export {
   type RecordBatchInput,
   RecordIOWriter,
   type RecordIOWriterOptions,

@@ -1,4 +1,4 @@
-import type { DataReader } from '@edl/data';
+import type { DataReader, RecordBatchLike, RecordRange } from '@edl/data';
 import { WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection, type WorkerTask } from './master-connection.js';
@@ -118,10 +118,13 @@ export class TaskFeed<TRecord> {
   }
 
   /**
-   * The records of `head` and of the following tasks of the same segment. Each task enters the
-   * pending deque when its first record is read.
+   * The records of `head` and of the following tasks of the same segment, a batch at a time: the
+   * batches of readers that have `readBatches` (RecordIO, TFRecord) as they were decoded, and one
+   * record per batch from other readers. Each task enters the pending deque when it starts to be
+   * read, and its records count as read when their batch is yielded. The consumer may `release()`
+   * a batch once none of its records is needed any more.
    */
-  async *records(head: WorkerTask): AsyncGenerator<TRecord> {
+  async *batches(head: WorkerTask): AsyncGenerator<RecordBatchLike<TRecord>> {
     let task: WorkerTask | undefined = head;
     while (task !== undefined) {
       if (this.#readsAhead(task)) this.#fetchAhead();
@@ -133,6 +136,16 @@ export class TaskFeed<TRecord> {
         return;
       }
       task = next;
+    }
+  }
+
+  /**
+   * The records of `head` and of the following tasks of the same segment (the records of
+   * {@link TaskFeed.batches}, whose batches are never released: records handed on stay valid).
+   */
+  async *records(head: WorkerTask): AsyncGenerator<TRecord> {
+    for await (const batch of this.batches(head)) {
+      for (let i = 0; i < batch.length; i++) yield batch.get(i);
     }
   }
 
@@ -252,29 +265,34 @@ export class TaskFeed<TRecord> {
     }
   }
 
-  async *#readTask(task: WorkerTask): AsyncGenerator<TRecord> {
+  async *#readTask(task: WorkerTask): AsyncGenerator<RecordBatchLike<TRecord>> {
     const total = task.end - task.start;
     const pending: PendingTask = { task, total, read: 0, consumed: 0 };
     this.#pending.push(pending);
     if (total === 0) return;
     const { readerFor, timers } = this.#options;
-    const iterator = readerFor(task)
-      .readRecords({ shardName: task.shardName, start: task.start, end: task.end })
-      [Symbol.asyncIterator]();
+    const reader = readerFor(task);
+    const range: RecordRange = { shardName: task.shardName, start: task.start, end: task.end };
+    const iterator = (
+      typeof reader.readBatches === 'function'
+        ? reader.readBatches(range)
+        : singleRecordBatches(reader, range)
+    )[Symbol.asyncIterator]();
     try {
       for (;;) {
         const begin = performance.now();
         const result = await iterator.next();
         timers.add('get_batch', performance.now() - begin, task.id);
         if (result.done) break;
-        if (pending.read === total) {
+        const batch = result.value;
+        if (pending.read + batch.length > total) {
           throw new WorkerError(
             'DATA_ERROR',
             `Reader yielded more than the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
           );
         }
-        pending.read++;
-        yield result.value;
+        pending.read += batch.length;
+        yield batch;
       }
     } finally {
       await iterator.return?.();
@@ -285,6 +303,16 @@ export class TaskFeed<TRecord> {
         `Reader yielded ${pending.read} of the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
       );
     }
+  }
+}
+
+/** The records of a reader without `readBatches`, one per batch. */
+async function* singleRecordBatches<TRecord>(
+  reader: DataReader<TRecord>,
+  range: RecordRange,
+): AsyncGenerator<RecordBatchLike<TRecord>> {
+  for await (const record of reader.readRecords(range)) {
+    yield { length: 1, get: () => record, release: () => {} };
   }
 }
 

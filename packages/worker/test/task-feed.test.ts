@@ -1,7 +1,7 @@
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RecordIODataReader } from '@edl/data';
+import { type DataReader, RecordIODataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
 import { RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -245,4 +245,73 @@ describe('TaskFeed read-ahead', () => {
     expect(run.segments.flat()).toEqual([1, 4, 5]);
     await reader.close();
   }, 30_000);
+});
+
+describe('TaskFeed batches', () => {
+  const steps: Step[] = [
+    training(0, 0, 250),
+    training(1, 100, 600),
+    training(2, 0, 0),
+    training(0, 250, 600),
+  ];
+
+  /** Every segment read through feed.batches(), records counted from batch lengths. */
+  async function runBatches(reader: DataReader<Uint8Array>) {
+    const { master } = scriptedMaster([...steps], () => 0);
+    const feed = new TaskFeed<Uint8Array>({
+      master,
+      workerId: 'w',
+      readerFor: () => reader,
+      timers: new Timers(),
+      waitMs: 1,
+    });
+    const perTask = new Map<number, Buffer[]>();
+    let batches = 0;
+    const completed: number[] = [];
+    for (;;) {
+      const head = await feed.nextHead();
+      if (head === undefined) break;
+      for await (const batch of feed.batches(head)) {
+        batches++;
+        let offset = 0;
+        for (const slice of feed.take(batch.length)) {
+          const list = perTask.get(slice.task.id) ?? [];
+          for (let i = 0; i < slice.count; i++) list.push(Buffer.from(batch.get(offset + i)));
+          perTask.set(slice.task.id, list);
+          offset += slice.count;
+          if (slice.completesTask) completed.push(slice.task.id);
+        }
+        batch.release();
+      }
+    }
+    return { perTask, batches, completed };
+  }
+
+  it('yields the decoded batches of readers that have readBatches, and records one by one otherwise', async () => {
+    const recordio = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
+    const batched = await runBatches(recordio);
+    // A reader without the capability: only readRecords (the same records, one per batch).
+    const plain = await RecordIODataReader.open({ files, prefetch: false });
+    const recordsOnly: DataReader<Uint8Array> = {
+      metadata: plain.metadata,
+      createShards: () => plain.createShards(),
+      readRecords: (range) => plain.readRecords(range),
+      describe: () => plain.describe(),
+    };
+    const single = await runBatches(recordsOnly);
+    expect(batched.completed).toEqual([1, 2, 3, 4]);
+    expect(single.completed).toEqual([1, 2, 3, 4]);
+    expect(single.batches).toBe(250 + 500 + 350);
+    expect(batched.batches).toBeLessThan(single.batches / 10);
+    for (const [id, want] of single.perTask) {
+      const got = batched.perTask.get(id) as Buffer[];
+      expect(got.length).toBe(want.length);
+      expect(got.every((r, i) => r.equals(want[i] as Buffer))).toBe(true);
+    }
+    for (let i = 0; i < 250; i++) {
+      expect((single.perTask.get(1) as Buffer[])[i]?.equals(Buffer.from(record(0, i)))).toBe(true);
+    }
+    await recordio.close();
+    await plain.close();
+  }, 60_000);
 });

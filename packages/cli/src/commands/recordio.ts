@@ -10,9 +10,10 @@ const usage = `Usage: edl recordio <inspect|cat|write> ...
       Chunks, records, compressors and sizes, from the chunk headers alone. --verify also decodes
       every chunk and lists the damaged ones (exit status 1 if any).
 
-  edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl]
+  edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl|example]
       Prints records [N, N+M) (default: all). raw: the bytes then a newline; hex, base64: one line
-      per record (an empty line for an empty record); jsonl: {"index","length","text"|"base64"}.
+      per record (an empty line for an empty record); jsonl: {"index","length","text"|"base64"};
+      example: each record decoded as a tf.train.Example, in proto3 JSON (one line each).
       On a corrupt file, prints every record before the fault, then exits 1 with the error.
 
   edl recordio write OUT [--compressor none|snappy|gzip] [--max-chunk-bytes N]

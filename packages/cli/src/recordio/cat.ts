@@ -5,7 +5,7 @@ import { BufferedOutput } from './output.js';
 import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
 
 /**
- * `edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl]`. `--count` is
+ * `edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl|example]`. `--count` is
  * clamped to the records after `--start` (like `head -n`); a start past the end is an error. On a
  * corrupt file every record before the fault is printed, then the error propagates (exit 1).
  */
@@ -25,7 +25,14 @@ export async function cat(argv: string[], io: CommandIO): Promise<number> {
     const count = Math.min(requested, Math.max(reader.numRecords - start, 0));
     let index = start;
     for await (const record of reader.records(start, count)) {
-      for (const piece of formatRecord(record, index, format)) await out.write(piece);
+      let pieces: (string | Uint8Array)[];
+      try {
+        pieces = formatRecord(record, index, format);
+      } catch (error) {
+        // One line naming the file: the records before it are printed (flushed below).
+        throw new Error(`${(error as Error).message} (in ${reader.path})`);
+      }
+      for (const piece of pieces) await out.write(piece);
       if (out.closed) break;
       index++;
     }

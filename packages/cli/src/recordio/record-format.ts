@@ -1,10 +1,12 @@
-/** How `edl recordio cat` prints a record. */
-export type OutputFormat = 'raw' | 'hex' | 'base64' | 'jsonl';
+import { exampleToJson } from '@edl/proto/example';
+
+/** How `edl recordio cat` and `edl tfrecord cat` print a record. */
+export type OutputFormat = 'raw' | 'hex' | 'base64' | 'jsonl' | 'example';
 /** How `edl recordio write` reads a record from a line of standard input. */
 export type InputFormat = 'lines' | 'hex' | 'base64';
 
 /** Accepted values of `cat --format`. */
-export const OUTPUT_FORMATS: readonly OutputFormat[] = ['raw', 'hex', 'base64', 'jsonl'];
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ['raw', 'hex', 'base64', 'jsonl', 'example'];
 /** Accepted values of `write --format`. */
 export const INPUT_FORMATS: readonly InputFormat[] = ['lines', 'hex', 'base64'];
 
@@ -14,7 +16,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * One record as printed by `cat`, newline included. `hex` and `base64` give exactly one line per
  * record (an empty line for an empty record); `raw` is the bytes then a newline; `jsonl` is one JSON
- * object per line with the record as `text` when it is valid UTF-8 and as `base64` otherwise.
+ * object per line with the record as `text` when it is valid UTF-8 and as `base64` otherwise;
+ * `example` is the record decoded as a `tf.train.Example`, in the canonical proto3 JSON mapping
+ * (throws {@link NotAnExample} for a record that is not one).
  */
 export function formatRecord(
   record: Uint8Array,
@@ -39,7 +43,18 @@ export function formatRecord(
       const body = text === undefined ? { base64: bytes.toString('base64') } : { text };
       return [`${JSON.stringify({ index, length: bytes.length, ...body })}\n`];
     }
+    case 'example':
+      try {
+        return [`${exampleToJson(bytes)}\n`];
+      } catch (error) {
+        throw new NotAnExample(`record ${index} is not a tf.train.Example: ${(error as Error).message}`);
+      }
   }
+}
+
+/** A record printed with `--format example` that does not decode as a `tf.train.Example`. */
+export class NotAnExample extends Error {
+  override readonly name = 'NotAnExample';
 }
 
 /** A line of input that is not valid in the chosen format. */

@@ -22,6 +22,7 @@ export { type ShardOptions, shardBounds } from './shard.js';
 export { ArrayDataSource } from './sources/array-data-source.js';
 export { RangeDataSource } from './sources/range-data-source.js';
 export { RecordIODataSource, type RecordIODataSourceOptions } from './sources/recordio-data-source.js';
+export { TFRecordDataSource } from './sources/tfrecord-data-source.js';
 export type { BatchOptions } from './transforms/batch.js';
 export type { Predicate } from './transforms/filter.js';
 export type { IterableFactory } from './transforms/from-iterable.js';

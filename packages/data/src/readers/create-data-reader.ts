@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader, JsonObject, ReaderDescription } from '../protocols.js';
@@ -7,13 +7,15 @@ import { DataReaderError } from './errors.js';
 import { RecordIODataReader } from './recordio-data-reader.js';
 import { TableDataReader } from './table-data-reader.js';
 import { TextDataReader } from './text-data-reader.js';
+import { isTFRecordPath, TFRecordDataReader } from './tfrecord-data-reader.js';
 import { checkObject, describeValue, expectedMessage } from './validate.js';
 
 /** The built-in reader types; any other type is a custom reader spec `<module>[#export]`. */
-export type BuiltInReaderType = 'recordio' | 'text' | 'table';
+export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';
 
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
   recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch'],
+  tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'],
   text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride'],
   table: [
     'connection',
@@ -42,8 +44,10 @@ const RECORDIO_EXTENSIONS = new Set(['.rio', '.recordio']);
  *    with `origin` added when one is given);
  * 2. the origin's URL scheme: `postgres://` or `postgresql://` is a table (`params.table` names it;
  *    the URL is the connection), `file:` is a local path;
- * 3. the path: `.csv`, `.tsv`, `.txt` is a text file; `.rio`, `.recordio` a RecordIO file; a
- *    directory holds RecordIO files.
+ * 3. the path: `.csv`, `.tsv`, `.txt` is a text file; `.rio`, `.recordio` a RecordIO file;
+ *    `.tfrecord`, `.tfrecords`, `.tfrec` (optionally followed by `.gz`, `.zz`, `.zlib`) a TFRecord
+ *    file; a directory holds TFRecord files when every data file in it has a TFRecord extension
+ *    (hidden files aside), else RecordIO files.
  *
  * The origin fills the reader's main option (`path`, `files`/`dataDir`, `connection`) unless
  * `params` already has it. Unknown params are refused, so that a typo is not silently ignored.
@@ -91,8 +95,12 @@ export async function createDataReader(
   const extension = extname(path).toLowerCase();
   if (TEXT_EXTENSIONS.has(extension)) return createByType('text', path, rest as JsonObject, options);
   if (RECORDIO_EXTENSIONS.has(extension)) return createByType('recordio', path, rest as JsonObject, options);
+  if (isTFRecordPath(path)) return createByType('tfrecord', path, rest as JsonObject, options);
   const info = await stat(path).catch(() => undefined);
-  if (info?.isDirectory()) return createByType('recordio', path, rest as JsonObject, options);
+  if (info?.isDirectory()) {
+    const type = (await holdsOnlyTFRecords(path)) ? 'tfrecord' : 'recordio';
+    return createByType(type, path, rest as JsonObject, options);
+  }
   throw unknownOrigin(
     origin,
     info === undefined
@@ -105,8 +113,8 @@ function unknownOrigin(origin: string, why: string): DataReaderError {
   return new DataReaderError(
     'UNKNOWN_ORIGIN',
     `cannot tell which reader reads ${describeValue(origin)}: ${why}. Known: postgres:// or postgresql:// URLs, ` +
-      '.csv/.tsv/.txt text files, .rio/.recordio files, directories of RecordIO files, or params.type ' +
-      "('recordio', 'text', 'table' or a custom reader '<module>[#export]')",
+      '.csv/.tsv/.txt text files, .rio/.recordio files, .tfrecord/.tfrecords/.tfrec files, directories of RecordIO ' +
+      "or TFRecord files, or params.type ('recordio', 'tfrecord', 'text', 'table' or a custom reader '<module>[#export]')",
   );
 }
 
@@ -116,7 +124,7 @@ async function createByType(
   params: JsonObject,
   options: LoadCustomReaderOptions,
 ): Promise<DataReader<unknown>> {
-  if (type !== 'recordio' && type !== 'text' && type !== 'table') {
+  if (type !== 'recordio' && type !== 'tfrecord' && type !== 'text' && type !== 'table') {
     return loadCustomReader(type, origin === undefined ? params : { ...params, origin }, options);
   }
   const allowed = PARAM_KEYS[type];
@@ -137,6 +145,17 @@ async function createByType(
       return TableDataReader.open({ ...p, connection: p.connection ?? origin } as Parameters<
         typeof TableDataReader.open
       >[0]);
+    case 'tfrecord': {
+      if (p.dataDir === undefined && p.files === undefined && origin !== undefined) {
+        const path = origin.startsWith('file:') ? fileURLToPath(origin) : origin;
+        const isDir = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+        return TFRecordDataReader.open({
+          ...p,
+          ...(isDir ? { dataDir: path } : { files: [path] }),
+        } as Parameters<typeof TFRecordDataReader.open>[0]);
+      }
+      return TFRecordDataReader.open(p as Parameters<typeof TFRecordDataReader.open>[0]);
+    }
     case 'recordio': {
       if (p.dataDir === undefined && p.files === undefined && origin !== undefined) {
         const path = origin.startsWith('file:') ? fileURLToPath(origin) : origin;
@@ -149,4 +168,10 @@ async function createByType(
       return RecordIODataReader.open(p as Parameters<typeof RecordIODataReader.open>[0]);
     }
   }
+}
+
+/** Whether a directory's visible files are all TFRecord files (and there is at least one). */
+async function holdsOnlyTFRecords(dir: string): Promise<boolean> {
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
+  return names.length > 0 && names.every((n) => isTFRecordPath(n));
 }

@@ -27,3 +27,10 @@ export {
   type TextFormat,
   type TextRecord,
 } from './text-data-reader.js';
+export {
+  isTFRecordPath,
+  listTFRecordFiles,
+  TFRECORD_EXTENSIONS,
+  TFRecordDataReader,
+  type TFRecordDataReaderOptions,
+} from './tfrecord-data-reader.js';

@@ -1,7 +1,6 @@
-import { readdir, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { Prefetcher, RecordIOReader } from '@edl/recordio';
+import { dirname, resolve } from 'node:path';
+import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type {
   DataReader,
   JsonObject,
@@ -11,6 +10,7 @@ import type {
   Shard,
 } from '../protocols.js';
 import { DataReaderError } from './errors.js';
+import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { PrefetchedRanges } from './prefetched-ranges.js';
 import { ReaderCache } from './reader-cache.js';
 import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
@@ -198,38 +198,41 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   }
 
   /**
-   * Yields records `[range.start, range.end)` of the file `range.shardName`: through the native
-   * prefetcher (the batches of the same range announced with `prefetch`,
-   * or of one queued now), or with `prefetch: false` straight from the file. Corrupt data ends the
-   * range with a `RecordIOError` after the records before it; other ranges are not affected.
+   * Yields the records `[range.start, range.end)` of the file `range.shardName` a batch at a time,
+   * as the native core decoded them: through the native prefetcher (the batches of the same range
+   * announced with `prefetch`, or of one queued now), or with `prefetch: false` straight from the
+   * file. Release each batch when its records are no longer needed: its buffers then go back to
+   * the decoder instead of waiting for garbage collection. Corrupt data ends the range with a
+   * `RecordIOError` after the records before it; other ranges are not affected.
    */
-  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+  async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
     this.#checkOpen();
-    const { shardName, start, end } = checkRange(range);
-    if (!this.#owns(shardName)) {
-      throw new DataReaderError(
-        'UNKNOWN_SHARD',
-        `shard ${JSON.stringify(shardName)} is not one of the files of this reader (${this.#dataDir ?? `${this.#files.length} files`})`,
-      );
-    }
+    const { shardName, start, end } = checkFileRange(
+      range,
+      (path) => this.#owns(path),
+      this.#dataDir ?? `${this.#files.length} files`,
+    );
     const reader = await this.#cache.acquire(shardName);
     try {
-      if (end > reader.numRecords) {
-        throw new DataReaderError(
-          'OUT_OF_RANGE',
-          `records [${start}, ${end}) of ${shardName}, which has ${reader.numRecords} records`,
-        );
-      }
+      checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
       if (this.#ranges === undefined) {
-        yield* reader.records(start, end - start);
+        yield* reader.batches(start, end - start);
         return;
       }
-      for await (const batch of this.#ranges.read({ path: shardName, start, count: end - start })) {
-        for (let i = 0; i < batch.length; i++) yield batch.get(i);
-      }
+      yield* this.#ranges.read({ path: shardName, start, count: end - start });
     } finally {
       this.#cache.release(shardName);
+    }
+  }
+
+  /**
+   * Yields records `[range.start, range.end)` of the file `range.shardName`, as views into the
+   * batches of {@link RecordIODataReader.readBatches} (never released, so they stay valid).
+   */
+  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+    for await (const batch of this.readBatches(range)) {
+      for (let i = 0; i < batch.length; i++) yield batch.get(i);
     }
   }
 
@@ -287,23 +290,6 @@ function checkPrefetchOptions(value: unknown): Required<RecordIOPrefetchOptions>
   };
 }
 
-function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 async function listRecordIOFiles(dataDir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dataDir);
-  } catch (error) {
-    throw new DataReaderError('IO', `cannot list ${dataDir}: ${(error as Error).message}`, error);
-  }
-  const files: string[] = [];
-  for (const name of names) {
-    if (name.startsWith('.')) continue;
-    const path = join(dataDir, name);
-    if ((await stat(path)).isFile()) files.push(path);
-  }
-  if (files.length === 0) throw new DataReaderError('NO_FILES', `${dataDir} holds no RecordIO file`);
-  return files;
+  return listDataFiles(dataDir, () => true, `${dataDir} holds no RecordIO file`);
 }

@@ -28,6 +28,44 @@ export interface NativeAddon extends NativePrefetchAddon {
     maxChunkBytes: number,
     gzipLevel: number,
   ): NativeWriter;
+  /** Scans the record headers of an uncompressed TFRecord file (libuv thread pool). */
+  tfrecordScan(path: string): Promise<NativeTFRecordScan>;
+  /**
+   * Checks and locates the whole TFRecord frames at the start of `buf` (stream offset `base`):
+   * writes data `[begin, end)` offsets into `bounds` (at most `min(maxRecords, bounds.length / 2)`).
+   */
+  tfrecordDecode(
+    buf: Uint8Array,
+    base: number,
+    maxRecords: number,
+    bounds: Uint32Array,
+    verifyData: boolean,
+    maxRecordSize: number,
+  ): NativeTFRecordDecode;
+  /** Frames the records `[begin, end)` of `data` given by `bounds`. */
+  tfrecordEncode(data: Uint8Array, bounds: Uint32Array): Uint8Array;
+  /** What the first bytes of a stream look like. */
+  tfrecordDetect(head: Uint8Array): 'none' | 'gzip' | 'zlib' | 'unknown';
+}
+
+/** Result of {@link NativeAddon.tfrecordScan}. */
+export interface NativeTFRecordScan {
+  /** Byte offset of every record found, plus the end of the last one. */
+  readonly offsets: Float64Array;
+  readonly fileSize: number;
+  /** What stopped the scan before the end of the file (records before it are in `offsets`). */
+  readonly fault?: NativeFault;
+}
+
+/** Result of {@link NativeAddon.tfrecordDecode}. */
+export interface NativeTFRecordDecode {
+  readonly records: number;
+  /** Bytes of `buf` the records span; the next frame or the fault starts there. */
+  readonly consumed: number;
+  /** `buf` ends inside a frame. */
+  readonly needMore: boolean;
+  /** A bad frame at `consumed`; `offset` is absolute (base added). */
+  readonly fault?: NativeFault;
 }
 
 /** A file opened for reading, with its chunk index already scanned. */

@@ -2,6 +2,7 @@ import { type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
 import { DatasetError } from '../errors.js';
 import { expectInteger, invalidArgument } from '../validate.js';
+import { locateRecord } from './locate-record.js';
 
 /** Options of `RecordIODataSource.open`. */
 export interface RecordIODataSourceOptions {
@@ -77,7 +78,7 @@ export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
 
   /** Record `index` of the concatenated files. */
   async get(index: number): Promise<Uint8Array> {
-    const [file, local] = this.#locate(index);
+    const [file, local] = locateRecord(this.#starts, index);
     const reader = this.#readers[file]!;
     if (typeof reader.get === 'function') return reader.get(local);
     const chunk = chunkOf(reader, local);
@@ -103,20 +104,6 @@ export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
 
   toString(): string {
     return `RecordIODataSource(${this.paths.length} files, ${this.length} records)`;
-  }
-
-  #locate(index: number): [file: number, local: number] {
-    if (!(Number.isInteger(index) && index >= 0 && index < this.length)) {
-      expectInteger(index, 'index', 0, Math.max(0, this.length - 1));
-    }
-    let lo = 0;
-    let hi = this.#readers.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (this.#starts[mid]! <= index) lo = mid;
-      else hi = mid - 1;
-    }
-    return [lo, index - this.#starts[lo]!];
   }
 
   /** The decoded chunk, from the cache (most recently used last) or read now. */

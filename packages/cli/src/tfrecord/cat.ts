@@ -1,0 +1,59 @@
+import { TFRecordReader } from '@edl/recordio';
+import type { CommandIO } from '../command.js';
+import { choiceOption, integerOption, parseCommandLine } from '../recordio/args.js';
+import { BufferedOutput } from '../recordio/output.js';
+import { formatRecord, OUTPUT_FORMATS } from '../recordio/record-format.js';
+import { COMPRESSION_CHOICES } from './compression-choice.js';
+
+/**
+ * `edl tfrecord cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl|example]
+ * [--compression auto|none|gzip|zlib]`. As `edl recordio cat`: `--count` is clamped to the records
+ * after `--start`, a start past the end is an error, and on a damaged file every record before the
+ * fault is printed, then the error (exit 1).
+ */
+export async function cat(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      start: { type: 'string' },
+      count: { type: 'string' },
+      format: { type: 'string' },
+      compression: { type: 'string' },
+    },
+    ['FILE'],
+  );
+  const start = integerOption(values.start, '--start', 0);
+  const requested = integerOption(values.count, '--count', Number.MAX_SAFE_INTEGER);
+  const format = choiceOption(values.format, '--format', OUTPUT_FORMATS, 'raw');
+  const compression = choiceOption(values.compression, '--compression', COMPRESSION_CHOICES, 'auto');
+
+  const reader = await TFRecordReader.open(positionals[0] as string, { compression });
+  const out = new BufferedOutput(io.stdout);
+  try {
+    if (start > reader.numRecords) {
+      throw new Error(`--start ${start} is past the ${reader.numRecords} records of ${reader.path}`);
+    }
+    const count = Math.min(requested, reader.numRecords - start);
+    let index = start;
+    for await (const batch of reader.batches(start, count)) {
+      for (let i = 0; i < batch.length; i++, index++) {
+        let pieces: (string | Uint8Array)[];
+        try {
+          pieces = formatRecord(batch.get(i), index, format);
+        } catch (error) {
+          throw new Error(`${(error as Error).message} (in ${reader.path})`);
+        }
+        for (const piece of pieces) await out.write(piece);
+        if (out.closed) break;
+      }
+      if (out.closed) break;
+    }
+    // The records were all printed; damage right after them still fails the command.
+    const fault = reader.tailFault();
+    if (fault !== undefined && start + count >= reader.numRecords && requested > count) throw fault;
+  } finally {
+    await out.end();
+    reader.close();
+  }
+  return 0;
+}
