@@ -5,7 +5,7 @@
  * Needs `pnpm build` (the page and the vendored chart library are copied into dist at build time).
  * Set EDL_LIVE_VIEW_SCREENSHOT=docs/live-view.png to refresh the README's screenshot.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { createDataReader } from '@edl/data';
 import { type MasterHandle, silentLogger, startMaster } from '@edl/master';
 import { generateCensusCsv } from '@edl/model-zoo';
+import { TFRecordReader } from '@edl/recordio';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -91,6 +92,7 @@ beforeAll(async () => {
     parameterStore: { optimizer: { type: 'sgd', learningRate: 0.05 } },
     logger: silentLogger,
     jobId: 'census-live',
+    tensorboardDir: path.join(dir, 'tensorboard'),
     http: { metricsToken: METRICS_TOKEN },
     workers: { command: process.execPath, args: workerArgs, numWorkers: 2, onOutput: () => {} },
   });
@@ -229,4 +231,25 @@ describe('live view of a running job', () => {
     for (const epoch of epochs) expect(epoch).toMatchObject({ todo: 0, doing: 0, done: epoch.total });
     expect(status.workers.map((w) => w.id).sort()).toEqual(['worker-0', 'worker-1']);
   }, 180_000);
+
+  it('wrote TensorBoard scalars: loss, throughput and every evaluation metric', async () => {
+    await handle.wait();
+    const [file] = readdirSync(path.join(dir, 'tensorboard'));
+    expect(file).toMatch(/^events\.out\.tfevents\./);
+    const reader = await TFRecordReader.open(path.join(dir, 'tensorboard', file as string));
+    const tags = new Map<string, number>();
+    for await (const record of reader.records()) {
+      const text = Buffer.from(record).toString('latin1');
+      for (const tag of ['loss', 'records_per_second', 'eval/accuracy', 'eval/auc']) {
+        if (text.includes(`${String.fromCharCode(tag.length)}${tag}`))
+          tags.set(tag, (tags.get(tag) ?? 0) + 1);
+      }
+    }
+    reader.close();
+    expect(tags.get('loss')).toBeGreaterThan(1);
+    expect(tags.get('records_per_second')).toBeGreaterThan(0);
+    const rounds = (await handle.wait()).evaluations.length;
+    expect(tags.get('eval/accuracy')).toBe(rounds);
+    expect(tags.get('eval/auc')).toBe(rounds);
+  });
 });

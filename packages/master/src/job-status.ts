@@ -341,6 +341,11 @@ export class JobStatusTracker implements MasterObserver {
     }
   }
 
+  /** The latest throughput point, [seconds since start, records per second]. */
+  get latestThroughput(): readonly [number, number] | undefined {
+    return this.#throughput[this.#throughput.length - 1];
+  }
+
   /** Last mean loss any worker reported (null before the first). */
   get lastLoss(): number | null {
     return this.#lastMeanLoss;

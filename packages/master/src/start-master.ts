@@ -7,6 +7,7 @@ import type { InstanceManager } from './instance-manager.js';
 import { JobStatusTracker } from './job-status.js';
 import { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 import { type JobResult, Master, type MasterOptions } from './master.js';
+import { TensorBoardWriter } from './tensorboard.js';
 import { checkInteger } from './validate.js';
 
 /** Options of {@link startMaster}: the master's, where to listen, the data readers and the workers. */
@@ -31,6 +32,8 @@ export interface StartMasterOptions extends MasterOptions {
   readonly leaseCheckIntervalMs?: number;
   /** After the job ends, how long workers get to exit by themselves (default 10,000 ms). */
   readonly workerExitGraceMs?: number;
+  /** Write TensorBoard scalars (loss, throughput, evaluation metrics) into this directory. */
+  readonly tensorboardDir?: string;
   /** The job's id in log lines, the live view and metrics (default: 8 random hex digits). */
   readonly jobId?: string;
   /**
@@ -97,6 +100,10 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     options.http === undefined
       ? undefined
       : await serveLiveView(tracker, createJobMetrics(master, tracker), { ...options.http, token });
+  const tensorboard =
+    options.tensorboardDir === undefined
+      ? undefined
+      : new TensorBoardWriter(options.tensorboardDir, master, tracker);
   let instances: InstanceManager | undefined;
   const server = await serveMaster(master, {
     token,
@@ -152,6 +159,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       await instances?.stop();
       await server.shutdown();
       await master.flush();
+      await tensorboard?.close();
     })();
     return stopping;
   };

@@ -557,6 +557,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       logger,
       // --- live view (issue 14): reach it with kubectl port-forward ---
       jobId: jobName,
+      ...(options.tensorboardDir ? { tensorboardDir: options.tensorboardDir } : {}),
       http: {
         host: options.httpHost,
         port: options.httpPort,

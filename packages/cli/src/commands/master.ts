@@ -47,6 +47,7 @@ Live view and logs:
   --http-port N (0: any)  --http-host H (127.0.0.1)   the live job view, /api/status and /metrics
   --metrics-token TOKEN   a second token that opens /metrics only (for Prometheus)
   --log-level debug|info|warn|error|silent (info)     --quiet   errors and the final summary only
+  --tensorboard-dir DIR   write TensorBoard scalars (loss, throughput, evaluation metrics) there
 
 Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=... and EDL_MASTER_HTTP=... first, so that workers can be
 started by hand, then the live view's address (with the token).
@@ -91,6 +92,7 @@ const options = {
   'metrics-token': { type: 'string' },
   'log-level': { type: 'string' },
   quiet: { type: 'boolean' },
+  'tensorboard-dir': { type: 'string' },
   // --- end live view ---
 } as const;
 
@@ -239,6 +241,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       logger,
       jobId,
       http,
+      ...optional('tensorboardDir', v['tensorboard-dir']),
       ...(numWorkers > 0
         ? {
             workers: {

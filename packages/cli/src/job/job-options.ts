@@ -50,6 +50,8 @@ export interface JobOptions {
   readonly logLevel: LogLevel;
   /** Errors and the final summary only. */
   readonly quiet: boolean;
+  /** Directory of TensorBoard scalars. */
+  readonly tensorboardDir?: string;
   // --- end live view ---
 }
 
@@ -89,6 +91,7 @@ const OPTION_SPEC = {
   'metrics-token': { type: 'string' },
   'log-level': { type: 'string' },
   quiet: { type: 'boolean' },
+  'tensorboard-dir': { type: 'string' },
   // --- end live view ---
 } as const;
 
@@ -136,7 +139,8 @@ Live view and logs:
   --http-host HOST              interface of the live view (default 127.0.0.1)
   --metrics-token TOKEN         a second token that opens /metrics only (for Prometheus)
   --log-level LEVEL             debug | info | warn | error | silent (default info)
-  --quiet                       errors and the final summary only`;
+  --quiet                       errors and the final summary only
+  --tensorboard-dir DIR         write TensorBoard scalars (loss, throughput, evaluation) there`;
 
 function integer(values: Record<string, unknown>, name: string, fallback: number, min: number): number {
   const raw = values[name];
@@ -239,7 +243,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
 /** The live view and logging options (issue 14). */
 function liveViewOptions(
   values: Record<string, string | boolean | undefined>,
-): Pick<JobOptions, 'httpPort' | 'httpHost' | 'metricsToken' | 'logLevel' | 'quiet'> {
+): Pick<JobOptions, 'httpPort' | 'httpHost' | 'metricsToken' | 'logLevel' | 'quiet' | 'tensorboardDir'> {
   const httpPort = integer(values, 'http-port', 0, 0);
   if (httpPort > 65_535)
     throw new UsageError(`Expected a port <= 65535 for --http-port but received '${httpPort}'`);
@@ -250,12 +254,14 @@ function liveViewOptions(
     throw new UsageError((error as Error).message);
   }
   const metricsToken = values['metrics-token'] as string | undefined;
+  const tensorboardDir = values['tensorboard-dir'] as string | undefined;
   return {
     httpPort,
     httpHost: (values['http-host'] as string | undefined) ?? '127.0.0.1',
     ...(metricsToken === undefined ? {} : { metricsToken }),
     logLevel,
     quiet: values.quiet === true,
+    ...(tensorboardDir === undefined ? {} : { tensorboardDir }),
   };
 }
 

@@ -174,6 +174,7 @@ async function runJobIn(
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
     logger: masterLogger(io, bar, options, jobId),
     jobId,
+    ...(options.tensorboardDir ? { tensorboardDir: path.resolve(options.tensorboardDir) } : {}),
     http: {
       host: options.httpHost,
       port: options.httpPort,
