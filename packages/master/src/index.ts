@@ -66,3 +66,4 @@ export {
   type TaskManagerState,
   type TaskManagerStatus,
 } from './task-manager.js';
+export { encodeScalarEvent, TensorBoardWriter } from './tensorboard.js';
