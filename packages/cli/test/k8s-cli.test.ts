@@ -434,9 +434,9 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
       process.env.EDL_JOB_TOKEN = 'census';
       let preempted = '';
       const timer = setInterval(() => {
-        // Preempt worker-0 once it has trained a step (its first step logs a "progress" event).
+        // Preempt worker-0 once it has trained a step (its first step logs a "progress" line).
         const lines = cluster.server.logs.get('ml/census-worker-0') ?? [];
-        if (!preempted && lines.some((l) => l.includes('"event":"progress"'))) {
+        if (!preempted && lines.some((l) => l.includes('"msg":"progress"'))) {
           preempted = 'census-worker-0';
           if (cluster.kubelet.running().includes(preempted)) cluster.kubelet.kill(preempted, 'preempt');
         }

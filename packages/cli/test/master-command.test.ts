@@ -1,9 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { readCheckpoint } from '@edl/master';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/main.js';
@@ -119,6 +120,72 @@ describe('edl master', () => {
     expect(err.join('')).toMatch(
       /error job failed: WORKER_RESTARTS_EXHAUSTED: Worker slot 0 ended 2 times.* \{"code":"WORKER_RESTARTS_EXHAUSTED"\}\n/,
     );
+  }, 60_000);
+
+  it('serves the live view; `edl master status` prints its /api/status', async () => {
+    const csv = join(dir, 'status.csv');
+    writeFileSync(csv, `x,y\n${Array.from({ length: 40 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+    const master = io();
+    // No local workers: the job waits for the one started below, after the status checks.
+    const running = runCli(
+      ['master', '--training-data', csv, '--data-reader-params', '{"header":true}', '--minibatch-size', '10'],
+      master.io,
+    );
+    const env = await new Promise<Record<string, string>>((resolve) => {
+      const check = () => {
+        const text = master.out.join('');
+        if (/EDL_MASTER_HTTP=.+\n/.test(text)) {
+          resolve(
+            Object.fromEntries(
+              text
+                .split('\n')
+                .filter((l) => l.includes('='))
+                .map((l) => l.split('=', 2)),
+            ),
+          );
+        }
+      };
+      master.io.stdout.on('data', check);
+      check();
+    });
+    expect(env.EDL_MASTER_HTTP).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(master.err.join('')).toContain(`live view: ${env.EDL_MASTER_HTTP}/?token=${env.EDL_JOB_TOKEN}`);
+    const saved = { token: process.env.EDL_JOB_TOKEN, http: process.env.EDL_MASTER_HTTP };
+    try {
+      process.env.EDL_JOB_TOKEN = env.EDL_JOB_TOKEN;
+      process.env.EDL_MASTER_HTTP = env.EDL_MASTER_HTTP;
+      const status = io();
+      expect(await runCli(['master', 'status'], status.io)).toBe(0);
+      const snapshot = JSON.parse(status.out.join(''));
+      expect(snapshot.job).toMatchObject({
+        state: 'running',
+        type: 'training',
+        recordsTotal: 40,
+        modelVersion: 0,
+      });
+      expect(snapshot.workers).toEqual([]);
+      process.env.EDL_JOB_TOKEN = 'wrong';
+      const refused = io();
+      expect(await runCli(['master', 'status'], refused.io)).toBe(1);
+      expect(refused.err.join('')).toContain(`${env.EDL_MASTER_HTTP}/api/status answered 401`);
+    } finally {
+      process.env.EDL_JOB_TOKEN = saved.token;
+      if (saved.http === undefined) delete process.env.EDL_MASTER_HTTP;
+      else process.env.EDL_MASTER_HTTP = saved.http;
+      if (saved.token === undefined) delete process.env.EDL_JOB_TOKEN;
+    }
+    // One simulated worker finishes the job (asynchronously: the master runs in this process).
+    await promisify(execFile)(process.execPath, [simWorker], {
+      env: {
+        ...process.env,
+        EDL_MASTER_ADDR: env.EDL_MASTER_ADDR,
+        EDL_JOB_TOKEN: env.EDL_JOB_TOKEN,
+        EDL_WORKER_ID: 'worker-by-hand',
+        SIM_RECORDS: '40',
+        SIM_READER: JSON.stringify({ type: 'text', params: { path: csv, header: true } }),
+      },
+    });
+    expect(await running).toBe(0);
   }, 60_000);
 
   it('refuses bad arguments with a usage error', async () => {

@@ -137,10 +137,7 @@ describe('edl train | evaluate | predict', () => {
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(events.filter((e) => e.event === 'backend.selected').map((e) => e.backend)).toEqual([
-      'cpu',
-      'cpu',
-    ]);
+    expect(events.filter((e) => e.msg === 'backend.selected').map((e) => e.backend)).toEqual(['cpu', 'cpu']);
   }, 120_000);
 
   it('evaluates the checkpoint (evaluation-only job)', async () => {
@@ -208,9 +205,9 @@ describe('edl train | evaluate | predict', () => {
       ],
       (line) => {
         if (killed !== undefined || !line.startsWith('{')) return;
-        const event = JSON.parse(line) as { event?: string; records?: number; pid?: number; worker?: string };
+        const event = JSON.parse(line) as { msg?: string; records?: number; pid?: number; worker?: string };
         if (
-          event.event === 'progress' &&
+          event.msg === 'progress' &&
           (event.records ?? 0) >= 100 &&
           event.pid !== undefined &&
           event.worker === 'worker-1'

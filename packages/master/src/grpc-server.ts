@@ -4,6 +4,7 @@ import {
   CallErrorSchema,
   DEFAULT_MAX_MESSAGE_BYTES,
   fromTensorMessage,
+  fromWorkerStatsMessage,
   GetJobStatusResponseSchema,
   GetModelResponseSchema,
   type GetTaskResponse,
@@ -164,7 +165,10 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     ),
   });
   const heartbeat = (r: In<'heartbeat'>): HeartbeatResponse => {
-    const reply = master.heartbeat(checkString(r.workerId, 'workerId'));
+    const reply = master.heartbeat(
+      checkString(r.workerId, 'workerId'),
+      r.stats === undefined ? undefined : fromWorkerStatsMessage(r.stats),
+    );
     return {
       $typeName: 'edl.v1.HeartbeatResponse',
       shouldStop: reply.shouldStop,

@@ -16,19 +16,34 @@ export { CheckpointError, JobFailedError, MasterError, MasterStateError } from '
 export { auc, MetricsAccumulator } from './evaluation-metrics.js';
 export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
+export {
+  type LiveViewOptions,
+  type LiveViewServer,
+  serveLiveView,
+} from './http/live-view-server.js';
+export { createJobMetrics } from './http/metrics.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
+export {
+  type JobEvent,
+  type JobStatusSnapshot,
+  JobStatusTracker,
+  type JobStatusTrackerOptions,
+  type TaskCounts,
+  type WorkerStatus,
+} from './job-status.js';
 export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
   type AppliedGradient,
   type EvaluationReport,
+  type GradientOutcomes,
   type JobResult,
   Master,
   type MasterOptions,
-  type GradientOutcomes,
   type ReportReply,
   type TaskReply,
 } from './master.js';
+export type { MasterObserver } from './master-observer.js';
 export { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
 export {
   DEFAULT_ASYNC_MAX_STALENESS,
@@ -53,3 +68,4 @@ export {
   type TaskManagerState,
   type TaskManagerStatus,
 } from './task-manager.js';
+export { encodeScalarEvent, TensorBoardWriter } from './tensorboard.js';

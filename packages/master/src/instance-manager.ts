@@ -28,4 +28,6 @@ export interface InstanceEvents {
   jobEnded(): boolean;
   /** Asks a worker to leave through its heartbeats (before signals). */
   requestStop?(workerId: string): void;
+  /** A worker process started; `restarts` > 0 when it replaces one that ended while the job ran. */
+  workerStarted?(workerId: string, restarts: number): void;
 }

@@ -144,6 +144,7 @@ export class LocalInstanceManager implements InstanceManager {
     slot.process = child;
     slot.workerId = workerId;
     slot.stopping = false;
+    this.#events.workerStarted?.(workerId, slot.restarts);
     const output = this.#options.onOutput ?? ((id, line) => process.stderr.write(`[${id}] ${line}\n`));
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on('line', (line) => output(workerId, line));

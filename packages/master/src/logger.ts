@@ -1,28 +1,28 @@
-/** Where the master's structured log lines go. */
+import {
+  createLogger,
+  type Logger,
+  type LoggerOptions,
+  type LogStream,
+  silentLogger as silent,
+} from '@edl/proto';
+
+/** Where the master's structured log lines go: the processes' one logger (@edl/proto's `Logger`). */
 export interface MasterLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-function write(
-  stream: NodeJS.WritableStream,
-  level: string,
-  message: string,
-  fields?: Record<string, unknown>,
-): void {
-  const suffix = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
-  stream.write(`${new Date().toISOString()} [edl-master] ${level} ${message}${suffix}\n`);
-}
-
-/** Writes `time [edl-master] level message {fields}` lines to a stream (stderr by default). */
-export function createStreamLogger(stream: NodeJS.WritableStream = process.stderr): MasterLogger {
-  return {
-    info: (message, fields) => write(stream, 'info', message, fields),
-    warn: (message, fields) => write(stream, 'warn', message, fields),
-    error: (message, fields) => write(stream, 'error', message, fields),
-  };
+/**
+ * The master's pino logger on a stream (stderr by default): readable lines on a terminal, JSON
+ * lines otherwise; `options` set the level, quiet mode and fields every line carries (the job id).
+ */
+export function createStreamLogger(
+  stream: LogStream = process.stderr,
+  options: Omit<LoggerOptions, 'stream'> = {},
+): Logger {
+  return createLogger({ ...options, stream, bindings: { source: 'master', ...options.bindings } });
 }
 
 /** Drops everything (tests, benchmarks). */
-export const silentLogger: MasterLogger = { info: () => {}, warn: () => {}, error: () => {} };
+export const silentLogger: MasterLogger = silent;

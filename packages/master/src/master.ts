@@ -5,11 +5,13 @@ import {
   type NamedTensor,
   type TaskAssignment,
   type TaskRangeRef,
+  type WorkerStatsReport,
 } from '@edl/proto';
 import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { CheckpointError, type JobFailedError, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
+import type { MasterObserver } from './master-observer.js';
 import { ParameterStore, type ParameterStoreOptions } from './parameter-store.js';
 import {
   TaskManager,
@@ -131,6 +133,7 @@ export class Master {
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
   #ended = false;
+  readonly #observers: MasterObserver[] = [];
 
   /** Use {@link Master.create}, which also resumes from a checkpoint. */
   constructor(options: MasterOptions) {
@@ -139,12 +142,13 @@ export class Master {
     this.#checkpointSteps = checkInteger(options.checkpointSteps ?? 0, 'checkpointSteps', 0);
     checkInteger(options.keepCheckpoints ?? 3, 'keepCheckpoints', 1);
     this.store = new ParameterStore(options.parameterStore);
-    this.evaluation = new EvaluationService(options.metricsFile, (result) =>
+    this.evaluation = new EvaluationService(options.metricsFile, (result) => {
       this.logger.info(`evaluation of model version ${result.modelVersion}`, {
         ...result.metrics,
         records: result.records,
-      }),
-    );
+      });
+      for (const o of this.#observers) o.onEvaluation?.(result);
+    });
     this.#done = new Promise((resolve) => {
       this.#settle = resolve;
     });
@@ -186,6 +190,15 @@ export class Master {
       master.#end();
     }
     return master;
+  }
+
+  /** Adds an observer of what happens in the master (the live view, metrics); returns its removal. */
+  observe(observer: MasterObserver): () => void {
+    this.#observers.push(observer);
+    return () => {
+      const at = this.#observers.indexOf(observer);
+      if (at >= 0) this.#observers.splice(at, 1);
+    };
   }
 
   /** Resolves when the job ends (never rejects: a failed job resolves with state 'failed'). */
@@ -333,8 +346,9 @@ export class Master {
     return progress;
   }
 
-  heartbeat(workerId: string): { shouldStop: boolean; modelVersion: number } {
+  heartbeat(workerId: string, stats?: WorkerStatsReport): { shouldStop: boolean; modelVersion: number } {
     this.taskManager.heartbeat(workerId);
+    for (const o of this.#observers) o.onHeartbeat?.(workerId, stats);
     return {
       shouldStop: this.taskManager.finished || this.#stopRequested.has(workerId),
       modelVersion: this.store.version,
@@ -346,11 +360,17 @@ export class Master {
     this.#stopRequested.add(workerId);
   }
 
+  /** The instance manager started a worker (`restarts` > 0: it replaces a lost one). */
+  workerStarted(workerId: string, restarts: number): void {
+    for (const o of this.#observers) o.onWorkerStarted?.(workerId, restarts);
+  }
+
   /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
     if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
+    for (const o of this.#observers) o.onWorkerLost?.(workerId, reason, recovered);
     return recovered;
   }
 
@@ -412,6 +432,7 @@ export class Master {
       (path) => {
         this.#lastCheckpoint = path;
         this.logger.info(`checkpoint written: ${path}`, { modelVersion: snapshot.store.version });
+        for (const o of this.#observers) o.onCheckpoint?.(path, snapshot.store.version);
       },
       (error: unknown) => this.logger.error(`checkpoint failed: ${String(error)}`),
     );
@@ -419,6 +440,7 @@ export class Master {
   }
 
   #onTaskEvent(event: TaskManagerEvent): void {
+    for (const o of this.#observers) o.onTaskEvent?.(event);
     switch (event.type) {
       case 'epoch-started':
         this.logger.info(`epoch ${event.epoch} started`, { tasks: event.tasks, records: event.records });

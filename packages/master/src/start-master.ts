@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { DataReader, Shard } from '@edl/data';
 import { type MasterServer, serveMaster } from './grpc-server.js';
+import { type LiveViewServer, serveLiveView } from './http/live-view-server.js';
+import { createJobMetrics } from './http/metrics.js';
 import type { InstanceManager } from './instance-manager.js';
+import { JobStatusTracker } from './job-status.js';
 import { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 import { type JobResult, Master, type MasterOptions } from './master.js';
+import { TensorBoardWriter } from './tensorboard.js';
 import { checkInteger } from './validate.js';
 
 /** Options of {@link startMaster}: the master's, where to listen, the data readers and the workers. */
@@ -28,6 +32,22 @@ export interface StartMasterOptions extends MasterOptions {
   readonly leaseCheckIntervalMs?: number;
   /** After the job ends, how long workers get to exit by themselves (default 10,000 ms). */
   readonly workerExitGraceMs?: number;
+  /** Write TensorBoard scalars (loss, throughput, evaluation metrics) into this directory. */
+  readonly tensorboardDir?: string;
+  /** The job's id in log lines, the live view and metrics (default: 8 random hex digits). */
+  readonly jobId?: string;
+  /**
+   * Serve the live view, `/api/status` and `/metrics` over HTTP (default: not served). It stays up
+   * after the job ends, until {@link MasterHandle.stop}.
+   */
+  readonly http?: {
+    /** Interface (default 127.0.0.1). */
+    readonly host?: string;
+    /** Port (default 0: a free one). */
+    readonly port?: number;
+    /** A token that opens `/metrics` only; the job token opens everything. */
+    readonly metricsToken?: string;
+  };
 }
 
 /** A running master. */
@@ -38,9 +58,14 @@ export interface MasterHandle {
   readonly master: Master;
   readonly instanceManager?: InstanceManager;
   readonly server: MasterServer;
+  readonly jobId: string;
+  /** What the live view shows, also without HTTP. */
+  readonly status: JobStatusTracker;
+  /** The live view, with `http`. */
+  readonly liveView?: LiveViewServer;
   /** Resolves when the job has ended and the workers are gone (never rejects; see `state`). */
   wait(): Promise<JobResult>;
-  /** Stops workers and server now (the job is left as it is: resume it from its checkpoint). */
+  /** Stops workers and servers (the live view too) now; a job still running is left as it is: resume it from its checkpoint. */
   stop(): Promise<void>;
 }
 
@@ -69,6 +94,16 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     ...(predictionShards ? { predictionShards } : {}),
   });
   const token = options.token ?? randomBytes(32).toString('hex');
+  const jobId = options.jobId ?? randomBytes(4).toString('hex');
+  const tracker = new JobStatusTracker(master, { jobId });
+  const liveView =
+    options.http === undefined
+      ? undefined
+      : await serveLiveView(tracker, createJobMetrics(master, tracker), { ...options.http, token });
+  const tensorboard =
+    options.tensorboardDir === undefined
+      ? undefined
+      : new TensorBoardWriter(options.tensorboardDir, master, tracker);
   let instances: InstanceManager | undefined;
   const server = await serveMaster(master, {
     token,
@@ -90,11 +125,17 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     giveUp: (code: string, message: string) => master.fail(code, message),
     jobEnded: () => master.taskManager.finished,
     requestStop: (workerId: string) => master.requestStop(workerId),
+    workerStarted: (workerId: string, restarts: number) => master.workerStarted(workerId, restarts),
   };
   if (options.instanceManager) instances = options.instanceManager(server.address, token, master);
   else if (options.workers) {
     instances = new LocalInstanceManager(
-      { ...options.workers, masterAddress: server.address, token },
+      {
+        ...options.workers,
+        env: { ...options.workers.env, EDL_JOB_ID: jobId },
+        masterAddress: server.address,
+        token,
+      },
       events,
     );
   }
@@ -112,14 +153,23 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
   await instances?.start();
 
   let stopping: Promise<void> | undefined;
-  const stop = () => {
+  const stopJob = () => {
     stopping ??= (async () => {
       clearInterval(leaseTimer);
       await instances?.stop();
       await server.shutdown();
       await master.flush();
+      await tensorboard?.close();
     })();
     return stopping;
+  };
+  let closing: Promise<void> | undefined;
+  const stop = () => {
+    closing ??= stopJob().then(async () => {
+      tracker.close();
+      await liveView?.close();
+    });
+    return closing;
   };
   const finished = master.done.then(async (result) => {
     const grace = options.workerExitGraceMs ?? 10_000;
@@ -127,7 +177,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     while (instances !== undefined && instances.runningWorkers > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    await stop();
+    await stopJob();
     return result;
   });
   return {
@@ -136,6 +186,9 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     master,
     ...(instances ? { instanceManager: instances } : {}),
     server,
+    jobId,
+    status: tracker,
+    ...(liveView ? { liveView } : {}),
     wait: () => finished,
     stop,
   };

@@ -75,11 +75,27 @@ export type TaskManagerEvent =
       readonly failures: number;
       /** Whether this recovery counted as a failure of the task (see {@link TaskManager.recoverWorker}). */
       readonly counted: boolean;
+      /** What the task is and where it belongs (for the live view's task counts). */
+      readonly kind?: Kind;
+      readonly epoch?: number;
+      readonly round?: number;
+    }
+  | {
+      readonly type: 'task-completed';
+      readonly taskId: number;
+      readonly workerId: string;
+      readonly kind: Kind;
+      /** Records of the whole task. */
+      readonly records: number;
+      readonly epoch: number;
+      readonly round: number;
     }
   | { readonly type: 'job-succeeded' }
   | { readonly type: 'job-failed'; readonly error: JobFailedError };
 
-type Kind = 'training' | 'evaluation' | 'prediction' | 'train-end';
+/** What a task is. */
+export type TaskKind = 'training' | 'evaluation' | 'prediction' | 'train-end';
+type Kind = TaskKind;
 type Phase = 'training' | 'final-evaluation' | 'train-end' | 'evaluation' | 'prediction' | 'done';
 
 interface TaskRecord {
@@ -891,8 +907,18 @@ export class TaskManager {
   }
 
   #complete(record: TaskRecord): void {
+    const workerId = record.worker ?? '';
     this.#release(record);
     this.#completed.add(record.id);
+    this.#onEvent({
+      type: 'task-completed',
+      taskId: record.id,
+      workerId,
+      kind: record.kind,
+      records: record.end - record.start,
+      epoch: record.epoch,
+      round: record.round,
+    });
     if (record.kind === 'evaluation') {
       this.#evalOpen--;
       if (this.#evalOpen === 0) {
@@ -922,6 +948,9 @@ export class TaskManager {
       remaining: record.end - record.progress,
       failures: record.failures,
       counted: countAsFailure,
+      kind: record.kind,
+      epoch: record.epoch,
+      round: record.round,
     });
     if (record.failures >= this.maxTaskFailures) {
       const what =

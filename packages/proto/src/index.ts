@@ -13,6 +13,18 @@ export {
   masterServiceDefinition,
 } from './grpc-service.js';
 export {
+  createLogger,
+  formatPrettyLine,
+  LOG_LEVELS,
+  type LogFields,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+  type LogStream,
+  parseLogLevel,
+  silentLogger,
+} from './logger.js';
+export {
   type EvaluationMetricsReport,
   type GetTaskResult,
   type GradientReport,
@@ -28,3 +40,4 @@ export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } fro
 export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
+export { fromWorkerStatsMessage, toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';

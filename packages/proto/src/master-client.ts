@@ -35,6 +35,7 @@ import {
 import { fromTaskMessage, type TaskAssignment } from './task-assignment.js';
 import { fromTensorMessage, type NamedTensor, toTensorMessage } from './tensor.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
+import { toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';
 
 /** Options of {@link MasterClient}. */
 export interface MasterClientOptions {
@@ -392,8 +393,15 @@ export class MasterClient {
   }
 
   /** Renews the leases of every task this worker holds. */
-  async heartbeat(workerId: string): Promise<{ shouldStop: boolean; modelVersion: number }> {
-    const request: HeartbeatRequest = { $typeName: 'edl.v1.HeartbeatRequest', workerId };
+  async heartbeat(
+    workerId: string,
+    stats?: WorkerStatsReport,
+  ): Promise<{ shouldStop: boolean; modelVersion: number }> {
+    const request: HeartbeatRequest = {
+      $typeName: 'edl.v1.HeartbeatRequest',
+      workerId,
+      ...(stats === undefined ? {} : { stats: toWorkerStatsMessage(stats) }),
+    };
     let response: { shouldStop: boolean; modelVersion: bigint };
     if (this.#useStream) {
       const result = await this.#streamCall('heartbeat', { case: 'heartbeat', value: request });

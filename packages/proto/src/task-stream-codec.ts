@@ -1,4 +1,4 @@
-import { fromBinary } from '@bufbuild/protobuf';
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   type CallError,
   type GetTaskRequest,
@@ -16,6 +16,7 @@ import {
   TaskStreamRequestSchema,
   type TaskStreamResponse,
   TaskStreamResponseSchema,
+  WorkerStatsSchema,
 } from './generated/edl/v1/master_pb.js';
 
 /*
@@ -110,6 +111,14 @@ function writeMessage(field: number, body: () => void): void {
   pos = end;
 }
 
+function writeBytes(field: number, bytes: Uint8Array): void {
+  writeTag(field, 2);
+  writeVarint(bytes.length);
+  ensure(bytes.length);
+  buf.set(bytes, pos);
+  pos += bytes.length;
+}
+
 function writeInt64Field(field: number, v: bigint): void {
   if (v === 0n) return;
   writeTag(field, 0);
@@ -177,7 +186,12 @@ function writeRequest(r: TaskStreamRequest): void {
       writeInt64Field(3, v.recordsDone);
       writeStringField(4, v.error);
     });
-  else if (c.case === 'heartbeat') writeMessage(4, () => writeStringField(1, c.value.workerId));
+  else if (c.case === 'heartbeat')
+    writeMessage(4, () => {
+      writeStringField(1, c.value.workerId);
+      // Stats ride on a heartbeat every second or so: the reflective encoder is cheap enough there.
+      if (c.value.stats !== undefined) writeBytes(2, toBinary(WorkerStatsSchema, c.value.stats));
+    });
 }
 
 function writeResponse(r: TaskStreamResponse): void {

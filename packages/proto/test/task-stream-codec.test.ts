@@ -34,6 +34,25 @@ const requests: MessageInitShape<typeof TaskStreamRequestSchema>[] = [
   { callId: 0xffffffff, call: { case: 'getTask', value: { workerId: '' } } },
   { callId: 7, call: { case: 'heartbeat', value: { workerId: 'wörker-∑-😀' } } },
   {
+    callId: 8,
+    call: {
+      case: 'heartbeat',
+      value: {
+        workerId: 'worker-1',
+        stats: {
+          backend: 'cpu',
+          steps: 12n,
+          trainingRecords: 384n,
+          lastLoss: 0.25,
+          meanLoss: 0.5,
+          lossSteps: 3n,
+          elapsedSeconds: 1.5,
+          timerSeconds: { compute_loss: 0.75, get_task: 0.01 },
+        },
+      },
+    },
+  },
+  {
     callId: 300,
     call: {
       case: 'reportTaskResult',
@@ -148,7 +167,7 @@ describe('TaskStream codec (hand-written) against the generated protobuf-es code
       [TaskBatchStreamRequestSchema, ['calls']],
       [TaskBatchStreamResponseSchema, ['results']],
       [GetTaskRequestSchema, ['worker_id']],
-      [HeartbeatRequestSchema, ['worker_id']],
+      [HeartbeatRequestSchema, ['worker_id', 'stats']],
       [ReportTaskResultRequestSchema, ['worker_id', 'task_id', 'records_done', 'error']],
       [GetTaskResponseSchema, ['task', 'job_finished', 'job_error']],
       [TaskSchema, ['id', 'shard', 'type', 'model_version', 'extended_config', 'epoch', 'lease_ms']],

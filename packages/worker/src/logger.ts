@@ -1,3 +1,5 @@
+import { createLogger, type LoggerOptions, silentLogger as silent } from '@edl/proto';
+
 /** Structured fields attached to a log event. */
 export type LogFields = Readonly<Record<string, string | number | boolean | null | undefined>>;
 
@@ -8,15 +10,17 @@ export interface WorkerLogger {
 }
 
 /** A logger that drops everything: the default for library use. */
-export const silentLogger: WorkerLogger = { info() {}, warn() {} };
+export const silentLogger: WorkerLogger = silent;
 
-/** A logger that writes one JSON object per line: `{"ts":..,"level":..,"event":..,...fields}`. */
-export function jsonLineLogger(stream: NodeJS.WritableStream, base: LogFields = {}): WorkerLogger {
-  const write = (level: string, event: string, fields?: LogFields) => {
-    stream.write(`${JSON.stringify({ ts: new Date().toISOString(), level, event, ...base, ...fields })}\n`);
-  };
-  return {
-    info: (event, fields) => write('info', event, fields),
-    warn: (event, fields) => write('warn', event, fields),
-  };
+/**
+ * The worker's pino logger writing one JSON object per line:
+ * `{"level":"info","time":"...","msg":"task.done",...base,...fields}`, `base` naming the job and
+ * the worker. `options` set the level and quiet mode.
+ */
+export function jsonLineLogger(
+  stream: NodeJS.WritableStream,
+  base: LogFields = {},
+  options: Pick<LoggerOptions, 'level' | 'quiet'> = {},
+): WorkerLogger {
+  return createLogger({ ...options, stream, format: 'json', bindings: base });
 }

@@ -3,6 +3,7 @@ import { type DataReader, IterDataset } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
 import { describeValue, WorkerError } from './errors.js';
+import { LiveStats } from './live-stats.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection, WorkerTask } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
@@ -36,6 +37,8 @@ export interface WorkerOptions<TRecord> {
    * `prefetch: 0`, the serialized loop; else the available cores - 1, at least 1).
    */
   readonly inputWorkers?: number;
+  /** Name of the compute backend in use, reported with heartbeats (default: tfjs's backend). */
+  readonly backend?: string;
   /** Heartbeat period in milliseconds (default 2000). */
   readonly heartbeatMs?: number;
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
@@ -127,6 +130,7 @@ class WorkerLoop<TRecord> {
   #tasksDone = 0;
   #tasksFailed = 0;
   #stopRequested = false;
+  readonly #live = new LiveStats();
 
   constructor(options: WorkerOptions<TRecord>) {
     this.#o = options;
@@ -212,7 +216,14 @@ class WorkerLoop<TRecord> {
 
   async #heartbeat(): Promise<void> {
     try {
-      const response = await this.#o.master.heartbeat(this.#o.workerId);
+      const stats = this.#live.take({
+        backend: this.#o.backend ?? tf.getBackend() ?? '',
+        steps: this.#steps,
+        records: this.#records,
+        lastLoss: this.#lastLoss,
+        timers: this.#timers,
+      });
+      const response = await this.#o.master.heartbeat(this.#o.workerId, stats);
       if (response.shouldStop && !this.#stopRequested) {
         this.#stopRequested = true;
         this.#logger.info('worker.stop_requested', {});
@@ -407,6 +418,7 @@ class WorkerLoop<TRecord> {
         this.#steps++;
         this.#stepsSincePull++;
         this.#lastLoss = step.loss;
+        this.#live.addLoss(step.loss);
         if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
         return true;
       }

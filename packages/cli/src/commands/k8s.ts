@@ -515,7 +515,11 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
   const podName = process.env.EDL_POD_NAME;
   const podUid = process.env.EDL_POD_UID;
   const masterAddress = one(args, 'master-address') ?? L.masterServiceAddress(jobName, namespace, port);
-  const logger = L.createStreamLogger(io.stderr);
+  const logger = L.createStreamLogger(io.stderr, {
+    level: options.logLevel,
+    quiet: options.quiet,
+    bindings: { job: jobName },
+  });
   const definition = await L.loadModel(options.modelDef);
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
@@ -554,6 +558,14 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       port,
       token,
       logger,
+      // --- live view (issue 14): reach it with kubectl port-forward ---
+      jobId: jobName,
+      ...(options.tensorboardDir ? { tensorboardDir: options.tensorboardDir } : {}),
+      http: {
+        host: options.httpHost,
+        port: options.httpPort,
+        ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+      },
       instanceManager: L.kubernetesInstanceManager({
         api,
         template: {
@@ -585,6 +597,8 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
+    if (handle.liveView)
+      logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
     // The pod is being deleted (or the node drained): stop the workers and leave; a job with
     // --checkpoint-dir resumes from there when submitted again.
     let onSignal = () => {};
@@ -602,6 +616,7 @@ async function master(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
       return 143;
     }
+    await handle.stop();
     const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
       `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,

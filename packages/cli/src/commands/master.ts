@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { DataReader, JsonObject } from '@edl/data';
 import type { JobType, OptimizerConfig } from '@edl/master';
@@ -16,7 +17,10 @@ export const MASTER_JOB_TYPES = [
 
 const usage = `Usage: edl master [options]            run a job's master (and its local workers)
        edl master scale N --address HOST:PORT   change the number of workers of a running job
-       edl master status --address HOST:PORT    print a running job's progress as JSON
+       edl master status [--http URL | --address HOST:PORT]
+                                          print a running job's status as JSON: the live
+                                          view's /api/status (--http or EDL_MASTER_HTTP), else
+                                          the gRPC summary
 
 Data (origins as for edl train: a RecordIO file or directory, a .csv/.tsv/.txt file, postgres://...):
   --training-data ORIGIN        --validation-data ORIGIN       --prediction-data ORIGIN
@@ -40,7 +44,14 @@ Server and workers:
                         {masterAddress} are replaced; workers get EDL_MASTER_ADDR, EDL_JOB_TOKEN and
                         EDL_WORKER_ID in their environment
 
-Prints EDL_MASTER_ADDR=... and EDL_JOB_TOKEN=... first, so that workers can be started by hand.
+Live view and logs:
+  --http-port N (0: any)  --http-host H (127.0.0.1)   the live job view, /api/status and /metrics
+  --metrics-token TOKEN   a second token that opens /metrics only (for Prometheus)
+  --log-level debug|info|warn|error|silent (info)     --quiet   errors and the final summary only
+  --tensorboard-dir DIR   write TensorBoard scalars (loss, throughput, evaluation metrics) there
+
+Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=... and EDL_MASTER_HTTP=... first, so that workers can be
+started by hand, then the live view's address (with the token).
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments, 130 interrupted (resume it from
 its checkpoint directory).`;
 
@@ -75,6 +86,13 @@ const options = {
   'num-workers': { type: 'integer', max: 10_000 },
   'max-restarts': { type: 'integer' },
   'worker-command': { type: 'string' },
+  // The live view, metrics and logs.
+  'http-port': { type: 'integer', max: 65_535 },
+  'http-host': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
+  quiet: { type: 'boolean' },
+  'tensorboard-dir': { type: 'string' },
 } as const;
 
 type MasterValues = CommandLine<typeof options>['values'];
@@ -132,7 +150,17 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     ...(v['staleness-modulation'] === true ? { stalenessModulation: true } : {}),
     optimizer,
   };
-  const logger = createStreamLogger(io.stderr);
+  const jobId = randomBytes(4).toString('hex');
+  const logger = createStreamLogger(io.stderr, {
+    level: v['log-level'] ?? 'info',
+    quiet: v.quiet ?? false,
+    bindings: { job: jobId },
+  });
+  const http = {
+    ...optionalValue('port', v['http-port']),
+    ...optionalValue('host', v['http-host']),
+    ...optionalValue('metricsToken', v['metrics-token']),
+  };
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
     if (origin === undefined) return undefined;
@@ -169,6 +197,9 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       ...optional('port', v.port),
       ...optional('token', process.env.EDL_JOB_TOKEN),
       logger,
+      jobId,
+      http,
+      ...optional('tensorboardDir', v['tensorboard-dir']),
       ...(numWorkers > 0
         ? {
             workers: {
@@ -180,7 +211,10 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
           }
         : {}),
     });
-    io.stdout.write(`EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\n`);
+    io.stdout.write(
+      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n`,
+    );
+    if (!v.quiet) io.stderr.write(`live view: ${handle.liveView?.url}\n`);
     let onSignal = () => {};
     const interrupted = new Promise<'interrupted'>((resolve) => {
       onSignal = () => resolve('interrupted');
@@ -209,17 +243,34 @@ function optionalValue<K extends string, T>(key: K, value: T | undefined): Parti
   return (value !== undefined ? { [key]: value } : {}) as Partial<Record<K, T>>;
 }
 
+/** `edl master status` through the live view: the same JSON as the page shows. */
+async function httpStatus(origin: string, token: string, io: CommandIO): Promise<number> {
+  let response: Response;
+  try {
+    response = await fetch(new URL('/api/status', origin), { headers: { authorization: `Bearer ${token}` } });
+  } catch (error) {
+    throw new Error(`cannot reach the master's live view at ${origin}: ${(error as Error).message}`);
+  }
+  if (!response.ok) {
+    throw new Error(`${origin}/api/status answered ${response.status}: ${(await response.text()).trim()}`);
+  }
+  io.stdout.write(`${JSON.stringify(await response.json())}\n`);
+  return 0;
+}
+
 async function admin(name: 'scale' | 'status', argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
-    { address: { type: 'string' } },
+    { address: { type: 'string' }, http: { type: 'string' } },
     name === 'scale' ? ['the number of workers: edl master scale N'] : [],
   );
   const n = name === 'scale' ? integerValue(positionals[0] as string, 'N (workers)', 0, 10_000) : 0;
-  const address = values.address ?? process.env.EDL_MASTER_ADDR;
   const token = process.env.EDL_JOB_TOKEN;
-  if (address === undefined) throw new UsageError('missing --address (or EDL_MASTER_ADDR)');
   if (token === undefined || token === '') throw new UsageError('missing EDL_JOB_TOKEN in the environment');
+  const http = values.http ?? (values.address === undefined ? process.env.EDL_MASTER_HTTP : undefined);
+  if (name === 'status' && http !== undefined && http !== '') return httpStatus(http, token, io);
+  const address = values.address ?? process.env.EDL_MASTER_ADDR;
+  if (address === undefined) throw new UsageError('missing --address (or EDL_MASTER_ADDR)');
   const { MasterClient } = await import('@edl/proto');
   const client = await MasterClient.connect(address, token);
   try {

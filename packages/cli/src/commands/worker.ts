@@ -56,6 +56,7 @@ export const command: Command = {
       'stats-dir': { type: 'string' },
       'export-dir': { type: 'string' },
       'model-checkpoint': { type: 'string' },
+      'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
     });
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -87,7 +88,11 @@ export const command: Command = {
       import('@edl/worker'),
       import('../job/model-and-readers.js'),
     ]);
-    const logger = jsonLineLogger(io.stdout, { worker: workerId, pid: process.pid });
+    const logger = jsonLineLogger(
+      io.stdout,
+      { worker: workerId, pid: process.pid, ...(process.env.EDL_JOB_ID ? { job: process.env.EDL_JOB_ID } : {}) },
+      { level: values['log-level'] ?? 'info' },
+    );
     const backend = await selectBackend({ backend: values.backend ?? 'auto', logger });
     const definition = await loadModel(modelDef);
     const open = async (origin: string | undefined) =>

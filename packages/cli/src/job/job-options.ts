@@ -9,6 +9,7 @@ import {
   type OptionSpecs,
   parseCommandLine,
 } from '../args.js';
+import type { LogLevel } from '@edl/proto';
 import { UsageError } from '../command.js';
 
 /**
@@ -53,6 +54,19 @@ export interface JobOptions {
   readonly maxRestarts: number;
   readonly maxTaskFailures: number;
   readonly leaseMs: number;
+  // --- live view, metrics and logs (issue 14) ---
+  /** Port of the live view and /metrics (0: a free one). */
+  readonly httpPort: number;
+  /** Interface of the live view (default 127.0.0.1). */
+  readonly httpHost: string;
+  /** A token that opens /metrics only. */
+  readonly metricsToken?: string;
+  readonly logLevel: LogLevel;
+  /** Errors and the final summary only. */
+  readonly quiet: boolean;
+  /** Directory of TensorBoard scalars. */
+  readonly tensorboardDir?: string;
+  // --- end live view ---
 }
 
 /** The job options; numbers stay strings here and are checked (with their defaults) below. */
@@ -87,6 +101,14 @@ export const OPTION_SPEC = {
   'max-restarts': { type: 'string' },
   'lease-ms': { type: 'string' },
   'max-task-failures': { type: 'string' },
+  // --- live view, metrics and logs (issue 14) ---
+  'http-port': { type: 'string' },
+  'http-host': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'log-level': { type: 'string' },
+  quiet: { type: 'boolean' },
+  'tensorboard-dir': { type: 'string' },
+  // --- end live view ---
 } as const satisfies OptionSpecs;
 
 /** Help text of the options, shared by the commands' usages. */
@@ -127,7 +149,15 @@ Worker:
 Output:
   --output FILE                 predictions as JSON lines (edl predict; default predictions.jsonl)
   --metrics-file FILE           evaluation metrics as JSON lines
-  --stats                       print the timers as JSON after the table`;
+  --stats                       print the timers as JSON after the table
+Live view and logs:
+  --http-port N                 port of the live job view, /api/status and /metrics (default 0:
+                                a free port); the address printed at start carries the job token
+  --http-host HOST              interface of the live view (default 127.0.0.1)
+  --metrics-token TOKEN         a second token that opens /metrics only (for Prometheus)
+  --log-level LEVEL             debug | info | warn | error | silent (default info)
+  --quiet                       errors and the final summary only
+  --tensorboard-dir DIR         write TensorBoard scalars (loss, throughput, evaluation) there`;
 
 function integer(
   values: Record<string, unknown>,
@@ -188,6 +218,30 @@ export function parseJobOptions(argv: string[]): JobOptions {
     maxRestarts: integer(values, 'max-restarts', 3, 0),
     maxTaskFailures: integer(values, 'max-task-failures', 3, 1),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
+    ...liveViewOptions(values),
+  };
+}
+
+/** The live view and logging options (issue 14). */
+function liveViewOptions(
+  values: Record<string, string | boolean | undefined>,
+): Pick<JobOptions, 'httpPort' | 'httpHost' | 'metricsToken' | 'logLevel' | 'quiet' | 'tensorboardDir'> {
+  const httpPort = integer(values, 'http-port', 0, 0, 65_535);
+  // The levels of @edl/proto's LOG_LEVELS, listed here so that checking them loads nothing heavy.
+  const logLevel: LogLevel = choiceValue(
+    (values['log-level'] as string | undefined) ?? 'info',
+    '--log-level',
+    ['debug', 'info', 'warn', 'error', 'silent'] as const,
+  );
+  const metricsToken = values['metrics-token'] as string | undefined;
+  const tensorboardDir = values['tensorboard-dir'] as string | undefined;
+  return {
+    httpPort,
+    httpHost: (values['http-host'] as string | undefined) ?? '127.0.0.1',
+    ...(metricsToken === undefined ? {} : { metricsToken }),
+    logLevel,
+    quiet: values.quiet === true,
+    ...(tensorboardDir === undefined ? {} : { tensorboardDir }),
   };
 }
 
@@ -227,6 +281,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
   // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
   const checkpoint = options.modelCheckpoint ?? options.checkpointDir;

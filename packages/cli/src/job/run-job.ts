@@ -1,10 +1,18 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataReader } from '@edl/data';
-import { type JobResult, type MasterLogger, type StartMasterOptions, startMaster } from '@edl/master';
+import {
+  createStreamLogger,
+  type JobResult,
+  type MasterLogger,
+  type StartMasterOptions,
+  startMaster,
+} from '@edl/master';
+import { createLogger, formatPrettyLine } from '@edl/proto';
 import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
@@ -51,21 +59,22 @@ function edlBin(): string {
   return bin;
 }
 
-function masterLogger(io: CommandIO, bar: ProgressBar | undefined): MasterLogger {
-  const emit = (level: string, message: string, fields?: Record<string, unknown>) => {
-    if (bar !== undefined) {
-      if (level !== 'info') bar.log(`${level}: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-      return;
-    }
-    io.stderr.write(
-      `${JSON.stringify({ ts: new Date().toISOString(), level, source: 'master', message, ...fields })}\n`,
-    );
-  };
-  return {
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-  };
+/** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
+function masterLogger(
+  io: CommandIO,
+  bar: ProgressBar | undefined,
+  options: JobOptions,
+  jobId: string,
+): MasterLogger {
+  const settings = { level: options.logLevel, quiet: options.quiet, bindings: { job: jobId } };
+  if (bar === undefined) return createStreamLogger(io.stderr, { ...settings, format: 'json' });
+  const color = io.isTTY;
+  return createLogger({
+    ...settings,
+    bindings: { source: 'master', ...settings.bindings },
+    format: 'json',
+    stream: { write: (line: string) => bar.log(formatPrettyLine(line.trimEnd(), color)) },
+  });
 }
 
 /**
@@ -105,7 +114,8 @@ async function runJobIn(
   const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
   const predictionOutput =
     kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
-  const bar = io.isTTY ? new ProgressBar(io.stderr) : undefined;
+  const bar = io.isTTY && !options.quiet ? new ProgressBar(io.stderr) : undefined;
+  const jobId = randomBytes(4).toString('hex');
   let lastLoss: number | undefined;
 
   const onOutput = (workerId: string, line: string) => {
@@ -119,15 +129,9 @@ async function runJobIn(
     }
     if (event !== undefined && typeof event.loss === 'number') lastLoss = event.loss;
     if (bar !== undefined) {
-      if (
-        event === undefined ||
-        event.level === 'warn' ||
-        event.level === 'error' ||
-        event.event === 'backend.selected'
-      ) {
-        bar.log(
-          `[${workerId}] ${event ? `${String(event.event)} ${JSON.stringify({ ...event, ts: undefined, level: undefined, event: undefined, worker: undefined, pid: undefined })}` : line}`,
-        );
+      if (event === undefined) bar.log(`[${workerId}] ${line}`);
+      else if (event.level === 'warn' || event.level === 'error' || event.msg === 'backend.selected') {
+        bar.log(formatPrettyLine(line, true));
       }
       return;
     }
@@ -152,7 +156,14 @@ async function runJobIn(
     checkpointSteps: options.checkpointSteps,
     ...(options.modelCheckpoint ? { modelCheckpoint: path.resolve(options.modelCheckpoint) } : {}),
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
-    logger: masterLogger(io, bar),
+    logger: masterLogger(io, bar, options, jobId),
+    jobId,
+    ...(options.tensorboardDir ? { tensorboardDir: path.resolve(options.tensorboardDir) } : {}),
+    http: {
+      host: options.httpHost,
+      port: options.httpPort,
+      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+    },
     workers: {
       command: process.execPath,
       args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
@@ -162,6 +173,11 @@ async function runJobIn(
     },
   };
   const handle = await startMaster(masterOptions);
+  if (handle.liveView !== undefined && !options.quiet) {
+    const line = `live view: ${handle.liveView.url}`;
+    if (bar !== undefined) bar.log(line);
+    else io.stderr.write(`${line}\n`);
+  }
   // Ctrl-C: stop the workers and the server cleanly; the job resumes from --checkpoint-dir.
   let interrupted: (() => void) | undefined;
   const stopped = new Promise<'interrupted'>((resolve) => {
@@ -196,6 +212,8 @@ async function runJobIn(
     clearInterval(timer);
     process.removeListener('SIGINT', interrupt);
     bar?.clear();
+    // The job has ended (or was interrupted): the live view goes with it.
+    await handle.stop();
   }
 
   if (result === 'interrupted') {

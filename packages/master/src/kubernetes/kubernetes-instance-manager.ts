@@ -231,6 +231,7 @@ export class KubernetesInstanceManager implements InstanceManager {
     this.#slots.set(slot, workerId);
     this.#summary.launched++;
     if (relaunch) this.#summary.relaunched++;
+    this.#events.workerStarted?.(workerId, relaunch ? 1 : 0);
     const creation = this.#create(record).finally(() => this.#creations.delete(creation));
     this.#creations.add(creation);
   }

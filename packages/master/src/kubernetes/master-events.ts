@@ -10,5 +10,6 @@ export function masterInstanceEvents(master: Master): InstanceEvents {
     giveUp: (code, message) => master.fail(code, message),
     jobEnded: () => master.taskManager.finished,
     requestStop: (workerId) => master.requestStop(workerId),
+    workerStarted: (workerId, restarts) => master.workerStarted(workerId, restarts),
   };
 }

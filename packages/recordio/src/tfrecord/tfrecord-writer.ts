@@ -136,6 +136,12 @@ export class TFRecordWriter {
   }
 
   /** Writes what is buffered and closes the file; resolves when every byte is on disk. Idempotent. */
+  /** Frames and writes the buffered records now (a reader following the file sees them). */
+  flush(): void {
+    this.#checkOpen();
+    this.#flush();
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#flush();

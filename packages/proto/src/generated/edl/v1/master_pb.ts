@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIImEKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBAUIPCg1faGF2ZV92ZXJzaW9uIm4KEEdldE1vZGVsUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxITCgtpbml0aWFsaXplZBgCIAEoCBIhCgl2YXJpYWJsZXMYAyADKAsyDi5lZGwudjEuVGVuc29yEhEKCXVuY2hhbmdlZBgEIAEoCCJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMiRAoJVGFza1JhbmdlEg8KB3Rhc2tfaWQYASABKAMSEwoLcmFuZ2Vfc3RhcnQYAiABKAMSEQoJcmFuZ2VfZW5kGAMgASgDItkBChVSZXBvcnRHcmFkaWVudFJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSIQoJZ3JhZGllbnRzGAYgAygLMg4uZWRsLnYxLlRlbnNvchImCgttb3JlX3JhbmdlcxgHIAMoCzIRLmVkbC52MS5UYXNrUmFuZ2USEgoKd2FudF9tb2RlbBgIIAEoCCKkAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiJQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0IkIKFlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QSKAoFY2FsbHMYASADKAsyGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QiRgoXVGFza0JhdGNoU3RyZWFtUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UqpwEKCFRhc2tUeXBlEhkKFVRBU0tfVFlQRV9VTlNQRUNJRklFRBAAEhYKElRBU0tfVFlQRV9UUkFJTklORxABEhgKFFRBU0tfVFlQRV9FVkFMVUFUSU9OEAISGAoUVEFTS19UWVBFX1BSRURJQ1RJT04QAxISCg5UQVNLX1RZUEVfV0FJVBAEEiAKHFRBU0tfVFlQRV9UUkFJTl9FTkRfQ0FMTEJBQ0sQBSrUAQoOR3JhZGllbnRTdGF0dXMSHwobR1JBRElFTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYR1JBRElFTlRfU1RBVFVTX0FDQ0VQVEVEEAESGQoVR1JBRElFTlRfU1RBVFVTX1NUQUxFEAISIwofR1JBRElFTlRfU1RBVFVTX0FMUkVBRFlfQVBQTElFRBADEiAKHEdSQURJRU5UX1NUQVRVU19PVVRfT0ZfT1JERVIQBBIhCh1HUkFESUVOVF9TVEFUVVNfVEFTS19OT1RfSEVMRBAFMp4HCg1NYXN0ZXJTZXJ2aWNlEjoKB0dldFRhc2sSFi5lZGwudjEuR2V0VGFza1JlcXVlc3QaFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlElUKEFJlcG9ydFRhc2tSZXN1bHQSHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3QaIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEj0KCEdldE1vZGVsEhcuZWRsLnYxLkdldE1vZGVsUmVxdWVzdBoYLmVkbC52MS5HZXRNb2RlbFJlc3BvbnNlElIKD1JlcG9ydFZhcmlhYmxlcxIeLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXF1ZXN0Gh8uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEk8KDlJlcG9ydEdyYWRpZW50Eh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlEmoKF1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzEiYuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVxdWVzdBonLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkkKDFNjYWxlV29ya2VycxIbLmVkbC52MS5TY2FsZVdvcmtlcnNSZXF1ZXN0GhwuZWRsLnYxLlNjYWxlV29ya2Vyc1Jlc3BvbnNlEkkKDEdldEpvYlN0YXR1cxIbLmVkbC52MS5HZXRKb2JTdGF0dXNSZXF1ZXN0GhwuZWRsLnYxLkdldEpvYlN0YXR1c1Jlc3BvbnNlEjEKBFBpbmcSEy5lZGwudjEuUGluZ1JlcXVlc3QaFC5lZGwudjEuUGluZ1Jlc3BvbnNlEkcKClRhc2tTdHJlYW0SGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QaGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKAEwARJWCg9UYXNrQmF0Y2hTdHJlYW0SHi5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVxdWVzdBofLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIImEKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBAUIPCg1faGF2ZV92ZXJzaW9uIm4KEEdldE1vZGVsUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxITCgtpbml0aWFsaXplZBgCIAEoCBIhCgl2YXJpYWJsZXMYAyADKAsyDi5lZGwudjEuVGVuc29yEhEKCXVuY2hhbmdlZBgEIAEoCCJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMiRAoJVGFza1JhbmdlEg8KB3Rhc2tfaWQYASABKAMSEwoLcmFuZ2Vfc3RhcnQYAiABKAMSEQoJcmFuZ2VfZW5kGAMgASgDItkBChVSZXBvcnRHcmFkaWVudFJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSIQoJZ3JhZGllbnRzGAYgAygLMg4uZWRsLnYxLlRlbnNvchImCgttb3JlX3JhbmdlcxgHIAMoCzIRLmVkbC52MS5UYXNrUmFuZ2USEgoKd2FudF9tb2RlbBgIIAEoCCKkAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMi6wIKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0IkIKFlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QSKAoFY2FsbHMYASADKAsyGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QiRgoXVGFza0JhdGNoU3RyZWFtUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UqpwEKCFRhc2tUeXBlEhkKFVRBU0tfVFlQRV9VTlNQRUNJRklFRBAAEhYKElRBU0tfVFlQRV9UUkFJTklORxABEhgKFFRBU0tfVFlQRV9FVkFMVUFUSU9OEAISGAoUVEFTS19UWVBFX1BSRURJQ1RJT04QAxISCg5UQVNLX1RZUEVfV0FJVBAEEiAKHFRBU0tfVFlQRV9UUkFJTl9FTkRfQ0FMTEJBQ0sQBSrUAQoOR3JhZGllbnRTdGF0dXMSHwobR1JBRElFTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYR1JBRElFTlRfU1RBVFVTX0FDQ0VQVEVEEAESGQoVR1JBRElFTlRfU1RBVFVTX1NUQUxFEAISIwofR1JBRElFTlRfU1RBVFVTX0FMUkVBRFlfQVBQTElFRBADEiAKHEdSQURJRU5UX1NUQVRVU19PVVRfT0ZfT1JERVIQBBIhCh1HUkFESUVOVF9TVEFUVVNfVEFTS19OT1RfSEVMRBAFMp4HCg1NYXN0ZXJTZXJ2aWNlEjoKB0dldFRhc2sSFi5lZGwudjEuR2V0VGFza1JlcXVlc3QaFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlElUKEFJlcG9ydFRhc2tSZXN1bHQSHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3QaIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEj0KCEdldE1vZGVsEhcuZWRsLnYxLkdldE1vZGVsUmVxdWVzdBoYLmVkbC52MS5HZXRNb2RlbFJlc3BvbnNlElIKD1JlcG9ydFZhcmlhYmxlcxIeLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXF1ZXN0Gh8uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEk8KDlJlcG9ydEdyYWRpZW50Eh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlEmoKF1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzEiYuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVxdWVzdBonLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkkKDFNjYWxlV29ya2VycxIbLmVkbC52MS5TY2FsZVdvcmtlcnNSZXF1ZXN0GhwuZWRsLnYxLlNjYWxlV29ya2Vyc1Jlc3BvbnNlEkkKDEdldEpvYlN0YXR1cxIbLmVkbC52MS5HZXRKb2JTdGF0dXNSZXF1ZXN0GhwuZWRsLnYxLkdldEpvYlN0YXR1c1Jlc3BvbnNlEjEKBFBpbmcSEy5lZGwudjEuUGluZ1JlcXVlc3QaFC5lZGwudjEuUGluZ1Jlc3BvbnNlEkcKClRhc2tTdHJlYW0SGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QaGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKAEwARJWCg9UYXNrQmF0Y2hTdHJlYW0SHi5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVxdWVzdBofLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXNwb25zZSgBMAFiBnByb3RvMw");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -653,6 +653,14 @@ export type HeartbeatRequest = Message<"edl.v1.HeartbeatRequest"> & {
    * @generated from field: string worker_id = 1;
    */
   workerId: string;
+
+  /**
+   * What the worker did so far, for the master's live view and metrics. Optional: a worker that
+   * sends none (an older one) is still a live worker.
+   *
+   * @generated from field: edl.v1.WorkerStats stats = 2;
+   */
+  stats?: WorkerStats | undefined;
 };
 
 /**
@@ -661,6 +669,87 @@ export type HeartbeatRequest = Message<"edl.v1.HeartbeatRequest"> & {
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
   messageDesc(file_edl_v1_master, 19);
+
+/**
+ * Cumulative counters of one worker process, sent with its heartbeats.
+ *
+ * @generated from message edl.v1.WorkerStats
+ */
+export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
+  /**
+   * The compute backend in use (webgpu, tensorflow, wasm, cpu).
+   *
+   * @generated from field: string backend = 1;
+   */
+  backend: string;
+
+  /**
+   * Training steps whose gradient the master accepted.
+   *
+   * @generated from field: int64 steps = 2;
+   */
+  steps: bigint;
+
+  /**
+   * Records processed, per task kind.
+   *
+   * @generated from field: int64 training_records = 3;
+   */
+  trainingRecords: bigint;
+
+  /**
+   * @generated from field: int64 evaluation_records = 4;
+   */
+  evaluationRecords: bigint;
+
+  /**
+   * @generated from field: int64 prediction_records = 5;
+   */
+  predictionRecords: bigint;
+
+  /**
+   * Loss of the last accepted training step.
+   *
+   * @generated from field: optional double last_loss = 6;
+   */
+  lastLoss?: number | undefined;
+
+  /**
+   * Seconds since the worker started.
+   *
+   * @generated from field: double elapsed_seconds = 7;
+   */
+  elapsedSeconds: number;
+
+  /**
+   * Seconds spent per timed activity (get_task, get_batch, input_fn, data_wait, compute_loss,
+   * get_model, report_gradient); spans of different activities overlap.
+   *
+   * @generated from field: map<string, double> timer_seconds = 8;
+   */
+  timerSeconds: { [key: string]: number };
+
+  /**
+   * Mean loss of the training steps accepted since the previous heartbeat (absent if none).
+   *
+   * @generated from field: optional double mean_loss = 9;
+   */
+  meanLoss?: number | undefined;
+
+  /**
+   * Steps counted in mean_loss.
+   *
+   * @generated from field: int64 loss_steps = 10;
+   */
+  lossSteps: bigint;
+};
+
+/**
+ * Describes the message edl.v1.WorkerStats.
+ * Use `create(WorkerStatsSchema)` to create a new message.
+ */
+export const WorkerStatsSchema: GenMessage<WorkerStats> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 20);
 
 /**
  * @generated from message edl.v1.HeartbeatResponse
@@ -684,7 +773,7 @@ export type HeartbeatResponse = Message<"edl.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 20);
+  messageDesc(file_edl_v1_master, 21);
 
 /**
  * @generated from message edl.v1.ScaleWorkersRequest
@@ -701,7 +790,7 @@ export type ScaleWorkersRequest = Message<"edl.v1.ScaleWorkersRequest"> & {
  * Use `create(ScaleWorkersRequestSchema)` to create a new message.
  */
 export const ScaleWorkersRequestSchema: GenMessage<ScaleWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 21);
+  messageDesc(file_edl_v1_master, 22);
 
 /**
  * @generated from message edl.v1.ScaleWorkersResponse
@@ -718,7 +807,7 @@ export type ScaleWorkersResponse = Message<"edl.v1.ScaleWorkersResponse"> & {
  * Use `create(ScaleWorkersResponseSchema)` to create a new message.
  */
 export const ScaleWorkersResponseSchema: GenMessage<ScaleWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 22);
+  messageDesc(file_edl_v1_master, 23);
 
 /**
  * @generated from message edl.v1.GetJobStatusRequest
@@ -731,7 +820,7 @@ export type GetJobStatusRequest = Message<"edl.v1.GetJobStatusRequest"> & {
  * Use `create(GetJobStatusRequestSchema)` to create a new message.
  */
 export const GetJobStatusRequestSchema: GenMessage<GetJobStatusRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 23);
+  messageDesc(file_edl_v1_master, 24);
 
 /**
  * @generated from message edl.v1.GetJobStatusResponse
@@ -795,7 +884,7 @@ export type GetJobStatusResponse = Message<"edl.v1.GetJobStatusResponse"> & {
  * Use `create(GetJobStatusResponseSchema)` to create a new message.
  */
 export const GetJobStatusResponseSchema: GenMessage<GetJobStatusResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 24);
+  messageDesc(file_edl_v1_master, 25);
 
 /**
  * A no-op call: the baseline of the dispatch benchmark, and a liveness probe.
@@ -810,7 +899,7 @@ export type PingRequest = Message<"edl.v1.PingRequest"> & {
  * Use `create(PingRequestSchema)` to create a new message.
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 25);
+  messageDesc(file_edl_v1_master, 26);
 
 /**
  * @generated from message edl.v1.PingResponse
@@ -823,7 +912,7 @@ export type PingResponse = Message<"edl.v1.PingResponse"> & {
  * Use `create(PingResponseSchema)` to create a new message.
  */
 export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 26);
+  messageDesc(file_edl_v1_master, 27);
 
 /**
  * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
@@ -868,7 +957,7 @@ export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
  * Use `create(TaskStreamRequestSchema)` to create a new message.
  */
 export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 27);
+  messageDesc(file_edl_v1_master, 28);
 
 /**
  * A failed call on a TaskStream: a gRPC status code and its details.
@@ -892,7 +981,7 @@ export type CallError = Message<"edl.v1.CallError"> & {
  * Use `create(CallErrorSchema)` to create a new message.
  */
 export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 28);
+  messageDesc(file_edl_v1_master, 29);
 
 /**
  * @generated from message edl.v1.TaskStreamResponse
@@ -938,7 +1027,7 @@ export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
  * Use `create(TaskStreamResponseSchema)` to create a new message.
  */
 export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 29);
+  messageDesc(file_edl_v1_master, 30);
 
 /**
  * Several TaskStream calls in one message. A client process that runs many workers (or many
@@ -960,7 +1049,7 @@ export type TaskBatchStreamRequest = Message<"edl.v1.TaskBatchStreamRequest"> & 
  * Use `create(TaskBatchStreamRequestSchema)` to create a new message.
  */
 export const TaskBatchStreamRequestSchema: GenMessage<TaskBatchStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 30);
+  messageDesc(file_edl_v1_master, 31);
 
 /**
  * @generated from message edl.v1.TaskBatchStreamResponse
@@ -977,7 +1066,7 @@ export type TaskBatchStreamResponse = Message<"edl.v1.TaskBatchStreamResponse"> 
  * Use `create(TaskBatchStreamResponseSchema)` to create a new message.
  */
 export const TaskBatchStreamResponseSchema: GenMessage<TaskBatchStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 31);
+  messageDesc(file_edl_v1_master, 32);
 
 /**
  * What a worker is asked to do with a task.
