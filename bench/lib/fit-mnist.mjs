@@ -33,5 +33,12 @@ const weights = await Promise.all(
     values: Array.from(await w.read().data()),
   })),
 );
-writeFileSync(out, JSON.stringify({ weights, trainSeconds, steps: Math.ceil(records.length / Number(minibatch)) * Number(epochs) }));
+writeFileSync(
+  out,
+  JSON.stringify({
+    weights,
+    trainSeconds,
+    steps: Math.ceil(records.length / Number(minibatch)) * Number(epochs),
+  }),
+);
 console.log(JSON.stringify({ out, trainSeconds }));

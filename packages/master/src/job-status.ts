@@ -53,7 +53,6 @@ export interface JobEvent {
   readonly message: string;
 }
 
-
 /** What `GET /api/status` answers and the live page shows. */
 export interface JobStatusSnapshot {
   readonly job: {

@@ -188,4 +188,3 @@ describe('Master: one round trip per step', () => {
     expect(m.getModel(-1).unchanged).toBe(false);
   });
 });
-

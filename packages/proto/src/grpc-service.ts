@@ -95,7 +95,10 @@ function buildDefinition<
     getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
     reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },
   };
-  for (const [name, codec] of [...Object.entries(fast), ...Object.entries(model)] as [string, Partial<Codec>][]) {
+  for (const [name, codec] of [...Object.entries(fast), ...Object.entries(model)] as [
+    string,
+    Partial<Codec>,
+  ][]) {
     const method = definition[name];
     if (method !== undefined) Object.assign(method, codec);
   }

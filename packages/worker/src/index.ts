@@ -56,11 +56,11 @@ export {
   type GradientComputations,
   sumGradientComputations,
   sumTimerTotals,
-  type TimerTableRow,
   TIMER_NAMES,
   type TimerName,
   Timers,
   type TimersReport,
+  type TimerTableRow,
   type TimerTotal,
   type TimerTotals,
 } from './timers.js';

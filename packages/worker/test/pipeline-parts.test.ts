@@ -105,7 +105,16 @@ describe('Timers', () => {
     expect(table[0]).toMatch(
       /^Total Time\s+get_task\s+get_batch\s+input_fn\s+data_wait\s+compute_loss\s+get_model\s+report_gradient\s+wasted$/,
     );
-    expect(table[1]?.trim().split(/\s+/).slice(1)).toEqual(['0.3', '0.0', '0.0', '0.0', '2.0', '0.0', '0.0', '0']);
+    expect(table[1]?.trim().split(/\s+/).slice(1)).toEqual([
+      '0.3',
+      '0.0',
+      '0.0',
+      '0.0',
+      '2.0',
+      '0.0',
+      '0.0',
+      '0',
+    ]);
     const both = formatTimerTable([
       { label: 'a', totalSeconds: 1, job: report.job },
       { label: 'sum', totalSeconds: 1, job: sumTimerTotals([report, report]) },

@@ -90,7 +90,11 @@ export const command: Command = {
     ]);
     const logger = jsonLineLogger(
       io.stdout,
-      { worker: workerId, pid: process.pid, ...(process.env.EDL_JOB_ID ? { job: process.env.EDL_JOB_ID } : {}) },
+      {
+        worker: workerId,
+        pid: process.pid,
+        ...(process.env.EDL_JOB_ID ? { job: process.env.EDL_JOB_ID } : {}),
+      },
       { level: values['log-level'] ?? 'info' },
     );
     const backend = await selectBackend({ backend: values.backend ?? 'auto', logger });

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { JsonObject } from '@edl/data';
 import type { JobType } from '@edl/master';
+import type { LogLevel } from '@edl/proto';
 import {
   choiceValue,
   integerValue,
@@ -9,7 +10,6 @@ import {
   type OptionSpecs,
   parseCommandLine,
 } from '../args.js';
-import type { LogLevel } from '@edl/proto';
 import { UsageError } from '../command.js';
 
 /**
@@ -200,9 +200,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     numEpochs: integer(values, 'num-epochs', 1, 1),
     gradsToWait: integer(values, 'grads-to-wait', 1, 1),
     mode: choiceValue(str('mode') ?? 'async', '--mode', ['async', 'sync'] as const),
-    ...(str('max-staleness') === undefined
-      ? {}
-      : { maxStaleness: integer(values, 'max-staleness', 0, 0) }),
+    ...(str('max-staleness') === undefined ? {} : { maxStaleness: integer(values, 'max-staleness', 0, 0) }),
     stalenessModulation: values['staleness-modulation'] === true,
     ...(str('learning-rate') === undefined
       ? {}

@@ -1,6 +1,6 @@
 import { TFRecordReader } from '@edl/recordio';
-import type { CommandIO } from '../command.js';
 import { parseCommandLine } from '../args.js';
+import type { CommandIO } from '../command.js';
 import { BufferedOutput } from '../recordio/output.js';
 import { formatRecord, OUTPUT_FORMATS } from '../recordio/record-format.js';
 import { COMPRESSION_CHOICES } from './compression-choice.js';

@@ -1,6 +1,6 @@
 import { type TFRecordCompression, TFRecordError, TFRecordReader } from '@edl/recordio';
-import type { CommandIO } from '../command.js';
 import { parseCommandLine } from '../args.js';
+import type { CommandIO } from '../command.js';
 import { COMPRESSION_CHOICES } from './compression-choice.js';
 
 /** What `edl tfrecord inspect --json` prints. */
