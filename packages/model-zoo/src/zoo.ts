@@ -5,6 +5,7 @@ export const ZOO_MODELS = {
   cifar10: 'cifar10/model',
   'cifar10-small': 'cifar10/small-model',
   census: 'census/model',
+  mnist: 'mnist/model',
 } as const;
 
 /** A zoo model name. */
