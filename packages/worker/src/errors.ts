@@ -5,7 +5,9 @@ export type WorkerErrorCode =
   | 'MODEL_DEF_LOAD_FAILED'
   | 'TASK_FAILED'
   | 'MASTER_ERROR'
-  | 'DATA_ERROR';
+  | 'DATA_ERROR'
+  | 'TFJS_DUPLICATE'
+  | 'NON_FINITE';
 
 /** Base class of every non-argument error of @edl/worker; `code` is stable across releases. */
 export class WorkerError extends Error {
