@@ -22,7 +22,11 @@ export * from './backends/index.js';
 export { batchRecords } from './batch-records.js';
 export { registerChainedOps } from './chained-ops.js';
 export { assertSingleTfjs, loadedTfjsCopies } from './duplicate-tfjs.js';
-export { WorkerError, type WorkerErrorCode } from './errors.js';
+export {
+  taskErrorText,
+  WorkerError,
+  type WorkerErrorCode,
+} from './errors.js';
 export { checkModelDefinition, loadModelDefinition } from './load-model-definition.js';
 export { jsonLineLogger, type LogFields, silentLogger, type WorkerLogger } from './logger.js';
 export {
@@ -48,7 +52,7 @@ export type {
   PredictionContext,
   PredictionOutputsProcessor,
 } from './model-definition.js';
-export { ModelRunner, type StepResult } from './model-runner.js';
+export { ModelRunner, type ModelRunnerOptions, type StepOrigin, type StepResult } from './model-runner.js';
 export {
   loadNonTrainableWeights,
   NON_TRAINABLE_FILE,

@@ -36,7 +36,8 @@ Options:
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
-  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint`;
+  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
+  --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)`;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -69,8 +70,9 @@ export const command: Command = {
           'stats-dir': { type: 'string' },
           'export-dir': { type: 'string' },
           'model-checkpoint': { type: 'string' },
+          'allow-non-finite': { type: 'boolean' },
         },
-      }) as { values: Record<string, string | undefined> });
+      }) as unknown as { values: Record<string, string | undefined> });
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
@@ -138,6 +140,8 @@ export const command: Command = {
         minibatchSize: int('minibatch-size', 64) || 64,
         getModelSteps: int('get-model-steps', 1) || 1,
         prefetch: int('prefetch', 2),
+        // The one boolean flag of `edl worker`; the other values are strings.
+        allowNonFinite: (values as Record<string, unknown>)['allow-non-finite'] === true,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,

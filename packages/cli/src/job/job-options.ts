@@ -31,6 +31,8 @@ export interface JobOptions {
   readonly seed: number;
   readonly maxRestarts: number;
   readonly leaseMs: number;
+  /** Train on NaN or infinite losses and gradients instead of failing the job (issue 12). */
+  readonly allowNonFinite: boolean;
 }
 
 const OPTION_SPEC = {
@@ -55,6 +57,7 @@ const OPTION_SPEC = {
   output: { type: 'string' },
   'metrics-file': { type: 'string' },
   stats: { type: 'boolean' },
+  'allow-non-finite': { type: 'boolean' },
   shuffle: { type: 'boolean' },
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
@@ -81,6 +84,8 @@ Job:
   --shuffle, --seed N           shuffle task order per epoch, with a seed
   --max-restarts N              restarts per crashed worker before the job fails (default 3)
   --lease-ms N                  a silent worker loses its tasks after N ms (default 30000)
+  --allow-non-finite            train on NaN / infinite losses and gradients (default: a
+                                non-finite step fails the job, as Keras's TerminateOnNaN)
 Worker:
   --backend NAME                auto | webgpu | tensorflow | wasm | cpu (default auto)
   --get-model-steps N           pull the model every N steps (default 1)
@@ -164,6 +169,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     seed: integer(values, 'seed', 0, 0),
     maxRestarts: integer(values, 'max-restarts', 3, 0),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
+    allowNonFinite: values['allow-non-finite'] === true,
   };
 }
 
@@ -183,6 +189,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  if (options.allowNonFinite) args.push('--allow-non-finite');
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
   // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
   const checkpoint = options.modelCheckpoint ?? options.checkpointDir;

@@ -14,7 +14,7 @@ export type BuiltInReaderType = 'recordio' | 'text' | 'table';
 
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
   recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch'],
-  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride'],
+  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride', 'columns', 'inferTypes'],
   table: [
     'connection',
     'table',
