@@ -5,8 +5,10 @@ import { MNIST_CLASSES, MNIST_PIXEL_BYTES, MNIST_RECORD_BYTES, MNIST_SIDE } from
 
 /** Shape and optimizer of the MNIST CNN. */
 export interface MnistModelOptions {
-  /** Filters of the two convolutions (default [16, 32]). */
+  /** Filters of the two convolutions (default [8, 16]). */
   readonly filters?: readonly [number, number];
+  /** Side of the convolution kernels (default 5). */
+  readonly kernelSize?: number;
   /** Units of the hidden dense layer (default 64). */
   readonly hidden?: number;
   /** Learning rate of Adam (default 0.002). */
@@ -14,11 +16,11 @@ export interface MnistModelOptions {
 }
 
 /**
- * The classic small MNIST CNN: two 3x3 conv + ReLU + 2x2 max-pooling blocks, a dense ReLU layer and
+ * A small LeNet-style MNIST CNN: two 5x5 conv + ReLU + 2x2 max-pooling blocks, a dense ReLU layer and
  * a softmax over the ten digits. Layers are named and seeded, so every worker builds the same model.
  */
 export function buildMnistModel(options: MnistModelOptions = {}): tfl.LayersModel {
-  const [first, second] = options.filters ?? [16, 32];
+  const [first, second] = options.filters ?? [8, 16];
   return tfl.sequential({
     name: 'mnist',
     layers: [
@@ -26,7 +28,7 @@ export function buildMnistModel(options: MnistModelOptions = {}): tfl.LayersMode
         name: 'conv1',
         inputShape: [MNIST_SIDE, MNIST_SIDE, 1],
         filters: first,
-        kernelSize: 3,
+        kernelSize: options.kernelSize ?? 5,
         padding: 'same',
         activation: 'relu',
         kernelInitializer: tfl.initializers.heNormal({ seed: 1 }),
@@ -35,7 +37,7 @@ export function buildMnistModel(options: MnistModelOptions = {}): tfl.LayersMode
       tfl.layers.conv2d({
         name: 'conv2',
         filters: second,
-        kernelSize: 3,
+        kernelSize: options.kernelSize ?? 5,
         padding: 'same',
         activation: 'relu',
         kernelInitializer: tfl.initializers.heNormal({ seed: 2 }),

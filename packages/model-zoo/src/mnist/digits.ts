@@ -60,6 +60,8 @@ export interface MnistRecordIOOptions {
   readonly dir: string;
   /** Digits held out for testing (default 2,000); the rest are for training. */
   readonly testRecords?: number;
+  /** Training digits (default: all the rest, 8,000 with the default test set). */
+  readonly trainRecords?: number;
   /** Training files (default 4); each file is one or more shards. */
   readonly trainFiles?: number;
   /** Seed of the shuffle before the split: the same seed gives the same files (default 1). */
@@ -122,6 +124,16 @@ export async function writeMnistRecordIO(options: MnistRecordIOOptions): Promise
     );
   }
   const trainFiles = checkInteger(options.trainFiles ?? 4, 'options.trainFiles', 1);
+  const trainRecords = checkInteger(
+    options.trainRecords ?? digits.count - testRecords,
+    'options.trainRecords',
+    trainFiles,
+  );
+  if (testRecords + trainRecords > digits.count) {
+    throw new RangeError(
+      `Expected at most ${digits.count - testRecords} for options.trainRecords but received ${trainRecords}`,
+    );
+  }
   const seed = checkInteger(options.seed ?? 1, 'options.seed', 0);
   const compressor = options.compressor ?? 'snappy';
   const order = Array.from({ length: digits.count }, (_, i) => i);
@@ -133,7 +145,7 @@ export async function writeMnistRecordIO(options: MnistRecordIOOptions): Promise
   const test = await writeFiles(path.join(dir, 'test'), order.slice(0, testRecords), 1, digits, compressor);
   const train = await writeFiles(
     path.join(dir, 'train'),
-    order.slice(testRecords),
+    order.slice(testRecords, testRecords + trainRecords),
     trainFiles,
     digits,
     compressor,
