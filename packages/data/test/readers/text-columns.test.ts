@@ -80,7 +80,9 @@ describe('typed CSV columns', () => {
     const file = csv('plain.csv', 'a,b\n1,2\n');
     await expect(
       TextDataReader.open({ path: file, header: true, columns: { a: 'float64' as 'float32' } }),
-    ).rejects.toThrow("Expected 'float32' | 'int32' | 'string' for options.columns.a but received \"float64\"");
+    ).rejects.toThrow(
+      "Expected 'float32' | 'int32' | 'string' for options.columns.a but received \"float64\"",
+    );
     await expect(
       TextDataReader.open({ path: file, header: true, columns: { z: 'float32' } }),
     ).rejects.toThrow(
