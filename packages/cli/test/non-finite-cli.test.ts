@@ -3,7 +3,7 @@
  * loss; the job fails at once, naming the task, shard and records, unless --allow-non-finite.
  * The model file lives outside the repository and imports @edl/worker by name.
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,9 +82,25 @@ describe('edl train with a header row read as data', () => {
     expect(run.code).toBe(0);
   }, 180_000);
 
-  it('trains without a warning or a failure when the header is declared', async () => {
-    const run = await runEdl([...args(), '--data-reader-params', '{"header":true}'], dir);
+  it('trains without a warning when the header is declared, and keeps the model without --checkpoint-dir', async () => {
+    const withoutCheckpointDir = args().slice(0, -2);
+    const run = await runEdl([...withoutCheckpointDir, '--data-reader-params', '{"header":true}'], dir);
     expect(run.stderr).not.toContain('looks like a header');
     expect(run.code).toBe(0);
+    const root = /no --checkpoint-dir: checkpoints and the trained model go to (\S+)\n/.exec(run.stderr)?.[1];
+    expect(path.dirname(root as string)).toBe(path.join(dir, 'edl-output'));
+    expect(path.basename(root as string)).toMatch(/^train-\d{8}-\d{6}$/);
+    const modelJson = path.join(root as string, 'model', 'model.json');
+    expect(run.stdout).toContain(`model exported in the TensorFlow.js format: ${modelJson}`);
+    const exported = JSON.parse(readFileSync(modelJson, 'utf8')) as {
+      format: string;
+      weightsManifest: Array<{ paths: string[]; weights: Array<{ name: string }> }>;
+    };
+    expect(exported.format).toBe('layers-model');
+    expect(exported.weightsManifest[0]?.weights.map((w) => w.name)).toEqual(['out/kernel', 'out/bias']);
+    expect(statSync(path.join(root as string, 'model', 'weights.bin')).size).toBe(3 * 4);
+    expect(readdirSync(path.join(root as string, 'checkpoints')).some((f) => f.endsWith('.edlckpt'))).toBe(
+      true,
+    );
   }, 180_000);
 });
