@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { JobOptions } from './job-options.js';
 
@@ -33,8 +33,18 @@ export function trainOutput(
     return { checkpointDir, modelDir: path.join(checkpointDir, 'model') };
   }
   const base = path.join(cwd, 'edl-output', `${job}-${timestamp(now)}`);
+  mkdirSync(path.dirname(base), { recursive: true });
   let root = base;
-  for (let n = 2; existsSync(root); n++) root = `${base}-${n}`;
+  // Created here, exclusively: two jobs started in the same second get two directories.
+  for (let n = 2; ; n++) {
+    try {
+      mkdirSync(root);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      root = `${base}-${n}`;
+    }
+  }
   return {
     checkpointDir: path.join(root, 'checkpoints'),
     modelDir: path.join(root, 'model'),
