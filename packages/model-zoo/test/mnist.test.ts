@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RecordIOReader } from '@edl/recordio';
 import { selectBackend, tf } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -14,6 +13,7 @@ import {
   writeMnistRecordIO,
   zooModelPath,
 } from '../src/index.js';
+import { readAll } from './helpers/read-all.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -22,17 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function readAll(file: string): Promise<Uint8Array[]> {
-  const reader = await RecordIOReader.open(file);
-  try {
-    const out: Uint8Array[] = [];
-    for await (const record of reader.records()) out.push(Uint8Array.from(record));
-    return out;
-  } finally {
-    reader.close();
-  }
-}
 
 describe('loadMnistDigits', () => {
   it('reads the 10,000 digits of the mnist package, about 1,000 of each class', () => {
