@@ -21,7 +21,7 @@ afterAll(async () => {
 
 describe('edl demo', () => {
   it('trains the MNIST CNN on real digits with 2 workers, reports test accuracy and exports the model', () => {
-    // A quick run (1,024 training digits, one epoch); the default is 8,000 digits and 4 epochs.
+    // A quick run (1,024 training digits, one epoch); the default is 8,000 digits and 6 epochs.
     const keep = path.join(dir, 'mnist');
     const run = spawnSync(
       process.execPath,

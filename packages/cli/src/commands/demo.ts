@@ -26,7 +26,7 @@ images with a label) and trains the small CIFAR-10 CNN (conv, batch norm, poolin
 Options:
   --dataset NAME      mnist | cifar10-synthetic (default mnist)
   --num-workers N     worker processes (default 2)
-  --num-epochs N      epochs (default: 4 for mnist, 2 for cifar10-synthetic)
+  --num-epochs N      epochs (default: 6 for mnist, 2 for cifar10-synthetic)
   --minibatch-size N  (default: 32 for mnist, 64 for cifar10-synthetic)
   --records N         training records (mnist: at most 8000, the default; cifar10-synthetic:
                       default 4096, and a quarter more for validation)
@@ -115,7 +115,7 @@ export const command: Command = {
       );
     }
     const mnist = dataset === 'mnist';
-    const epochs = positiveInteger(values, 'num-epochs', mnist ? 4 : 2);
+    const epochs = positiveInteger(values, 'num-epochs', mnist ? 6 : 2);
     const minibatch = positiveInteger(values, 'minibatch-size', mnist ? 32 : 64);
     const workers = positiveInteger(values, 'num-workers', 2);
     positiveInteger(values, 'records', 1);
