@@ -42,6 +42,8 @@ export async function exportModel(
     loaded = await readCheckpoint(source);
   }
   // Only weights are copied: the cpu backend needs no set-up and gives the exact float32 values.
+  // PROD silences its "install tfjs-node" banner, which is no advice for copying weights.
+  tf.env().set('PROD', true);
   if (tf.getBackend() !== 'cpu') await selectBackend({ backend: 'cpu' });
   const definition = await loadModel(modelDef);
   const runner = new ModelRunner(definition);
