@@ -39,8 +39,12 @@ const commands: Record<
     summary: 'run a trained model over data and write its outputs to a file',
     load: () => import('./commands/predict.js'),
   },
+  export: {
+    summary: 'write a trained model as TensorFlow.js model.json + weights.bin',
+    load: () => import('./commands/export.js'),
+  },
   demo: {
-    summary: 'generate CIFAR-10-like data and train the CNN on it with 2 local workers',
+    summary: 'train a CNN on real MNIST digits with 2 local workers, report accuracy and timings',
     load: () => import('./commands/demo.js'),
   },
   worker: {

@@ -20,6 +20,42 @@ afterAll(async () => {
 });
 
 describe('edl demo', () => {
+  it('trains the MNIST CNN on real digits with 2 workers, reports test accuracy and exports the model', () => {
+    // A quick run (1,024 training digits, one epoch); the default is 8,000 digits and 6 epochs.
+    const keep = path.join(dir, 'mnist');
+    const run = spawnSync(
+      process.execPath,
+      [edl, 'demo', '--records', '1024', '--num-epochs', '1', '--backend', 'wasm', '--keep', keep, '--stats'],
+      { encoding: 'utf8', timeout: 200_000 },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const summary = JSON.parse(run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string) as {
+      records: { total: number };
+      evaluations: Array<{ records: number; metrics: Record<string, number> }>;
+      workers: Array<{ records: { training: number } }>;
+    };
+    expect(summary.records.total).toBe(1024);
+    expect(summary.workers).toHaveLength(2);
+    expect(summary.evaluations.at(-1)?.records).toBe(2000);
+    // Real handwriting: well above chance (0.1) after one pass over 1,024 digits.
+    const accuracy = summary.evaluations.at(-1)?.metrics.accuracy as number;
+    expect(accuracy).toBeGreaterThan(0.6);
+    expect(run.stdout).toContain(
+      `test accuracy: ${(accuracy * 100).toFixed(2)}% on 2,000 held-out MNIST digits`,
+    );
+    expect(run.stdout).toMatch(/Total Time\s+get_task/);
+    expect(run.stdout).toContain(
+      `model exported in the TensorFlow.js format: ${path.join(keep, 'model', 'model.json')}`,
+    );
+    expect(existsSync(path.join(keep, 'model', 'weights.bin'))).toBe(true);
+  }, 220_000);
+
+  it('rejects an unknown --dataset', () => {
+    const run = spawnSync(process.execPath, [edl, 'demo', '--dataset', 'imagenet'], { encoding: 'utf8' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain("Expected mnist or cifar10-synthetic for --dataset but received 'imagenet'");
+  });
+
   it('prints its help', () => {
     const run = spawnSync(process.execPath, [edl, 'demo', '--help'], { encoding: 'utf8' });
     expect(run.status).toBe(0);
@@ -30,7 +66,21 @@ describe('edl demo', () => {
     const keep = path.join(dir, 'data');
     const run = spawnSync(
       process.execPath,
-      [edl, 'demo', '--records', '768', '--num-epochs', '1', '--backend', 'wasm', '--keep', keep, '--stats'],
+      [
+        edl,
+        'demo',
+        '--dataset',
+        'cifar10-synthetic',
+        '--records',
+        '768',
+        '--num-epochs',
+        '1',
+        '--backend',
+        'wasm',
+        '--keep',
+        keep,
+        '--stats',
+      ],
       { encoding: 'utf8', timeout: 150_000 },
     );
     expect(run.status, run.stderr).toBe(0);
@@ -51,6 +101,7 @@ describe('edl demo', () => {
       /Total Time\s+get_task\s+get_batch\s+input_fn\s+data_wait\s+compute_loss\s+get_model\s+report_gradient/,
     );
     expect(existsSync(path.join(keep, 'checkpoints', 'non-trainable-weights.json'))).toBe(true);
+    expect(existsSync(path.join(keep, 'model', 'model.json'))).toBe(true);
 
     // A fresh worker evaluates the checkpoint with the batch-norm statistics saved beside it.
     const evaluation = spawnSync(
@@ -86,6 +137,10 @@ describe('edl demo', () => {
       [
         edl,
         'demo',
+        '--dataset',
+        'cifar10-synthetic',
+        '--keep',
+        path.join(dir, 'webgpu'),
         '--records',
         '512',
         '--num-epochs',

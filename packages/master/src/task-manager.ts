@@ -1,5 +1,5 @@
 import type { Shard } from '@edl/data';
-import { GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
+import { fatalTaskErrorCode, GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
 import { JobFailedError, MasterStateError } from './errors.js';
 import { SeededRandom } from './seeded-random.js';
 import { TaskQueue } from './task-queue.js';
@@ -430,6 +430,14 @@ export class TaskManager {
         this.#count(record, progress - record.progress);
         record.progress = progress;
       }
+    }
+    const fatal = fatalTaskErrorCode(error);
+    if (fatal !== undefined) {
+      // Retrying cannot help (the same records fail the same way): the job fails now, loudly. The
+      // task still goes back to todo, so that a checkpoint of this state loses no records.
+      this.fail(fatal, `Task ${record.id} failed on worker ${workerId}: ${error.slice(fatal.length + 2)}`);
+      this.#recover(record, `failed: ${error}`, true);
+      return true;
     }
     // The worker itself says the task failed while it processed it: always a failure.
     this.#recover(record, `failed: ${error}`, true);

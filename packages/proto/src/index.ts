@@ -38,6 +38,7 @@ export {
 } from './master-client.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';
 export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
+export { FATAL_TASK_ERROR_CODES, type FatalTaskErrorCode, fatalTaskErrorCode } from './task-errors.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
 export { fromWorkerStatsMessage, toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';

@@ -1,3 +1,5 @@
+import { FATAL_TASK_ERROR_CODES } from '@edl/proto';
+
 /** Stable codes of the errors @edl/worker throws (besides TypeError / RangeError for bad arguments). */
 export type WorkerErrorCode =
   | 'BACKEND_UNAVAILABLE'
@@ -5,7 +7,9 @@ export type WorkerErrorCode =
   | 'MODEL_DEF_LOAD_FAILED'
   | 'TASK_FAILED'
   | 'MASTER_ERROR'
-  | 'DATA_ERROR';
+  | 'DATA_ERROR'
+  | 'TFJS_DUPLICATE'
+  | 'NON_FINITE';
 
 /** Base class of every non-argument error of @edl/worker; `code` is stable across releases. */
 export class WorkerError extends Error {
@@ -27,4 +31,13 @@ export function describeValue(value: unknown): string {
   } catch {
     return Object.prototype.toString.call(value);
   }
+}
+
+/** The error text a worker reports for a failed task: `CODE: message` for @edl/proto's fatal codes. */
+export function taskErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof WorkerError && (FATAL_TASK_ERROR_CODES as readonly string[]).includes(error.code)) {
+    return `${error.code}: ${message}`;
+  }
+  return message;
 }

@@ -11,10 +11,22 @@
  * tensors of one are unknown to the other.
  */
 export * as tf from '@tensorflow/tfjs-core';
+
+import { registerChainedOps } from './chained-ops.js';
+
+// Chained tensor methods (x.square().mean()) for every model, as `@tensorflow/tfjs` has them.
+registerChainedOps();
+
 export * as tfl from '@tensorflow/tfjs-layers';
 export * from './backends/index.js';
 export { batchRecords } from './batch-records.js';
-export { WorkerError, type WorkerErrorCode } from './errors.js';
+export { registerChainedOps } from './chained-ops.js';
+export { assertSingleTfjs, loadedTfjsCopies } from './duplicate-tfjs.js';
+export {
+  taskErrorText,
+  WorkerError,
+  type WorkerErrorCode,
+} from './errors.js';
 export { checkModelDefinition, loadModelDefinition } from './load-model-definition.js';
 export { jsonLineLogger, type LogFields, silentLogger, type WorkerLogger } from './logger.js';
 export {
@@ -41,7 +53,7 @@ export type {
   PredictionContext,
   PredictionOutputsProcessor,
 } from './model-definition.js';
-export { ModelRunner, type StepResult } from './model-runner.js';
+export { ModelRunner, type ModelRunnerOptions, type StepOrigin, type StepResult } from './model-runner.js';
 export {
   loadNonTrainableWeights,
   NON_TRAINABLE_FILE,
@@ -50,6 +62,7 @@ export {
 export { JsonLinesPredictionWriter } from './prediction-writer.js';
 export { prefetch } from './prefetch.js';
 export { type RetryOptions, withRetries } from './retrying-master.js';
+export { SHARED_PACKAGES, shareWorkerPackages } from './shared-packages.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
 export {
   formatTimerTable,

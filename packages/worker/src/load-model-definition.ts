@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { assertSingleTfjs } from './duplicate-tfjs.js';
 import { describeValue, WorkerError } from './errors.js';
 import type { ModelDefinition } from './model-definition.js';
+import { shareWorkerPackages } from './shared-packages.js';
 
 const OPTIMIZERS = ['sgd', 'momentum', 'adam'];
 const BUILTIN_METRICS = ['accuracy', 'auc', 'mse'];
@@ -12,6 +14,11 @@ const TYPESCRIPT = /\.(c|m)?tsx?$/;
  * Loads and checks a model definition module. TypeScript files are loaded through tsx's scoped
  * loader (Node 20 cannot strip types itself); JavaScript files are imported directly. Either kind
  * may export the definition's members at the top level or as a default export object.
+ *
+ * Before the first load it installs the resolution of shared packages (see `shareWorkerPackages`):
+ * the model file's imports of @edl/worker and the TensorFlow.js packages get the worker's copies,
+ * wherever the file is. A second copy of TensorFlow.js that gets in anyway fails with
+ * `TFJS_DUPLICATE`, naming both directories.
  */
 export async function loadModelDefinition<TRecord = Uint8Array>(
   file: string,
@@ -23,6 +30,7 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
   if (!existsSync(absolute)) {
     throw new WorkerError('MODEL_DEF_LOAD_FAILED', `Model definition ${absolute} does not exist`);
   }
+  shareWorkerPackages();
   let loaded: Record<string, unknown>;
   try {
     if (TYPESCRIPT.test(absolute)) {
@@ -33,6 +41,8 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
     }
   } catch (error) {
     if (error instanceof WorkerError) throw error;
+    // A second tfjs often shows as an odd load error ("kernel ... is not a function"): name it.
+    assertSingleTfjs(absolute);
     throw new WorkerError(
       'MODEL_DEF_LOAD_FAILED',
       `Model definition ${absolute} failed to load: ${(error as Error).message}`,
@@ -41,6 +51,7 @@ export async function loadModelDefinition<TRecord = Uint8Array>(
       },
     );
   }
+  assertSingleTfjs(absolute);
   return checkModelDefinition<TRecord>(pickExports(loaded), absolute);
 }
 

@@ -4,6 +4,31 @@ import type * as tfl from '@tensorflow/tfjs-layers';
 import { describeValue, WorkerError } from './errors.js';
 import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
 
+/** Where a training minibatch came from, for the error of a non-finite loss or gradient. */
+export interface StepOrigin {
+  readonly taskId: number;
+  readonly shardName: string;
+  /** Records [rangeStart, rangeEnd) of the shard. */
+  readonly rangeStart: number;
+  readonly rangeEnd: number;
+}
+
+/** Options of {@link ModelRunner}. */
+export interface ModelRunnerOptions {
+  /**
+   * Accept a NaN or infinite loss or gradient instead of failing with `NON_FINITE` (default false:
+   * like Keras's `TerminateOnNaN`, one non-finite step stops training, before the master applies it).
+   */
+  readonly allowNonFinite?: boolean;
+}
+
+/** The likely causes of a non-finite loss or gradient, for its error message. */
+const NON_FINITE_HINTS =
+  'Likely causes: a CSV header row read as data (set {"header": true} in --data-reader-params), ' +
+  'inputs not scaled to a small range (divide pixels by 255, standardise large numbers), ' +
+  'labels outside what the loss expects, or a learning rate too high. ' +
+  '--allow-non-finite trains on regardless.';
+
 /** Loss and gradients of one minibatch, read back from the backend. */
 export interface StepResult {
   readonly loss: number;
@@ -19,11 +44,13 @@ export class ModelRunner {
   readonly model: tfl.LayersModel;
   readonly #definition: ModelDefinition<unknown>;
   readonly #variables = new Map<string, tf.Variable>();
+  readonly #allowNonFinite: boolean;
   /** The model version the local variables hold; -1 before the first pull. */
   version = -1;
 
-  constructor(definition: ModelDefinition<unknown>) {
+  constructor(definition: ModelDefinition<unknown>, options: ModelRunnerOptions = {}) {
     this.#definition = definition;
+    this.#allowNonFinite = options.allowNonFinite === true;
     const model = definition.model() as unknown;
     const candidate = model as Partial<tfl.LayersModel> | null;
     if (
@@ -125,8 +152,11 @@ export class ModelRunner {
     this.version = version;
   }
 
-  /** Forward and backward pass: the mean loss and the gradient of every trainable variable. */
-  async computeGradients(batch: Minibatch): Promise<StepResult> {
+  /**
+   * Forward and backward pass: the mean loss and the gradient of every trainable variable. A NaN or
+   * infinite loss or gradient throws `NON_FINITE` (unless `allowNonFinite`), naming `origin`.
+   */
+  async computeGradients(batch: Minibatch, origin?: StepOrigin): Promise<StepResult> {
     const labels = batch.labels;
     if (labels === undefined)
       throw new WorkerError('DATA_ERROR', 'datasetFn yielded a training minibatch without labels');
@@ -145,6 +175,7 @@ export class ModelRunner {
           return { name, shape: variable.shape, values: (await grad.data()) as Float32Array };
         }),
       );
+      if (!this.#allowNonFinite) checkFinite(loss, gradients, origin);
       return { loss, gradients };
     } finally {
       tf.dispose([value, ...Object.values(grads)]);
@@ -190,6 +221,31 @@ export class ModelRunner {
     }
     return output as tf.Tensor;
   }
+}
+
+/** Throws `NON_FINITE` when the loss or a gradient value is NaN or infinite. */
+function checkFinite(loss: number, gradients: readonly NamedTensor[], origin: StepOrigin | undefined): void {
+  let what: string | undefined;
+  if (!Number.isFinite(loss)) what = `the loss is ${loss}`;
+  else {
+    for (const { name, values } of gradients) {
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i] as number;
+        // v - v is NaN exactly for NaN and the infinities; cheaper than Number.isFinite per value.
+        if (v - v !== 0) {
+          what = `the gradient of '${name}' holds ${v} (loss ${loss})`;
+          break;
+        }
+      }
+      if (what !== undefined) break;
+    }
+  }
+  if (what === undefined) return;
+  const where =
+    origin === undefined
+      ? 'a training minibatch'
+      : `task ${origin.taskId}, records [${origin.rangeStart}, ${origin.rangeEnd}) of '${origin.shardName}'`;
+  throw new WorkerError('NON_FINITE', `Non-finite training step on ${where}: ${what}. ${NON_FINITE_HINTS}`);
 }
 
 function namedInput(features: Readonly<Record<string, tf.Tensor>>, name: string): tf.Tensor {

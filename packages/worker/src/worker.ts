@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { type DataReader, IterDataset } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
 import * as tf from '@tensorflow/tfjs-core';
-import { describeValue, WorkerError } from './errors.js';
+import { describeValue, taskErrorText, WorkerError } from './errors.js';
 import { LiveStats } from './live-stats.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection, WorkerTask } from './master-connection.js';
@@ -57,6 +57,8 @@ export interface WorkerOptions<TRecord> {
   readonly onTrainEnd?: (runner: ModelRunner) => void | Promise<void>;
   /** Non-trainable weights to start from (batch-norm statistics saved after training). */
   readonly nonTrainableWeights?: readonly NamedTensor[];
+  /** Train on NaN or infinite losses and gradients instead of failing the job (default false). */
+  readonly allowNonFinite?: boolean;
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -143,7 +145,9 @@ class WorkerLoop<TRecord> {
       timers: this.#timers,
       logger: this.#logger,
     });
-    this.#runner = new ModelRunner(options.modelDefinition as ModelDefinition<unknown>);
+    this.#runner = new ModelRunner(options.modelDefinition as ModelDefinition<unknown>, {
+      allowNonFinite: options.allowNonFinite === true,
+    });
     if (options.nonTrainableWeights) this.#runner.assignNonTrainable(options.nonTrainableWeights);
     this.#processor =
       options.modelDefinition.predictionOutputsProcessor ??
@@ -263,7 +267,7 @@ class WorkerLoop<TRecord> {
     } catch (error) {
       await iterator.return(undefined).catch(() => undefined);
       if (error instanceof MasterRpcError) throw error;
-      const message = (error as Error).message;
+      const message = taskErrorText(error);
       this.#logger.warn('segment.failed', { mode, error: message });
       for (const pending of this.#feed.drain()) await this.#failTask(pending.task, message);
       return;
@@ -392,7 +396,13 @@ class WorkerLoop<TRecord> {
     for (let attempt = 0; ; attempt++) {
       const step = await this.#timers.time(
         'compute_loss',
-        () => this.#runner.computeGradients(batch),
+        () =>
+          this.#runner.computeGradients(batch, {
+            taskId,
+            shardName: first.task.shardName,
+            rangeStart: first.rangeStart,
+            rangeEnd: (rest.at(-1) ?? first).rangeEnd,
+          }),
         taskId,
       );
       const response = await this.#timers.time(

@@ -1,6 +1,6 @@
 import type { Command } from '../command.js';
-import { runJobCommand } from '../job/job-command.js';
-import { JOB_OPTIONS_HELP } from '../job/job-options.js';
+import { JOB_OPTIONS_HELP, jobTypeFor, parseJobOptions } from '../job/job-options.js';
+import { trainOutput } from '../job/train-output.js';
 
 const usage = `Usage: edl train --model-def FILE --training-data ORIGIN [options]
 
@@ -10,19 +10,44 @@ shared prefetching dataset per worker, gradients applied by the master's paramet
 progress bar on a terminal (JSON lines otherwise) and the timing table at the end.
 
 --model-def is a TypeScript or JavaScript module exporting model, loss, optimizer, datasetFn and
-evalMetrics (see @edl/worker's ModelDefinition), or a zoo name: cifar10, cifar10-small, census.
+evalMetrics (see @edl/worker's ModelDefinition), or a zoo name: mnist, cifar10, cifar10-small,
+census.
+
+The trained model is always kept: checkpoints go to --checkpoint-dir (default
+./edl-output/<job>/checkpoints), and at the end the model is exported in TensorFlow.js's Layers
+format (model.json + weights.bin, see 'edl export') to <checkpoint-dir>/model (default
+./edl-output/<job>/model).
 
 Example:
-  edl train --model-def cifar10-small --training-data ./data/train --validation-data ./data/valid \\
+  edl train --model-def mnist --training-data ./data/train --validation-data ./data/test \\
     --num-workers 2 --minibatch-size 64 --num-epochs 2 --checkpoint-dir ./ckpt
 
 ${JOB_OPTIONS_HELP}
 
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments.`;
 
-/** `edl train`: a training (or training-with-evaluation) job. */
+/** `edl train`: a training (or training-with-evaluation) job, then the model exported. */
 export const command: Command = {
   name: 'train',
   usage,
-  run: (argv, io) => runJobCommand('train', argv, io),
+  async run(argv, io) {
+    // Every option is checked before the job runner (TensorFlow.js, gRPC) loads.
+    const options = parseJobOptions(argv);
+    jobTypeFor('train', options);
+    const [{ runJob }, { exportModel }] = await Promise.all([
+      import('../job/run-job.js'),
+      import('../job/export-model.js'),
+    ]);
+    const output = trainOutput(options);
+    if (output.defaultRoot !== undefined) {
+      io.stderr.write(`no --checkpoint-dir: checkpoints and the trained model go to ${output.defaultRoot}\n`);
+    }
+    const outcome = await runJob('train', { ...options, checkpointDir: output.checkpointDir }, io);
+    if (outcome.exitCode !== 0) return outcome.exitCode;
+    const exported = await exportModel(options.modelDef, output.checkpointDir, output.modelDir);
+    io.stdout.write(
+      `model exported in the TensorFlow.js format: ${exported.modelJson} (load it with tf.loadLayersModel)\n`,
+    );
+    return 0;
+  },
 };

@@ -26,7 +26,8 @@ Options:
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
-  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint`;
+  --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
+  --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)`;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -57,6 +58,7 @@ export const command: Command = {
       'export-dir': { type: 'string' },
       'model-checkpoint': { type: 'string' },
       'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
+      'allow-non-finite': { type: 'boolean' },
     });
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -154,6 +156,7 @@ export const command: Command = {
         minibatchSize: values['minibatch-size'] ?? 64,
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,
+        allowNonFinite: values['allow-non-finite'] === true,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,

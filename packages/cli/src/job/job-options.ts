@@ -67,6 +67,8 @@ export interface JobOptions {
   /** Directory of TensorBoard scalars. */
   readonly tensorboardDir?: string;
   // --- end live view ---
+  /** Train on NaN or infinite losses and gradients instead of failing the job (issue 12). */
+  readonly allowNonFinite: boolean;
 }
 
 /** The job options; numbers stay strings here and are checked (with their defaults) below. */
@@ -96,6 +98,7 @@ export const OPTION_SPEC = {
   output: { type: 'string' },
   'metrics-file': { type: 'string' },
   stats: { type: 'boolean' },
+  'allow-non-finite': { type: 'boolean' },
   shuffle: { type: 'boolean' },
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
@@ -142,6 +145,8 @@ Parameter store:
   --max-restarts N              restarts per crashed worker before the job fails (default 3)
   --max-task-failures N         failures of one task before the job fails (default 3)
   --lease-ms N                  a silent worker loses its tasks after N ms (default 30000)
+  --allow-non-finite            train on NaN / infinite losses and gradients (default: a
+                                non-finite step fails the job, as Keras's TerminateOnNaN)
 Worker:
   --backend NAME                auto | webgpu | tensorflow | wasm | cpu (default auto)
   --get-model-steps N           pull the model every N steps (default 1)
@@ -217,6 +222,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     maxTaskFailures: integer(values, 'max-task-failures', 3, 1),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
     ...liveViewOptions(values),
+    allowNonFinite: values['allow-non-finite'] === true,
   };
 }
 
@@ -280,6 +286,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
   add('--log-level', options.quiet ? 'error' : options.logLevel);
+  if (options.allowNonFinite) args.push('--allow-non-finite');
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
   // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
   const checkpoint = options.modelCheckpoint ?? options.checkpointDir;

@@ -16,7 +16,7 @@ export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
   recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch'],
   tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'],
-  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride'],
+  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride', 'columns', 'inferTypes'],
   table: [
     'connection',
     'table',

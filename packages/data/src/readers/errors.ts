@@ -23,6 +23,7 @@ export type DataReaderErrorCode =
   | 'NO_FILES'
   | 'FILE_CHANGED'
   | 'BAD_CSV'
+  | 'BAD_VALUE'
   | 'UNKNOWN_SHARD'
   | 'OUT_OF_RANGE'
   | 'UNKNOWN_ORIGIN'

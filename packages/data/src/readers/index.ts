@@ -1,5 +1,12 @@
 export { type BuiltInReaderType, createDataReader } from './create-data-reader.js';
 export {
+  type CsvColumnType,
+  type CsvField,
+  inferColumnTypes,
+  isNumericField,
+  looksLikeHeader,
+} from './csv-columns.js';
+export {
   type CustomReaderSpec,
   type DataReaderFactory,
   isDataReader,

@@ -1,12 +1,20 @@
 import { open, stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { DataReader, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
+import {
+  type CsvColumnType,
+  type CsvField,
+  columnTypesOf,
+  convertFields,
+  inferColumnTypes,
+  looksLikeHeader,
+} from './csv-columns.js';
 import { parseCsvRecord } from './csv-record.js';
 import { DataReaderError } from './errors.js';
 import type { TextFormat } from './record-boundary-scanner.js';
 import {
   buildTextIndex,
-  readHeaderText,
+  readLeadingTexts,
   readRecordTexts,
   type TextIndex,
   type TextLayout,
@@ -22,8 +30,11 @@ import {
 
 export type { TextFormat } from './record-boundary-scanner.js';
 
-/** A record of a text file: the fields of a CSV record, or one plain line. */
-export type TextRecord<F extends TextFormat = TextFormat> = F extends 'csv' ? string[] : string;
+/**
+ * A record of a text file: the fields of a CSV record, or one plain line. Fields are strings,
+ * except those of columns typed `float32` or `int32` (`columns`, `inferTypes`), which are numbers.
+ */
+export type TextRecord<F extends TextFormat = TextFormat> = F extends 'csv' ? CsvField[] : string;
 
 /** Options of {@link TextDataReader.open}. Everything but `onIndexProgress` is kept by `describe()`. */
 export interface TextDataReaderOptions<F extends TextFormat = TextFormat> {
@@ -45,10 +56,23 @@ export interface TextDataReaderOptions<F extends TextFormat = TextFormat> {
   readonly indexStride?: number;
   /** Called while the index is built, after each MiB scanned. */
   readonly onIndexProgress?: (scannedBytes: number, totalBytes: number) => void;
+  /**
+   * CSV column types, by column name (header) or column number: `float32` and `int32` fields
+   * become numbers (a field that is not one fails the read with `BAD_VALUE`), `string` fields stay
+   * strings. Columns not named stay strings.
+   */
+  readonly columns?: Readonly<Record<string, CsvColumnType>>;
+  /**
+   * Infer CSV column types from the first 100 data records: `float32` for a column whose every
+   * value there is a number, `string` otherwise. `columns` overrides single columns. Default false.
+   */
+  readonly inferTypes?: boolean;
 }
 
 const DEFAULT_RECORDS_PER_SHARD = 10_000;
 const DEFAULT_INDEX_STRIDE = 256;
+/** Records read at open to infer types and to spot a header row read as data. */
+const SAMPLE_RECORDS = 101;
 
 /**
  * ElasticDL's text reader: a CSV or plain-text file whose shards are ranges of records. A record is
@@ -66,6 +90,8 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
   readonly #recordsPerShard: number;
   readonly #stride: number;
   readonly #onProgress: ((scanned: number, total: number) => void) | undefined;
+  /** Types of the CSV columns; undefined when every field stays a string. */
+  readonly #types: readonly CsvColumnType[] | undefined;
   #index: Promise<TextIndex> | undefined;
 
   private constructor(
@@ -75,7 +101,9 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     stride: number,
     metadata: ReaderMetadata,
     onProgress: ((scanned: number, total: number) => void) | undefined,
+    types: readonly CsvColumnType[] | undefined,
   ) {
+    this.#types = types;
     this.#layout = layout;
     this.#delimiter = delimiter;
     this.#recordsPerShard = recordsPerShard;
@@ -126,14 +154,41 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       throw new DataReaderError('IO', `cannot read ${path}: ${(error as Error).message}`, error);
     }
     if (!info.isFile()) throw new DataReaderError('IO', `${path} is not a regular file`);
+    const inferTypes = checkBoolean(options.inferTypes, 'options.inferTypes', false);
+    if (options.columns !== undefined) checkObject(options.columns, 'options.columns');
+    if (format !== 'csv' && (inferTypes || options.columns !== undefined)) {
+      throw new TypeError(expectedMessage("format 'csv'", 'options.columns / options.inferTypes', format));
+    }
     const metadata: { format: TextFormat; path: string; columns?: { name: string; type: string }[] } = {
       format,
       path,
     };
+    const typed = inferTypes || options.columns !== undefined;
+    const sample = format === 'csv' ? await sampleRecords(layout, delimiter, typed) : [];
     if (header) {
-      const text = (await readHeaderText(layout)) ?? '';
+      const text = (await readLeadingTexts(layout, 1))[0] ?? '';
       const names = format === 'csv' ? (text === '' ? [] : parseCsvRecord(text, delimiter)) : [text];
       metadata.columns = names.map((name) => ({ name, type: 'string' }));
+    } else if (format === 'csv' && looksLikeHeader(sample)) {
+      process.emitWarning(
+        `the first row of ${path} looks like a header (${(sample[0] ?? []).join(', ')}) but the reader's ` +
+          'header option is not set, so it is read as data; set {"header": true} (--data-reader-params)',
+        { code: 'EDL_CSV_HEADER_ROW' },
+      );
+    }
+    let types: CsvColumnType[] | undefined;
+    if (typed) {
+      const names = metadata.columns?.map((c) => c.name);
+      const rows = header ? sample.slice(1) : sample;
+      const width = names?.length ?? rows[0]?.length ?? 0;
+      types = inferTypes ? inferColumnTypes(rows, width) : new Array<CsvColumnType>(width).fill('string');
+      const overrides = columnTypesOf(options.columns ?? {}, names, width);
+      for (const key of Object.keys(options.columns ?? {})) {
+        const at = names?.indexOf(key) ?? -1;
+        const column = at >= 0 ? at : Number(key);
+        types[column] = overrides[column] as CsvColumnType;
+      }
+      metadata.columns = types.map((type, i) => ({ name: names?.[i] ?? String(i), type }));
     }
     return new TextDataReader<F>(
       layout,
@@ -142,6 +197,7 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       stride,
       metadata,
       options.onIndexProgress,
+      types,
     );
   }
 
@@ -187,8 +243,20 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       const skip = start - block * index.stride;
       const texts = readRecordTexts(handle, this.#layout, from, skip, end - start, index.size);
       const csv = this.#layout.format === 'csv';
+      const types = this.#types;
+      const names = this.metadata.columns?.map((c) => c.name);
+      let record = start;
       for await (const batch of texts) {
-        for (const text of batch) yield (csv ? parseCsvRecord(text, this.#delimiter) : text) as TextRecord<F>;
+        for (const text of batch) {
+          if (!csv) yield text as TextRecord<F>;
+          else {
+            const fields = parseCsvRecord(text, this.#delimiter);
+            yield (
+              types === undefined ? fields : convertFields(fields, types, names, this.#layout.path, record)
+            ) as TextRecord<F>;
+          }
+          record += 1;
+        }
       }
     } finally {
       await handle.close();
@@ -206,6 +274,10 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
         delimiter: this.#delimiter,
         recordsPerShard: this.#recordsPerShard,
         indexStride: this.#stride,
+        // The resolved types, so that another process types the columns the same way.
+        ...(this.#types === undefined
+          ? {}
+          : { columns: Object.fromEntries(this.#types.map((type, i) => [String(i), type])) }),
       },
     };
   }
@@ -238,5 +310,19 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     if (start < shardStart || end > shardEnd) {
       throw new DataReaderError('OUT_OF_RANGE', `records [${start}, ${end}) lie outside shard ${shardName}`);
     }
+  }
+}
+
+/**
+ * The first records of a CSV file as fields, header included, for type inference and the header
+ * check. Only a typed reader needs them (a malformed record fails its open); the check alone
+ * gives up quietly and leaves the error to the read that meets it.
+ */
+async function sampleRecords(layout: TextLayout, delimiter: string, required: boolean): Promise<string[][]> {
+  try {
+    return (await readLeadingTexts(layout, SAMPLE_RECORDS)).map((text) => parseCsvRecord(text, delimiter));
+  } catch (error) {
+    if (required) throw error;
+    return [];
   }
 }

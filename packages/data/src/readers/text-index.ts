@@ -105,13 +105,20 @@ export async function buildTextIndex(
 
 /** Reads the header record, or returns undefined for a file without records. */
 export async function readHeaderText(layout: TextLayout): Promise<string | undefined> {
+  return (await readLeadingTexts(layout, 1))[0];
+}
+
+/** The raw text of the first `count` records of the file (fewer when it has fewer), header included. */
+export async function readLeadingTexts(layout: TextLayout, count: number): Promise<string[]> {
   const handle = await openFile(layout.path);
   try {
     const from = await firstRecordOffset(handle);
-    for await (const texts of readRecordTexts(handle, layout, from, 0, 1, Number.POSITIVE_INFINITY)) {
-      return texts[0];
+    const out: string[] = [];
+    for await (const texts of readRecordTexts(handle, layout, from, 0, count, Number.POSITIVE_INFINITY)) {
+      out.push(...texts);
+      if (out.length >= count) break;
     }
-    return undefined;
+    return out.slice(0, count);
   } finally {
     await handle.close();
   }

@@ -1,3 +1,5 @@
+import { encodeLabelledRecord } from '../labelled-record.js';
+
 /** Image side in pixels. */
 export const CIFAR10_SIDE = 32;
 /** Colour channels. */
@@ -14,14 +16,5 @@ export const CIFAR10_RECORD_BYTES = 1 + CIFAR10_PIXEL_BYTES;
  * pixels are height x width x channel (interleaved RGB) as TensorFlow.js wants them, not planar.
  */
 export function encodeCifar10Record(label: number, pixels: Uint8Array): Uint8Array {
-  if (!Number.isInteger(label) || label < 0 || label >= CIFAR10_CLASSES) {
-    throw new RangeError(`Expected a label in [0, ${CIFAR10_CLASSES}) for label but received ${label}`);
-  }
-  if (pixels.length !== CIFAR10_PIXEL_BYTES) {
-    throw new RangeError(`Expected ${CIFAR10_PIXEL_BYTES} bytes for pixels but received ${pixels.length}`);
-  }
-  const record = new Uint8Array(CIFAR10_RECORD_BYTES);
-  record[0] = label;
-  record.set(pixels, 1);
-  return record;
+  return encodeLabelledRecord(label, pixels, CIFAR10_CLASSES, CIFAR10_PIXEL_BYTES);
 }

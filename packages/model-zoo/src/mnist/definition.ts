@@ -1,0 +1,104 @@
+import { batchRecords, type DatasetFn, type Minibatch, type ModelDefinition } from '@edl/worker';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { MNIST_CLASSES, MNIST_PIXEL_BYTES, MNIST_RECORD_BYTES, MNIST_SIDE } from './record-format.js';
+
+/** Shape and optimizer of the MNIST CNN. */
+export interface MnistModelOptions {
+  /** Filters of the two convolutions (default [8, 16]). */
+  readonly filters?: readonly [number, number];
+  /** Side of the convolution kernels (default 5). */
+  readonly kernelSize?: number;
+  /** Units of the hidden dense layer (default 64). */
+  readonly hidden?: number;
+  /** Learning rate of Adam (default 0.002). */
+  readonly learningRate?: number;
+}
+
+/**
+ * A small LeNet-style MNIST CNN: two 5x5 conv + ReLU + 2x2 max-pooling blocks, a dense ReLU layer and
+ * a softmax over the ten digits. Layers are named and seeded, so every worker builds the same model.
+ */
+export function buildMnistModel(options: MnistModelOptions = {}): tfl.LayersModel {
+  const [first, second] = options.filters ?? [8, 16];
+  return tfl.sequential({
+    name: 'mnist',
+    layers: [
+      tfl.layers.conv2d({
+        name: 'conv1',
+        inputShape: [MNIST_SIDE, MNIST_SIDE, 1],
+        filters: first,
+        kernelSize: options.kernelSize ?? 5,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: tfl.initializers.heNormal({ seed: 1 }),
+      }),
+      tfl.layers.maxPooling2d({ name: 'pool1', poolSize: 2 }),
+      tfl.layers.conv2d({
+        name: 'conv2',
+        filters: second,
+        kernelSize: options.kernelSize ?? 5,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: tfl.initializers.heNormal({ seed: 2 }),
+      }),
+      tfl.layers.maxPooling2d({ name: 'pool2', poolSize: 2 }),
+      tfl.layers.flatten({ name: 'flatten' }),
+      tfl.layers.dense({
+        name: 'hidden',
+        units: options.hidden ?? 64,
+        activation: 'relu',
+        kernelInitializer: tfl.initializers.heNormal({ seed: 3 }),
+      }),
+      tfl.layers.dense({
+        name: 'digit',
+        units: MNIST_CLASSES,
+        activation: 'softmax',
+        kernelInitializer: tfl.initializers.glorotUniform({ seed: 4 }),
+      }),
+    ],
+  });
+}
+
+/** Decodes a minibatch of MNIST records: pixels scaled to [0, 1], one-hot labels. */
+export function decodeMnistBatch(records: readonly Uint8Array[], withLabels: boolean): Minibatch {
+  const count = records.length;
+  const pixels = new Float32Array(count * MNIST_PIXEL_BYTES);
+  const labels = new Int32Array(count);
+  records.forEach((record, i) => {
+    if (record.length !== MNIST_RECORD_BYTES) {
+      throw new RangeError(
+        `Expected ${MNIST_RECORD_BYTES} bytes for an MNIST record but received ${record.length}`,
+      );
+    }
+    labels[i] = record[0] as number;
+    const base = i * MNIST_PIXEL_BYTES;
+    for (let p = 0; p < MNIST_PIXEL_BYTES; p++) pixels[base + p] = (record[p + 1] as number) / 255;
+  });
+  const features = tf.tensor4d(pixels, [count, MNIST_SIDE, MNIST_SIDE, 1]);
+  if (!withLabels) return { features };
+  return {
+    features,
+    labels: tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), MNIST_CLASSES), 'float32')),
+  };
+}
+
+/** datasetFn of MNIST records (see `encodeMnistRecord`); prediction minibatches carry no labels. */
+export const mnistDatasetFn: DatasetFn<Uint8Array> = async function* (records, mode, metadata) {
+  for await (const batch of batchRecords(records, metadata.minibatchSize)) {
+    yield decodeMnistBatch(batch, mode !== 'prediction');
+  }
+};
+
+/** The MNIST CNN as a complete model definition: cross-entropy, Adam, accuracy. */
+export function mnistDefinition(options: MnistModelOptions = {}): ModelDefinition<Uint8Array> {
+  return {
+    model: () => buildMnistModel(options),
+    // The model ends in softmax, so this is cross-entropy on probabilities (not on logits).
+    loss: (labels, outputs) =>
+      tf.mean(tf.neg(tf.sum(tf.mul(labels, tf.log(tf.clipByValue(outputs, 1e-7, 1))), -1))) as tf.Scalar,
+    optimizer: { name: 'adam', params: { learningRate: options.learningRate ?? 0.002 } },
+    datasetFn: mnistDatasetFn,
+    evalMetrics: { accuracy: 'accuracy' },
+  };
+}
