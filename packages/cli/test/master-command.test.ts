@@ -117,9 +117,15 @@ describe('edl master', () => {
       records: { done: 0, total: 40, training: { done: 0, total: 40 } },
     });
     expect(result.error).toMatch(/^Worker slot 0 ended 2 times, more than maxRestarts \(1\)/);
-    expect(err.join('')).toMatch(
-      /error job failed: WORKER_RESTARTS_EXHAUSTED: Worker slot 0 ended 2 times.* \{"code":"WORKER_RESTARTS_EXHAUSTED"\}\n/,
-    );
+    // The master's log (JSON lines off a terminal) carries the failure's stable code.
+    const failure = err
+      .join('')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level?: string; msg?: string; code?: string })
+      .find((line) => line.msg?.startsWith('job failed'));
+    expect(failure).toMatchObject({ level: 'error', code: 'WORKER_RESTARTS_EXHAUSTED' });
+    expect(failure?.msg).toMatch(/^job failed: WORKER_RESTARTS_EXHAUSTED: Worker slot 0 ended 2 times/);
   }, 60_000);
 
   it('serves the live view; `edl master status` prints its /api/status', async () => {
@@ -187,6 +193,37 @@ describe('edl master', () => {
     });
     expect(await running).toBe(0);
   }, 60_000);
+
+  it('exits once its job is over (the live view and every server closed)', async () => {
+    const csv = join(dir, 'exit.csv');
+    writeFileSync(csv, `x,y\n${Array.from({ length: 20 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+    const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
+    // A process that lingers after its job would hit the timeout and fail the call.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        edl,
+        'master',
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--num-workers',
+        '1',
+        '--worker-command',
+        JSON.stringify([process.execPath, simWorker]),
+      ],
+      {
+        timeout: 60_000,
+        env: {
+          ...process.env,
+          SIM_RECORDS: '20',
+          SIM_READER: JSON.stringify({ type: 'text', params: { path: csv, header: true } }),
+        },
+      },
+    );
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!).state).toBe('succeeded');
+  }, 90_000);
 
   it('refuses bad arguments with a usage error', async () => {
     const { io: cliIo, err } = io();

@@ -225,9 +225,10 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     });
+    // The job's end stops its workers and gRPC server; stop() also closes the live view.
+    await handle.stop();
     if (result === 'interrupted') {
       logger.warn('interrupted: stopping workers and server; resume from the checkpoint directory');
-      await handle.stop();
       return 130;
     }
     io.stdout.write(
