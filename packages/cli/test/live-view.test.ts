@@ -87,8 +87,9 @@ beforeAll(async () => {
     evaluationReader: await createDataReader(valid, { header: true, recordsPerShard: 200 }),
     minibatchSize: 32,
     numMinibatchesPerTask: 4,
-    numEpochs: 3,
-    evaluationSteps: 60,
+    // Long enough to be still running when the metrics test looks (async training is quick here).
+    numEpochs: 10,
+    evaluationSteps: 200,
     parameterStore: { optimizer: { type: 'sgd', learningRate: 0.05 } },
     logger: silentLogger,
     jobId: 'census-live',
@@ -221,7 +222,7 @@ describe('live view of a running job', () => {
     expect(status.job.modelVersion).toBe(result.modelVersion);
     expect(status.job.recordsDone).toBe(final.recordsDone);
     expect(status.job.recordsTotal).toBe(final.recordsTotal);
-    expect(status.job.records.training).toEqual({ done: 12_000, total: 12_000 });
+    expect(status.job.records.training).toEqual({ done: 40_000, total: 40_000 });
     const evaluated = result.evaluations.reduce((n, e) => n + e.records, 0);
     expect(status.job.records.evaluation).toEqual({ done: evaluated, total: evaluated });
     expect(status.evaluations).toEqual(JSON.parse(JSON.stringify(result.evaluations)));
