@@ -166,7 +166,7 @@ cpSync(join(npmDir, 'native-source'), sourceDir, { recursive: true });
 cpSync(join(repoRoot, 'CMakeLists.txt'), join(sourceDir, 'CMakeLists.txt'));
 writeFileSync(join(sourceDir, THIRD_PARTY_FILE), thirdPartyLicenses());
 // The addon's sources only: native/tests and native/fuzz are built only with EDL_BUILD_TESTS / EDL_FUZZ.
-for (const part of ['binding', 'recordio', 'prefetch', 'third_party']) {
+for (const part of ['binding', 'recordio', 'tfrecord', 'prefetch', 'third_party']) {
   cpSync(join(repoRoot, 'native', part), join(sourceDir, 'native', part), { recursive: true });
 }
 const bundled = bundle(sourceDir, Object.keys(sourceTemplate.dependencies));
