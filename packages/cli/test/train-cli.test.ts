@@ -337,7 +337,7 @@ describe('edl train on a PostgreSQL table', () => {
     ]);
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run);
-    expect(summary.records).toEqual({ done: 4500, total: 4500 });
+    expect(summary.records).toMatchObject({ done: 4500, total: 4500, training: { done: 4500, total: 4500 } });
     expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(4500);
     expect(Math.min(...summary.workers.map((w) => w.lastLoss ?? 1))).toBeLessThan(0.55);
   }, 120_000);
