@@ -53,7 +53,9 @@ describe('edl demo', () => {
   it('rejects an unknown --dataset', () => {
     const run = spawnSync(process.execPath, [edl, 'demo', '--dataset', 'imagenet'], { encoding: 'utf8' });
     expect(run.status).toBe(2);
-    expect(run.stderr).toContain("Expected mnist or cifar10-synthetic for --dataset but received 'imagenet'");
+    expect(run.stderr).toContain(
+      "Expected one of mnist, cifar10-synthetic for --dataset but received 'imagenet'",
+    );
   });
 
   it('prints its help', () => {

@@ -69,7 +69,7 @@ describe('edl train with a header row read as data', () => {
     );
     const failed = run.stderr.split('\n').find((l) => l.startsWith('job failed: '));
     expect(failed).toMatch(
-      /^job failed: Task \d+ failed on worker worker-0: Non-finite training step on task \d+, records \[0, 20\) of '.*data\.csv:0-201': the loss is NaN\. Likely causes: a CSV header row read as data/,
+      /^job failed: NON_FINITE: Task \d+ failed on worker worker-0: Non-finite training step on task \d+, records \[0, 20\) of '.*data\.csv:0-201': the loss is NaN\. Likely causes: a CSV header row read as data/,
     );
     expect(failed).toContain('a learning rate too high');
     // At once: no retry of the task on another attempt.

@@ -36,7 +36,7 @@ Options:
 const OPTIONS = {
   dataset: { type: 'choice', choices: DATASETS },
   records: { type: 'integer', min: 1 },
-  'num-workers': { type: 'integer', min: 1, max: 10_000 },
+  'num-workers': { type: 'integer', min: 1 },
   'num-epochs': { type: 'integer', min: 1 },
   'minibatch-size': { type: 'integer', min: 1 },
   backend: { type: 'choice', choices: BACKEND_CHOICES },
