@@ -200,6 +200,23 @@ describe('runWorker: minibatches that do not line up with tasks', () => {
     expect(results[0]?.steps).toBe(Math.ceil(2000 / 64));
   }, 60_000);
 
+  it('fails the task, not hangs, when datasetFn throws before it reads a record', async () => {
+    const broken = {
+      ...definition,
+      // biome-ignore lint/correctness/useYield: it fails before its first minibatch, on purpose
+      datasetFn: async function* () {
+        throw new Error('cannot parse the schema');
+      },
+    };
+    const { job, results } = await runJobWith(
+      { modelDefinition: broken as never },
+      { numEpochs: 1, maxTaskFailures: 2 },
+    );
+    expect(job.state).toBe('failed');
+    expect(job.error?.message).toContain('cannot parse the schema');
+    expect(results[0]?.tasksFailed).toBeGreaterThanOrEqual(2);
+  }, 60_000);
+
   it('fails the job loudly when datasetFn drops records', async () => {
     const dropping = {
       ...definition,

@@ -130,6 +130,8 @@ class WorkerLoop<TRecord> {
   #stepsSincePull = Number.POSITIVE_INFINITY;
   #lastLoss: number | undefined;
   #tasksDone = 0;
+  /** Ids of the tasks reported done (a failing segment must not fail them again). */
+  readonly #finishedTasks = new Set<number>();
   #tasksFailed = 0;
   #stopRequested = false;
   readonly #live = new LiveStats();
@@ -248,14 +250,15 @@ class WorkerLoop<TRecord> {
       opened = true;
       return this.#feed.records(head);
     }, `TaskFeed(${mode})`);
-    const batches = modelDefinition.datasetFn(records, mode, {
-      minibatchSize: size,
-      reader: this.#readerFor(mode).metadata,
-      inputWorkers:
-        this.#o.inputWorkers ?? (this.#o.prefetch === 0 ? 0 : Math.max(1, availableParallelism() - 1)),
-    });
-    const iterator = prefetch(this.#timeInputFn(batches), this.#o.prefetch ?? 2);
+    let iterator: ReturnType<typeof prefetch<Minibatch>> | undefined;
     try {
+      const batches = modelDefinition.datasetFn(records, mode, {
+        minibatchSize: size,
+        reader: this.#readerFor(mode).metadata,
+        inputWorkers:
+          this.#o.inputWorkers ?? (this.#o.prefetch === 0 ? 0 : Math.max(1, availableParallelism() - 1)),
+      });
+      iterator = prefetch(this.#timeInputFn(batches), this.#o.prefetch ?? 2);
       for (;;) {
         if (this.#stopRequested) break;
         const begin = performance.now();
@@ -265,11 +268,16 @@ class WorkerLoop<TRecord> {
         await this.#process(mode, next.value);
       }
     } catch (error) {
-      await iterator.return(undefined).catch(() => undefined);
+      await iterator?.return(undefined).catch(() => undefined);
       if (error instanceof MasterRpcError) throw error;
       const message = taskErrorText(error);
       this.#logger.warn('segment.failed', { mode, error: message });
-      for (const pending of this.#feed.drain()) await this.#failTask(pending.task, message);
+      const failed = this.#feed.drain().map((pending) => pending.task);
+      // A datasetFn that failed before reading a record never opened the head task, which this
+      // worker holds all the same: unreported, its lease would be renewed by heartbeats forever.
+      if (!this.#finishedTasks.has(head.id) && !failed.some((task) => task.id === head.id))
+        failed.unshift(head);
+      for (const task of failed) await this.#failTask(task, message);
       return;
     }
     await iterator.return(undefined);
@@ -513,6 +521,7 @@ class WorkerLoop<TRecord> {
       recordsDone,
     });
     this.#tasksDone++;
+    this.#finishedTasks.add(task.id);
     this.#logger.info('task.done', {
       task: task.id,
       kind: task.kind,
