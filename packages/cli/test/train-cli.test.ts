@@ -22,7 +22,8 @@ interface Run {
 
 function runEdl(args: string[], onStderrLine?: (line: string, child: ChildProcess) => void): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [edl, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // In the test's directory: a job without --checkpoint-dir writes ./edl-output there.
+    const child = spawn(process.execPath, [edl, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let pending = '';
