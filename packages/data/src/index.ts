@@ -12,3 +12,4 @@ export type {
   Shard,
 } from './protocols.js';
 export * from './readers/index.js';
+export { recordsOfBatches } from './records-of-batches.js';

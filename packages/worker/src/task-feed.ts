@@ -1,4 +1,4 @@
-import type { DataReader, RecordBatchLike, RecordRange } from '@edl/data';
+import { type DataReader, type RecordBatchLike, type RecordRange, recordsOfBatches } from '@edl/data';
 import { WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection, type WorkerTask } from './master-connection.js';
@@ -143,10 +143,8 @@ export class TaskFeed<TRecord> {
    * The records of `head` and of the following tasks of the same segment (the records of
    * {@link TaskFeed.batches}, whose batches are never released: records handed on stay valid).
    */
-  async *records(head: WorkerTask): AsyncGenerator<TRecord> {
-    for await (const batch of this.batches(head)) {
-      for (let i = 0; i < batch.length; i++) yield batch.get(i);
-    }
+  records(head: WorkerTask): AsyncGenerator<TRecord> {
+    return recordsOfBatches(this.batches(head));
   }
 
   /**

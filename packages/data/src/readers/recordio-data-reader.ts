@@ -9,6 +9,7 @@ import type {
   RecordRange,
   Shard,
 } from '../protocols.js';
+import { recordsOfBatches } from '../records-of-batches.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { PrefetchedRanges } from './prefetched-ranges.js';
@@ -231,9 +232,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
    * batches of {@link RecordIODataReader.readBatches} (never released, so they stay valid).
    */
   async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    for await (const batch of this.readBatches(range)) {
-      for (let i = 0; i < batch.length; i++) yield batch.get(i);
-    }
+    yield* recordsOfBatches(this.readBatches(range));
   }
 
   /** `{ type: 'recordio', params }` with `dataDir` or `files`, for `createDataReader`. */

@@ -13,6 +13,7 @@ import type {
   RecordRange,
   Shard,
 } from '../protocols.js';
+import { recordsOfBatches } from '../records-of-batches.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { ReaderCache } from './reader-cache.js';
@@ -182,9 +183,7 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
 
   /** Records `[range.start, range.end)` of the file `range.shardName`, as views (never released). */
   async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    for await (const batch of this.readBatches(range)) {
-      for (let i = 0; i < batch.length; i++) yield batch.get(i);
-    }
+    yield* recordsOfBatches(this.readBatches(range));
   }
 
   /** `{ type: 'tfrecord', params }`, for `createDataReader`. */
