@@ -231,8 +231,8 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
    * Yields records `[range.start, range.end)` of the file `range.shardName`, as views into the
    * batches of {@link RecordIODataReader.readBatches} (never released, so they stay valid).
    */
-  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    yield* recordsOfBatches(this.readBatches(range));
+  readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+    return recordsOfBatches(this.readBatches(range));
   }
 
   /** `{ type: 'recordio', params }` with `dataDir` or `files`, for `createDataReader`. */

@@ -182,8 +182,8 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
   }
 
   /** Records `[range.start, range.end)` of the file `range.shardName`, as views (never released). */
-  async *readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    yield* recordsOfBatches(this.readBatches(range));
+  readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+    return recordsOfBatches(this.readBatches(range));
   }
 
   /** `{ type: 'tfrecord', params }`, for `createDataReader`. */
