@@ -68,7 +68,7 @@ async function startWithWorkers(
     }),
   });
   const results = await Promise.all(done);
-  return { job: await handle.wait(), results };
+  return { job: await handle.wait(), results, gradients: handle.master.gradientOutcomes };
 }
 
 async function runJob(options: Partial<StartMasterOptions>, workers: number, predictionOutput?: string) {
@@ -235,6 +235,47 @@ describe('runWorker: minibatches that do not line up with tasks', () => {
     expect(job.state).toBe('failed');
     expect(job.error?.message).toMatch(/datasetFn consumed \d+ of the \d+ records of task \d+/);
     expect(results[0]?.tasksFailed).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('runWorker: pushing gradients ahead of compute', () => {
+  it('computes each step while the master applies the previous one, training every record once', async () => {
+    const { job, results, gradients } = await runJobWith({ pushAhead: true }, { numEpochs: 2 });
+    expect(job.state).toBe('succeeded');
+    expect(results[0]?.records.training).toBe(2 * 2000);
+    const steps = results[0]?.steps as number;
+    expect(job.modelVersion).toBe(steps);
+    expect(results[0]?.timers.gradients).toEqual({ computed: steps, wasted: 0 });
+    // One worker pushing ahead: every gradient but the first of a segment is computed on a model
+    // that lacks its own previous step, one version old when applied.
+    expect(gradients.stale).toBe(0);
+    expect(gradients.stalenessHistogram[1]).toBeGreaterThan(steps / 2);
+    expect(gradients.applied).toBe(steps);
+  }, 60_000);
+
+  it('waits for each answer with pushAhead false: one worker never lags its own model', async () => {
+    const { job, results, gradients } = await runJobWith({ pushAhead: false }, { numEpochs: 1 });
+    expect(job.state).toBe('succeeded');
+    expect(results[0]?.records.training).toBe(2000);
+    expect(gradients.stalenessHistogram[0]).toBe(results[0]?.steps);
+  }, 60_000);
+
+  it("turns itself off ('auto') when a sync-mode master refuses a gradient pushed ahead", async () => {
+    const { job, results, gradients } = await runJobWith(
+      { pushAhead: 'auto' },
+      {
+        numEpochs: 1,
+        parameterStore: { mode: 'sync', optimizer: { type: 'adam', learningRate: 0.02 } },
+      },
+    );
+    expect(job.state).toBe('succeeded');
+    expect(results[0]?.records.training).toBe(2000);
+    const steps = results[0]?.steps as number;
+    // The refused gradient and the one computed meanwhile (on a model one version old, too) are
+    // recomputed on the master's model; every later step waits for its answer.
+    expect(gradients.stale).toBe(2);
+    expect(results[0]?.timers.gradients).toEqual({ computed: steps + 2, wasted: 2 });
+    expect(job.modelVersion).toBe(steps);
   }, 60_000);
 });
 

@@ -9,7 +9,7 @@ import type { MasterConnection, WorkerTask } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
 import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
-import { ModelRunner } from './model-runner.js';
+import { ModelRunner, type StepResult } from './model-runner.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
 import { type RecordSlice, TaskFeed } from './task-feed.js';
@@ -59,6 +59,15 @@ export interface WorkerOptions<TRecord> {
   readonly nonTrainableWeights?: readonly NamedTensor[];
   /** Train on NaN or infinite losses and gradients instead of failing the job (default false). */
   readonly allowNonFinite?: boolean;
+  /**
+   * Push ahead (default 'auto'): send step n's gradient and compute step n+1 while the master
+   * applies it, so that the round trip overlaps compute; each gradient is then computed on a model
+   * one of this worker's own updates older. Right for bounded-staleness async training; a master
+   * that refuses such a gradient as STALE (sync mode) makes 'auto' turn it off for the rest of the
+   * job, after recomputing that minibatch and the one computed meanwhile. `false`: wait for each
+   * push (what `edl train --mode sync` passes).
+   */
+  readonly pushAhead?: boolean | 'auto';
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -82,6 +91,17 @@ export interface WorkerResult {
   /** Non-empty when the master ended the job as failed. */
   readonly jobError: string;
   readonly timers: TimersReport;
+}
+
+/** A training step's gradient sent ahead, with what it takes to count or redo it. */
+interface InFlightPush {
+  /** The step's minibatch, kept until the answer: a STALE one is computed again. */
+  readonly batch: Minibatch;
+  readonly slice: RecordSlice;
+  readonly loss: number;
+  readonly response: ReturnType<MasterConnection['reportGradient']>;
+  /** The slice ends its task: report the task once the gradient is applied. */
+  finishesTask: boolean;
 }
 
 function toRangeRef(slice: RecordSlice): TaskRangeRef {
@@ -134,12 +154,17 @@ class WorkerLoop<TRecord> {
   readonly #finishedTasks = new Set<number>();
   #tasksFailed = 0;
   #stopRequested = false;
+  /** Whether training steps push ahead; 'auto' turns false at the first STALE pushed-ahead gradient. */
+  #pushAhead: boolean;
+  /** The gradient pushed ahead, not yet answered (at most one). */
+  #inFlight: InFlightPush | undefined;
   readonly #live = new LiveStats();
 
   constructor(options: WorkerOptions<TRecord>) {
     this.#o = options;
     this.#logger = options.logger ?? silentLogger;
     this.#timers = options.timers ?? new Timers();
+    this.#pushAhead = options.pushAhead !== false;
     this.#feed = new TaskFeed({
       master: options.master,
       workerId: options.workerId,
@@ -267,8 +292,12 @@ class WorkerLoop<TRecord> {
         if (next.done) break;
         await this.#process(mode, next.value);
       }
+      // The segment's last gradient must be answered before its tasks are reported.
+      await this.#settlePush();
     } catch (error) {
       await iterator?.return(undefined).catch(() => undefined);
+      // A step pushed ahead is answered first: its records count if the master applied them.
+      await this.#settlePush().catch(() => undefined);
       if (error instanceof MasterRpcError) throw error;
       const message = taskErrorText(error);
       this.#logger.warn('segment.failed', { mode, error: message });
@@ -354,6 +383,7 @@ class WorkerLoop<TRecord> {
       const ranged = slices.filter((slice) => slice.count > 0);
       let together = false;
       if (ranged.length > 1 && mode !== 'prediction' && !ranged.some((s) => this.#dropped.has(s.task.id))) {
+        await this.#settlePush();
         together =
           mode === 'training' ? await this.#train(batch, ranged) : await this.#evaluate(batch, ranged);
         if (together) for (const slice of ranged) this.#records[mode] += slice.count;
@@ -363,15 +393,22 @@ class WorkerLoop<TRecord> {
         if (!together && slice.count > 0) {
           const part = slices.length === 1 ? batch : sliceMinibatch(batch, slice.offset, slice.count);
           try {
-            if (mode === 'training') await this.#train(part, [slice]);
-            else if (mode === 'evaluation') await this.#evaluate(part, [slice]);
-            else await this.#predict(part, slice);
-            if (!this.#dropped.has(slice.task.id)) this.#records[mode] += slice.count;
+            if (mode === 'training' && this.#pushAhead) await this.#trainAhead(part, slice);
+            else {
+              if (mode === 'training') await this.#train(part, [slice]);
+              else if (mode === 'evaluation') await this.#evaluate(part, [slice]);
+              else await this.#predict(part, slice);
+              if (!this.#dropped.has(slice.task.id)) this.#records[mode] += slice.count;
+            }
           } finally {
-            if (part !== batch) tf.dispose(minibatchTensors(part));
+            if (part !== batch && this.#inFlight?.batch !== part) tf.dispose(minibatchTensors(part));
           }
         }
-        if (slice.completesTask && !this.#dropped.has(slice.task.id)) {
+        // A task is reported done only once its last gradient is applied: with that gradient still
+        // pushed ahead, the report waits for its answer (and compute goes on meanwhile).
+        const inFlight = this.#inFlight;
+        if (slice.completesTask && inFlight?.slice === slice) inFlight.finishesTask = true;
+        else if (slice.completesTask && !this.#dropped.has(slice.task.id)) {
           await this.#finishTask(slice.task, slice.task.end - slice.task.start);
         }
         this.#o.onProgress?.({
@@ -385,8 +422,108 @@ class WorkerLoop<TRecord> {
         });
       }
     } finally {
+      if (this.#inFlight?.batch !== batch) tf.dispose(minibatchTensors(batch));
+    }
+  }
+
+  /** Computes the gradients of one step on the model held now. */
+  #computeStep(batch: Minibatch, slices: readonly RecordSlice[]) {
+    const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
+    return this.#timers.time(
+      'compute_loss',
+      () =>
+        this.#runner.computeGradients(batch, {
+          taskId: first.task.id,
+          shardName: first.task.shardName,
+          rangeStart: first.rangeStart,
+          rangeEnd: (rest.at(-1) ?? first).rangeEnd,
+        }),
+      first.task.id,
+    );
+  }
+
+  /** Sends one step's gradient; the answer brings the next step's model when one is due. */
+  #push(slices: readonly RecordSlice[], gradients: readonly NamedTensor[], modelVersion: number) {
+    const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
+    return this.#o.master.reportGradient({
+      workerId: this.#o.workerId,
+      taskId: first.task.id,
+      rangeStart: first.rangeStart,
+      rangeEnd: first.rangeEnd,
+      modelVersion,
+      gradients,
+      ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
+      // The next step pulls (every getModelSteps steps), or this one is computed again.
+      wantModel: this.#stepsSincePull + 1 >= (this.#o.getModelSteps ?? 1),
+    });
+  }
+
+  /**
+   * One training step pushed ahead: computed on the model held now, while the previous step's
+   * gradient is still with the master; then that answer is taken (its model adopted) and this
+   * step's gradient goes out unanswered. Its records count once the master accepts it.
+   */
+  async #trainAhead(batch: Minibatch, slice: RecordSlice): Promise<void> {
+    const getModelSteps = this.#o.getModelSteps ?? 1;
+    if (this.#inFlight === undefined && this.#stepsSincePull >= getModelSteps) {
+      await this.#pull(-1, 'training');
+    }
+    const modelVersion = this.#runner.version;
+    const step = await this.#computeStep(batch, [slice]);
+    await this.#settlePush();
+    if (this.#dropped.has(slice.task.id)) return;
+    if (!this.#pushAhead) {
+      // The previous answer turned pushing ahead off: this step waits for its answer.
+      await this.#train(batch, [slice], { step, modelVersion });
+      if (!this.#dropped.has(slice.task.id)) this.#records.training += slice.count;
+      return;
+    }
+    // Only the sending (encoding) is timed here; the wait, if any, is timed when the answer is taken.
+    const begin = performance.now();
+    const response = this.#push([slice], step.gradients, modelVersion);
+    this.#timers.add('report_gradient', performance.now() - begin, slice.task.id);
+    // Settled by #settlePush; until then a failure must not count as unhandled.
+    response.catch(() => undefined);
+    this.#inFlight = { batch, slice, loss: step.loss, response, finishesTask: false };
+  }
+
+  /** Waits for the gradient pushed ahead, if any, and takes its answer as #train would. */
+  async #settlePush(): Promise<void> {
+    const pending = this.#inFlight;
+    if (pending === undefined) return;
+    this.#inFlight = undefined;
+    const { batch, slice } = pending;
+    try {
+      const response = await this.#timers.time('report_gradient', () => pending.response, slice.task.id);
+      const accepted =
+        response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED;
+      this.#timers.countGradient(!accepted);
+      if (accepted) {
+        this.#stepDone(pending.loss, response);
+      } else if (response.status === GradientStatus.STALE) {
+        // Computed one own update too old for this master's staleness bound.
+        if (this.#o.pushAhead !== true) this.#pushAhead = false;
+        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+        else await this.#pull(-1, 'training');
+        await this.#train(batch, [slice]);
+      } else {
+        this.#rejected(slice, response.status, 'gradient');
+      }
+      if (this.#dropped.has(slice.task.id)) return;
+      this.#records.training += slice.count;
+      if (pending.finishesTask) await this.#finishTask(slice.task, slice.task.end - slice.task.start);
+    } finally {
       tf.dispose(minibatchTensors(batch));
     }
+  }
+
+  /** An applied step: counted, its loss kept, the model that came back with it adopted. */
+  #stepDone(loss: number, response: { modelVersion: number; variables?: readonly NamedTensor[] }): void {
+    this.#steps++;
+    this.#stepsSincePull++;
+    this.#lastLoss = loss;
+    this.#live.addLoss(loss);
+    if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
   }
 
   /**
@@ -394,50 +531,30 @@ class WorkerLoop<TRecord> {
    * the gradient brings the next step's model back in the same round trip. Returns false when the
    * master no longer holds one of several ranges: the caller then steps task by task.
    */
-  async #train(batch: Minibatch, slices: readonly RecordSlice[]): Promise<boolean> {
-    const { master, workerId } = this.#o;
-    const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
+  async #train(
+    batch: Minibatch,
+    slices: readonly RecordSlice[],
+    computed?: { readonly step: StepResult; readonly modelVersion: number },
+  ): Promise<boolean> {
+    const [first] = slices as [RecordSlice, ...RecordSlice[]];
     const taskId = first.task.id;
     const getModelSteps = this.#o.getModelSteps ?? 1;
-    if (this.#stepsSincePull >= getModelSteps) await this.#pull(-1, 'training');
+    if (computed === undefined && this.#stepsSincePull >= getModelSteps) await this.#pull(-1, 'training');
     const retries = this.#o.maxStaleRetries ?? Number.POSITIVE_INFINITY;
     for (let attempt = 0; ; attempt++) {
-      const step = await this.#timers.time(
-        'compute_loss',
-        () =>
-          this.#runner.computeGradients(batch, {
-            taskId,
-            shardName: first.task.shardName,
-            rangeStart: first.rangeStart,
-            rangeEnd: (rest.at(-1) ?? first).rangeEnd,
-          }),
-        taskId,
-      );
+      const given = attempt === 0 ? computed : undefined;
+      const modelVersion = given?.modelVersion ?? this.#runner.version;
+      const step = given?.step ?? (await this.#computeStep(batch, slices));
       const response = await this.#timers.time(
         'report_gradient',
-        () =>
-          master.reportGradient({
-            workerId,
-            taskId,
-            rangeStart: first.rangeStart,
-            rangeEnd: first.rangeEnd,
-            modelVersion: this.#runner.version,
-            gradients: step.gradients,
-            ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
-            // The next step pulls (every getModelSteps steps), or this one is computed again.
-            wantModel: this.#stepsSincePull + 1 >= getModelSteps,
-          }),
+        () => this.#push(slices, step.gradients, modelVersion),
         taskId,
       );
       const accepted =
         response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED;
       this.#timers.countGradient(!accepted);
       if (accepted) {
-        this.#steps++;
-        this.#stepsSincePull++;
-        this.#lastLoss = step.loss;
-        this.#live.addLoss(step.loss);
-        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+        this.#stepDone(step.loss, response);
         return true;
       }
       if (response.status === GradientStatus.STALE && attempt < retries) {

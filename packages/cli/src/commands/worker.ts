@@ -23,11 +23,17 @@ Options:
   --backend NAME              auto | webgpu | tensorflow | wasm | cpu (default auto)
   --get-model-steps N         pull the model every N steps (default 1)
   --prefetch N                minibatches prepared ahead of compute (default 2)
+  --push-ahead auto|on|off    compute the next step while the master applies this one's
+                              gradient (default auto: on until the master refuses such a
+                              gradient as stale, as a sync-mode master does; 'edl train
+                              --mode sync' passes off)
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
   --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
   --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)`;
+
+const PUSH_AHEAD = { auto: 'auto', on: true, off: false } as const;
 
 function env(name: string): string {
   const value = process.env[name];
@@ -59,6 +65,7 @@ export const command: Command = {
       'model-checkpoint': { type: 'string' },
       'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
       'allow-non-finite': { type: 'boolean' },
+      'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
     });
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -156,6 +163,7 @@ export const command: Command = {
         minibatchSize: values['minibatch-size'] ?? 64,
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,
+        pushAhead: PUSH_AHEAD[values['push-ahead'] ?? 'auto'],
         allowNonFinite: values['allow-non-finite'] === true,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,

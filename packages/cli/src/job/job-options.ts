@@ -285,6 +285,8 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
+  if (options.mode === 'sync') add('--push-ahead', 'off');
   add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.allowNonFinite) args.push('--allow-non-finite');
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));

@@ -5,14 +5,24 @@ interface SyncBackend {
   readSync(dataId: tf.DataId): tf.backend_util.BackendValues;
 }
 
+/** Patch-matrix elements built at once: bounds the kernel's scratch memory (64 MiB of float32). */
+const MAX_PATCH_ELEMENTS = 16 * 1024 * 1024;
+
 /**
  * Registers `Conv2DBackpropFilter` (the filter gradient of a convolution) for `backendName`, built
- * from the backend's own fast kernels: for each filter tap (kh, kw), the input rows that tap sees
- * (a strided slice of the padded input) times the output gradient, as one matrix product
- * `[ci, N*OH*OW] x [N*OH*OW, co]`. The CPU backend's element-by-element version is two orders of
- * magnitude slower and dominated a CNN step on wasm. NHWC only, like every wasm convolution.
+ * on the backend's fast matrix product: the input patches every output position sees are laid out
+ * once as rows of a matrix (im2col, in one pass over the input, padding read as zeros), and the
+ * filter gradient is `patches^T x dy`, `[kh*kw*ci, rows] x [rows, co]`, whose rows are already in
+ * the filter's `[kh, kw, ci, co]` order. Long inputs go in blocks of rows, so scratch memory stays
+ * bounded. The CPU backend's element-by-element version is two orders of magnitude slower and
+ * dominated a CNN step on wasm; a strided slice per filter tap was still a fifth of the step (the
+ * wasm backend slices in JavaScript). NHWC only, like every wasm convolution. `maxPatchElements`
+ * sets the block size (tests use small blocks).
  */
-export function registerConv2DBackpropFilter(backendName: string): void {
+export function registerConv2DBackpropFilter(
+  backendName: string,
+  maxPatchElements = MAX_PATCH_ELEMENTS,
+): void {
   tf.registerKernel({
     kernelName: tf.Conv2DBackpropFilter,
     backendName,
@@ -31,56 +41,80 @@ export function registerConv2DBackpropFilter(backendName: string): void {
         dimRoundingMode,
       );
       const owner = backend as unknown as SyncBackend;
-      const values = tf.tidy(() => {
-        // Copies, not views: wrapping the inputs' data ids in tensors would free them on disposal.
-        const input = tf.tensor4d(
-          owner.readSync(x.dataId) as Float32Array,
-          x.shape as [number, number, number, number],
+      const input = owner.readSync(x.dataId) as Float32Array;
+      const grad = owner.readSync(dy.dataId) as Float32Array;
+      const depth = info.filterHeight * info.filterWidth * info.inChannels;
+      const rows = info.batchSize * info.outHeight * info.outWidth;
+      const block = Math.max(1, Math.min(rows, Math.floor(maxPatchElements / depth)));
+      let sum: tf.Tensor | undefined;
+      for (let first = 0; first < rows; first += block) {
+        const count = Math.min(block, rows - first);
+        // A new array per block: a backend may keep the array it is given rather than copy it.
+        const patches = new Float32Array(count * depth);
+        fillPatches(patches, input, info, first, count);
+        const part = tf.tidy(() =>
+          tf.matMul(
+            tf.tensor2d(patches, [count, depth]),
+            tf.tensor2d(grad.subarray(first * info.outChannels, (first + count) * info.outChannels), [
+              count,
+              info.outChannels,
+            ]),
+            true,
+            false,
+          ),
         );
-        const grad = tf.tensor4d(
-          owner.readSync(dy.dataId) as Float32Array,
-          dy.shape as [number, number, number, number],
-        );
-        const { top, bottom, left, right } = info.padInfo;
-        const padded =
-          top + bottom + left + right > 0
-            ? tf.pad(input, [
-                [0, 0],
-                [top, bottom],
-                [left, right],
-                [0, 0],
-              ])
-            : input;
-        const rows = info.batchSize * info.outHeight * info.outWidth;
-        const dyMatrix = tf.reshape(grad, [rows, info.outChannels]);
-        const taps: tf.Tensor[] = [];
-        for (let kh = 0; kh < info.filterHeight; kh++) {
-          for (let kw = 0; kw < info.filterWidth; kw++) {
-            const h0 = kh * info.dilationHeight;
-            const w0 = kw * info.dilationWidth;
-            const seen = tf.stridedSlice(
-              padded,
-              [0, h0, w0, 0],
-              [
-                info.batchSize,
-                h0 + (info.outHeight - 1) * info.strideHeight + 1,
-                w0 + (info.outWidth - 1) * info.strideWidth + 1,
-                info.inChannels,
-              ],
-              [1, info.strideHeight, info.strideWidth, 1],
-            );
-            taps.push(tf.matMul(tf.reshape(seen, [rows, info.inChannels]), dyMatrix, true, false));
-          }
+        if (sum === undefined) sum = part;
+        else {
+          const next = tf.add(sum, part);
+          tf.dispose([sum, part]);
+          sum = next;
         }
-        return tf.reshape(tf.stack(taps), filterShape);
-      });
-      const result = {
-        dataId: owner.write(owner.readSync(values.dataId), [...filterShape], 'float32'),
+      }
+      const values = (sum as tf.Tensor).dataSync() as Float32Array;
+      (sum as tf.Tensor).dispose();
+      return {
+        dataId: owner.write(values, [...filterShape], 'float32'),
         shape: [...filterShape],
         dtype: 'float32' as const,
       };
-      values.dispose();
-      return result;
     },
   });
+}
+
+/**
+ * Rows `[first, first + count)` of the patch matrix: row r is output position (n, oh, ow), its
+ * columns the input values under the filter's taps in `[kh, kw, ci]` order, zeros over padding.
+ */
+function fillPatches(
+  patches: Float32Array,
+  input: Float32Array,
+  info: tf.backend_util.Conv2DInfo,
+  first: number,
+  count: number,
+): void {
+  const { inHeight, inWidth, inChannels, outHeight, outWidth, filterHeight, filterWidth } = info;
+  const { strideHeight, strideWidth, dilationHeight, dilationWidth } = info;
+  const { top, left } = info.padInfo;
+  const depth = filterHeight * filterWidth * inChannels;
+  for (let r = 0; r < count; r++) {
+    const position = first + r;
+    const ow = position % outWidth;
+    const oh = Math.floor(position / outWidth) % outHeight;
+    const n = Math.floor(position / (outWidth * outHeight));
+    let at = r * depth;
+    for (let kh = 0; kh < filterHeight; kh++) {
+      const ih = oh * strideHeight + kh * dilationHeight - top;
+      for (let kw = 0; kw < filterWidth; kw++) {
+        const iw = ow * strideWidth + kw * dilationWidth - left;
+        // Plain loops: a subarray per tap allocates, and the allocations cost more than the copy.
+        if (ih < 0 || ih >= inHeight || iw < 0 || iw >= inWidth) {
+          for (let c = 0; c < inChannels; c++) patches[at + c] = 0;
+        } else {
+          const from = ((n * inHeight + ih) * inWidth + iw) * inChannels;
+          for (let c = 0; c < inChannels; c++) patches[at + c] = input[from + c] as number;
+        }
+        at += inChannels;
+      }
+    }
+  }
 }
