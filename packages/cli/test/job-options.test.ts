@@ -1,7 +1,7 @@
 /** The parameter-store flags of `edl train` and how they reach the master's options. */
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/command.js';
-import { parseJobOptions } from '../src/job/job-options.js';
+import { parseJobOptions, workerArgs } from '../src/job/job-options.js';
 import { parameterStoreOptions } from '../src/job/parameter-store-options.js';
 
 const base = ['--model-def', 'census', '--training-data', 'x.csv'];
@@ -55,5 +55,19 @@ describe('edl train: --mode, --max-staleness, --learning-rate', () => {
     expect(() => parseJobOptions([...base, '--max-staleness', '-2'])).toThrow(
       new UsageError("Expected a non-negative integer for --max-staleness but received '-2'"),
     );
+  });
+});
+
+describe('edl train: what the workers are told of the mode', () => {
+  const pushAhead = (argv: string[]) => {
+    const args = workerArgs(parseJobOptions([...base, ...argv]), '/m.js', '/tmp/stats');
+    const at = args.indexOf('--push-ahead');
+    return at < 0 ? undefined : args[at + 1];
+  };
+
+  it('lets async workers push ahead (their default) and tells sync workers to wait for each answer', () => {
+    expect(pushAhead([])).toBeUndefined();
+    expect(pushAhead(['--mode', 'async'])).toBeUndefined();
+    expect(pushAhead(['--mode', 'sync'])).toBe('off');
   });
 });
