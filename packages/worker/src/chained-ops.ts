@@ -1,8 +1,8 @@
-import * as tf from '@tensorflow/tfjs-core';
 // Types only: tfjs-core's own chained-op modules declare these methods on Tensor, but they are ES
 // modules with extensionless imports that Node cannot load, and tfjs-core's Node bundle (the one
 // Node resolves) registers none of them.
 import type {} from '@tensorflow/tfjs-core/dist/public/chained_ops/register_all_chained_ops.js';
+import { tf } from '../hooks/tfjs-commonjs.mjs';
 
 /** Chained methods that call the op of the same name with the tensor first: `x.add(y)` is `tf.add(x, y)`. */
 const SAME_NAME: readonly string[] = [

@@ -10,14 +10,13 @@
  * should import these rather than their own copies: two copies of tfjs-core are two engines, and
  * tensors of one are unknown to the other.
  */
-export * as tf from '@tensorflow/tfjs-core';
+export { tf, tfl } from '../hooks/tfjs-commonjs.mjs';
 
 import { registerChainedOps } from './chained-ops.js';
 
 // Chained tensor methods (x.square().mean()) for every model, as `@tensorflow/tfjs` has them.
 registerChainedOps();
 
-export * as tfl from '@tensorflow/tfjs-layers';
 export * from './backends/index.js';
 export { batchRecords } from './batch-records.js';
 export { registerChainedOps } from './chained-ops.js';

@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs-core';
+import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { WorkerError } from './errors.js';
 import type { Features, Minibatch } from './model-definition.js';
 

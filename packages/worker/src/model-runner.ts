@@ -1,6 +1,6 @@
 import { accuracyPartial, aucPartial, type MetricPartial, msePartial, type NamedTensor } from '@edl/proto';
-import * as tf from '@tensorflow/tfjs-core';
 import type * as tfl from '@tensorflow/tfjs-layers';
+import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { describeValue, WorkerError } from './errors.js';
 import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
 

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { type DataReader, IterDataset } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
-import * as tf from '@tensorflow/tfjs-core';
+import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { describeValue, taskErrorText, WorkerError } from './errors.js';
 import { LiveStats } from './live-stats.js';
 import { silentLogger, type WorkerLogger } from './logger.js';

@@ -17,10 +17,22 @@ interface Case {
 }
 
 const cases: readonly Case[] = [
-  { name: '3x3 valid, one channel', input: [4, 9, 9, 1], filter: [3, 3, 1, 5], strides: [1, 1], pad: 'valid' },
+  {
+    name: '3x3 valid, one channel',
+    input: [4, 9, 9, 1],
+    filter: [3, 3, 1, 5],
+    strides: [1, 1],
+    pad: 'valid',
+  },
   { name: '3x3 same, 3 channels', input: [2, 8, 7, 3], filter: [3, 3, 3, 4], strides: [1, 1], pad: 'same' },
   { name: '5x3 stride 2 same', input: [3, 11, 10, 2], filter: [5, 3, 2, 3], strides: [2, 2], pad: 'same' },
-  { name: '2x2 stride (1, 3) valid', input: [2, 6, 12, 4], filter: [2, 2, 4, 2], strides: [1, 3], pad: 'valid' },
+  {
+    name: '2x2 stride (1, 3) valid',
+    input: [2, 6, 12, 4],
+    filter: [2, 2, 4, 2],
+    strides: [1, 3],
+    pad: 'valid',
+  },
   { name: 'explicit padding 1', input: [2, 7, 7, 3], filter: [3, 3, 3, 2], strides: [1, 1], pad: 1 },
 ];
 
@@ -41,8 +53,7 @@ function filterGradient(c: Case): Float32Array {
     const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
     const x = tf.tensor4d(values(size(c.input), 1), c.input);
     const w = tf.tensor4d(values(size(c.filter), 2), c.filter);
-    const conv = (filter: tf.Tensor4D) =>
-      tf.conv2d(x, filter, c.strides, c.pad);
+    const conv = (filter: tf.Tensor4D) => tf.conv2d(x, filter, c.strides, c.pad);
     const outShape = conv(w).shape;
     const dy = tf.tensor(values(size(outShape), 3), outShape);
     const gradient = tf.grad((filter: tf.Tensor) => tf.sum(tf.mul(conv(filter as tf.Tensor4D), dy)))(w);

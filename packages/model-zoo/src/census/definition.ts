@@ -1,6 +1,4 @@
-import { batchRecords, type DatasetFn, type ModelDefinition } from '@edl/worker';
-import * as tf from '@tensorflow/tfjs-core';
-import * as tfl from '@tensorflow/tfjs-layers';
+import { batchRecords, type DatasetFn, type ModelDefinition, tf, tfl } from '@edl/worker';
 import { CENSUS_CATEGORICAL, CENSUS_FEATURES, CENSUS_LABEL, CENSUS_NUMERIC } from './schema.js';
 
 /** A census record as readers yield it: CSV fields (`string[]`) or a table row (column to value). */

@@ -1,7 +1,5 @@
 import type { IterDataset } from '@edl/data';
-import type { DatasetFn, Minibatch, ModelDefinition } from '@edl/worker';
-import * as tf from '@tensorflow/tfjs-core';
-import * as tfl from '@tensorflow/tfjs-layers';
+import { type DatasetFn, type Minibatch, type ModelDefinition, tf, tfl } from '@edl/worker';
 import { CIFAR10_CHANNELS, CIFAR10_CLASSES, CIFAR10_SIDE } from './record-format.js';
 
 /** Shape of the CIFAR-10 CNN. */

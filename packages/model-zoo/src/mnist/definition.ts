@@ -1,6 +1,4 @@
-import { batchRecords, type DatasetFn, type Minibatch, type ModelDefinition } from '@edl/worker';
-import * as tf from '@tensorflow/tfjs-core';
-import * as tfl from '@tensorflow/tfjs-layers';
+import { batchRecords, type DatasetFn, type Minibatch, type ModelDefinition, tf, tfl } from '@edl/worker';
 import { MNIST_CLASSES, MNIST_PIXEL_BYTES, MNIST_RECORD_BYTES, MNIST_SIDE } from './record-format.js';
 
 /** Shape and optimizer of the MNIST CNN. */

@@ -1,7 +1,5 @@
 import { type ExampleSpec, encodeExample, parseExample } from '@edl/proto/example';
-import { batchRecords, type DatasetFn, type ModelDefinition } from '@edl/worker';
-import * as tf from '@tensorflow/tfjs-core';
-import * as tfl from '@tensorflow/tfjs-layers';
+import { batchRecords, type DatasetFn, type ModelDefinition, tf, tfl } from '@edl/worker';
 
 /** Features per Example (`x`, float32) and classes (`label`, int64 in [0, TF_EXAMPLE_CLASSES)). */
 export const TF_EXAMPLE_FEATURES = 16;

@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs-core';
+import { tf } from '../../hooks/tfjs-commonjs.mjs';
 
 interface SyncBackend {
   write(values: tf.backend_util.BackendValues | null, shape: number[], dtype: tf.DataType): tf.DataId;

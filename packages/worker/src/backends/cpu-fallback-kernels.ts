@@ -1,5 +1,4 @@
-import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
-import * as tf from '@tensorflow/tfjs-core';
+import { tf, tfBackendCpu } from '../../hooks/tfjs-commonjs.mjs';
 
 /** A backend that stores tensor data and can hand it back synchronously (wasm, cpu). */
 interface SyncBackend {
@@ -8,7 +7,7 @@ interface SyncBackend {
   disposeData(dataId: tf.DataId, force?: boolean): boolean;
 }
 
-let cpu: MathBackendCPU | undefined;
+let cpu: tfBackendCpu.MathBackendCPU | undefined;
 
 /**
  * Registers, for `backendName`, every kernel that the CPU backend has and `backendName` lacks,
@@ -21,7 +20,7 @@ let cpu: MathBackendCPU | undefined;
  */
 export function registerCpuFallbackKernels(backendName: string): string[] {
   if (cpu === undefined) {
-    cpu = new MathBackendCPU();
+    cpu = new tfBackendCpu.MathBackendCPU();
     // This private instance is an implementation detail: skip its "install tfjs-node" console hint.
     (cpu as unknown as { firstUse: boolean }).firstUse = false;
   }
@@ -46,7 +45,7 @@ function runOnCpu(
   owner: SyncBackend,
   attrs: tf.NamedAttrMap | undefined,
 ): tf.TensorInfo | tf.TensorInfo[] {
-  const host = cpu as MathBackendCPU;
+  const host = cpu as tfBackendCpu.MathBackendCPU;
   const copies: tf.NamedTensorInfoMap = {};
   const created: tf.DataId[] = [];
   try {

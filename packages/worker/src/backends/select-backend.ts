@@ -1,7 +1,6 @@
-import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
-// Side effect: tfjs-core's Node bundle registers no gradients; tfjs-layers' bundle registers them all.
-import '@tensorflow/tfjs-layers';
+// Loads tfjs-backend-cpu and tfjs-layers too: tfjs-core's Node bundle registers no gradients,
+// tfjs-layers' bundle registers them all.
+import { tf } from '../../hooks/tfjs-commonjs.mjs';
 import { describeValue, WorkerError } from '../errors.js';
 import { silentLogger, type WorkerLogger } from '../logger.js';
 import { BACKEND_ORDER, type BackendName, isBackendName } from './backend-name.js';

@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs-core';
+import { tf } from '../../hooks/tfjs-commonjs.mjs';
 
 /** What was found when the native TensorFlow backend was tried. */
 export interface TensorflowProbe {

@@ -1,7 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import * as tf from '@tensorflow/tfjs-core';
+import { tf, tfBackendWasm } from '../../hooks/tfjs-commonjs.mjs';
 import { registerConv2DBackpropFilter } from './conv2d-backprop-filter.js';
 import { registerCpuFallbackKernels } from './cpu-fallback-kernels.js';
 
@@ -27,7 +26,7 @@ export async function activateWasm(): Promise<WasmProbe> {
       path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')),
       'dist',
     );
-    setWasmPaths(`${dir}${path.sep}`);
+    tfBackendWasm.setWasmPaths(`${dir}${path.sep}`);
     // Composed from wasm's own kernels: fast, unlike the CPU backend's version.
     registerConv2DBackpropFilter('wasm');
     prepared = { delegated: registerCpuFallbackKernels('wasm'), dir };
