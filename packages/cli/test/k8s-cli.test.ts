@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { readCheckpoint } from '@edl/master';
 import { buildRbacObjects } from '@edl/master/kubernetes';
 import { generateCensusCsv } from '@edl/model-zoo';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -414,6 +415,73 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
         workers: { launched: 2, relaunched: 0, stopped: 2, running: 0 },
       });
       expect(cluster.server.pods('ml')).toEqual([]);
+    } finally {
+      await cluster.close();
+    }
+  }, 60_000);
+
+  it("--learning-rate reaches the master pod's optimizer, over the model definition's", async () => {
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    try {
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      cluster.server.create('secrets', 'ml', { metadata: { name: 'lr-token' }, stringData: { token: 't' } });
+      const csv = join(dir, 'lr.csv');
+      writeFileSync(csv, `x,y\n${Array.from({ length: 40 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+      const modelDef = join(dir, 'model-lr.mjs');
+      // The model definition says 1: every record applied once would leave its count at 1.
+      writeFileSync(
+        modelDef,
+        'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
+      );
+      const checkpointDir = join(dir, 'lr-ckpt');
+      process.env.EDL_JOB_TOKEN = 't';
+      const run = await edl([
+        'k8s',
+        'master',
+        '--job-name',
+        'lr',
+        '--image',
+        'edl:test',
+        '--num-workers',
+        '1',
+        '--namespace',
+        'ml',
+        '--kubeconfig',
+        kubeconfig,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--master-address',
+        'bound',
+        '--delete-grace-seconds',
+        '1',
+        '--edl-command',
+        JSON.stringify([process.execPath, simWorker]),
+        '--worker-env',
+        'SIM_RECORDS=40',
+        '--',
+        '--model-def',
+        modelDef,
+        '--training-data',
+        csv,
+        '--data-reader-params',
+        '{"header":true}',
+        '--minibatch-size',
+        '10',
+        '--learning-rate',
+        '0.25',
+        '--checkpoint-dir',
+        checkpointDir,
+      ]);
+      delete process.env.EDL_JOB_TOKEN;
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+      expect(result).toMatchObject({ job: 'lr', state: 'succeeded', modelVersion: 4 });
+      const checkpoint = await readCheckpoint(result.checkpoint);
+      expect(checkpoint.optimizer).toEqual({ type: 'sgd', learningRate: 0.25 });
+      // The simulated worker's gradient is -1 per record: SGD adds the learning rate once per record.
+      expect([...checkpoint.store.variables[0]!.values]).toEqual(Array(40).fill(0.25));
     } finally {
       await cluster.close();
     }

@@ -5,7 +5,11 @@
  * add the readers, the logger and the workers (local processes or pods).
  */
 import { checkOptimizerParams, type OptimizerConfig } from './optimizers.js';
-import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from './parameter-store.js';
+import {
+  defaultMaxStaleness,
+  type ParameterStoreMode,
+  type ParameterStoreOptions,
+} from './parameter-store.js';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './task-manager.js';
 import { checkOneOf } from './validate.js';

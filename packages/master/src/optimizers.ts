@@ -46,7 +46,11 @@ export const OPTIMIZER_PARAMS = {
  * takes, and the one meant where only the spelling differs (`learning_rate` for `learningRate`):
  * a misspelt parameter would otherwise leave its default in force without a word.
  */
-export function checkOptimizerParams(type: OptimizerConfig['type'], keys: Iterable<string>, where: string): void {
+export function checkOptimizerParams(
+  type: OptimizerConfig['type'],
+  keys: Iterable<string>,
+  where: string,
+): void {
   const known: readonly string[] = OPTIMIZER_PARAMS[type];
   const loose = (k: string) => k.replace(/[-_]/g, '').toLowerCase();
   for (const key of keys) {

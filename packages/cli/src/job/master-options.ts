@@ -69,7 +69,10 @@ export function jobMasterOptions(
 }
 
 /** The parameter store's part of {@link jobMasterOptions}, for an optimizer already mapped. */
-export function parameterStoreOptions(options: JobOptions, optimizer: OptimizerConfig): ParameterStoreOptions {
+export function parameterStoreOptions(
+  options: JobOptions,
+  optimizer: OptimizerConfig,
+): ParameterStoreOptions {
   return parameterStoreOptionsFor(jobSettings(options, 'training', optimizer));
 }
 

@@ -44,7 +44,10 @@ export interface JobReaders {
  */
 export async function openJobReaders(
   jobType: JobType,
-  options: Pick<JobOptions, 'trainingData' | 'validationData' | 'predictionData' | 'dataReader' | 'dataReaderParams'>,
+  options: Pick<
+    JobOptions,
+    'trainingData' | 'validationData' | 'predictionData' | 'dataReader' | 'dataReaderParams'
+  >,
   definition: ModelDefinition<unknown>,
 ): Promise<JobReaders> {
   const opened: DataReader<unknown>[] = [];

@@ -15,8 +15,8 @@ import { createLogger, formatPrettyLine } from '@edl/proto';
 import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
-import { loadModel, openJobReaders, resolveModelDef } from './model-and-readers.js';
 import { jobMasterOptions } from './master-options.js';
+import { loadModel, openJobReaders, resolveModelDef } from './model-and-readers.js';
 import { ProgressBar } from './progress.js';
 import { recordsSummary } from './records-summary.js';
 
