@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/command.js';
 import { parseJobOptions, workerArgs } from '../src/job/job-options.js';
-import { parameterStoreOptions } from '../src/job/parameter-store-options.js';
+import { parameterStoreOptions } from '../src/job/master-options.js';
 
 const base = ['--model-def', 'census', '--training-data', 'x.csv'];
 const adam = { type: 'adam', learningRate: 0.001 } as const;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { readCheckpoint } from '@edl/master';
 import { buildRbacObjects } from '@edl/master/kubernetes';
 import { generateCensusCsv } from '@edl/model-zoo';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -238,6 +239,72 @@ describe('edl k8s submit | status | logs | delete against a fake API server', ()
   });
 });
 
+/** A CSV of `records` rows `i,i%2` with a header, and a model definition that only the master reads (SGD, rate 1). */
+function simJobFiles(name: string, records: number): { csv: string; modelDef: string } {
+  const csv = join(dir, `${name}.csv`);
+  writeFileSync(csv, `x,y\n${Array.from({ length: records }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
+  const modelDef = join(dir, 'model.mjs');
+  writeFileSync(
+    modelDef,
+    'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
+  );
+  return { csv, modelDef };
+}
+
+/** `edl k8s master` of job `name` on the fake cluster, with workers running `edlCommand`. */
+function masterPodArgs(
+  name: string,
+  kubeconfig: string,
+  edlCommand: readonly string[],
+  k8sArgs: string[],
+  trainArgs: string[],
+): string[] {
+  return [
+    'k8s',
+    'master',
+    '--job-name',
+    name,
+    '--image',
+    'edl:test',
+    '--kubeconfig',
+    kubeconfig,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--master-address',
+    'bound',
+    '--delete-grace-seconds',
+    '1',
+    '--edl-command',
+    JSON.stringify(edlCommand),
+    ...k8sArgs,
+    '--',
+    ...trainArgs,
+  ];
+}
+
+/** {@link masterPodArgs} with simulated workers, training on the CSV of {@link simJobFiles}. */
+function simMasterPod(
+  name: string,
+  kubeconfig: string,
+  files: { csv: string; modelDef: string },
+  k8sArgs: string[],
+  trainArgs: string[],
+): string[] {
+  return masterPodArgs(name, kubeconfig, [process.execPath, simWorker], k8sArgs, [
+    '--model-def',
+    files.modelDef,
+    '--training-data',
+    files.csv,
+    '--data-reader-params',
+    '{"header":true}',
+    '--minibatch-size',
+    '10',
+    ...trainArgs,
+  ]);
+}
+
 describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
   beforeAll(() => {
     for (const project of ['packages/proto', 'packages/data']) {
@@ -251,13 +318,8 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
       const kubeconfig = kubeconfigFile(cluster.server.url);
       const token = 'master-pod-token';
       cluster.server.create('secrets', 'ml', { metadata: { name: 'demo-token' }, stringData: { token } });
-      const csv = join(dir, 'train.csv');
-      writeFileSync(csv, `x,y\n${Array.from({ length: 200 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
-      const modelDef = join(dir, 'model.mjs');
-      writeFileSync(
-        modelDef,
-        'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
-      );
+      const files = simJobFiles('train', 200);
+      const { modelDef } = files;
       Object.assign(process.env, {
         EDL_JOB_TOKEN: token,
         EDL_POD_NAME: 'demo-master',
@@ -276,47 +338,24 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
           }, 150);
         }
       }, 20);
-      const run = await edl([
-        'k8s',
-        'master',
-        '--job-name',
-        'demo',
-        '--image',
-        'edl:test',
-        '--num-workers',
-        '2',
-        '--kubeconfig',
-        kubeconfig,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--master-address',
-        'bound',
-        '--delete-grace-seconds',
-        '1',
-        '--edl-command',
-        JSON.stringify([process.execPath, simWorker]),
-        '--worker-env',
-        'SIM_RECORDS=200',
-        '--worker-env',
-        'SIM_STEP_DELAY_MS=5',
-        '--worker-cpu',
-        '500m',
-        '--',
-        '--model-def',
-        modelDef,
-        '--training-data',
-        csv,
-        '--data-reader-params',
-        '{"header":true}',
-        '--minibatch-size',
-        '10',
-        '--num-minibatches-per-task',
-        '2',
-        '--num-epochs',
-        '2',
-      ]);
+      const run = await edl(
+        simMasterPod(
+          'demo',
+          kubeconfig,
+          files,
+          [
+            '--num-workers',
+            '2',
+            '--worker-env',
+            'SIM_RECORDS=200',
+            '--worker-env',
+            'SIM_STEP_DELAY_MS=5',
+            '--worker-cpu',
+            '500m',
+          ],
+          ['--num-minibatches-per-task', '2', '--num-epochs', '2'],
+        ),
+      );
       clearInterval(timer);
       for (const k of ['EDL_JOB_TOKEN', 'EDL_POD_NAME', 'EDL_POD_UID', 'EDL_NAMESPACE'])
         delete process.env[k];
@@ -355,51 +394,26 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
         metadata: { name: 'slow-token' },
         stringData: { token: 't' },
       });
-      const csv = join(dir, 'slow.csv');
-      writeFileSync(csv, `x,y\n${Array.from({ length: 100 }, (_, i) => `${i},${i % 2}`).join('\n')}\n`);
-      const modelDef = join(dir, 'model.mjs');
-      writeFileSync(
-        modelDef,
-        'export const model = () => null;\nexport const loss = () => null;\nexport async function* datasetFn() {}\nexport const optimizer = { name: "sgd", params: { learningRate: 1 } };\n',
-      );
+      const files = simJobFiles('slow', 100);
       process.env.EDL_JOB_TOKEN = 't';
-      const running = edl([
-        'k8s',
-        'master',
-        '--job-name',
-        'slow',
-        '--image',
-        'edl:test',
-        '--num-workers',
-        '2',
-        '--namespace',
-        'ml',
-        '--kubeconfig',
-        kubeconfig,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--master-address',
-        'bound',
-        '--delete-grace-seconds',
-        '1',
-        '--edl-command',
-        JSON.stringify([process.execPath, simWorker]),
-        '--worker-env',
-        'SIM_RECORDS=100',
-        '--worker-env',
-        'SIM_STEP_DELAY_MS=1000',
-        '--',
-        '--model-def',
-        modelDef,
-        '--training-data',
-        csv,
-        '--data-reader-params',
-        '{"header":true}',
-        '--minibatch-size',
-        '10',
-      ]);
+      const running = edl(
+        simMasterPod(
+          'slow',
+          kubeconfig,
+          files,
+          [
+            '--num-workers',
+            '2',
+            '--namespace',
+            'ml',
+            '--worker-env',
+            'SIM_RECORDS=100',
+            '--worker-env',
+            'SIM_STEP_DELAY_MS=1000',
+          ],
+          [],
+        ),
+      );
       const deadline = Date.now() + 20_000;
       while (cluster.kubelet.running().length < 2 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 20));
@@ -414,6 +428,37 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
         workers: { launched: 2, relaunched: 0, stopped: 2, running: 0 },
       });
       expect(cluster.server.pods('ml')).toEqual([]);
+    } finally {
+      await cluster.close();
+    }
+  }, 60_000);
+
+  it("--learning-rate reaches the master pod's optimizer, over the model definition's", async () => {
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    try {
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      cluster.server.create('secrets', 'ml', { metadata: { name: 'lr-token' }, stringData: { token: 't' } });
+      // The model definition says 1: every record applied once would leave its count at 1.
+      const files = simJobFiles('lr', 40);
+      const checkpointDir = join(dir, 'lr-ckpt');
+      process.env.EDL_JOB_TOKEN = 't';
+      const run = await edl(
+        simMasterPod(
+          'lr',
+          kubeconfig,
+          files,
+          ['--num-workers', '1', '--namespace', 'ml', '--worker-env', 'SIM_RECORDS=40'],
+          ['--learning-rate', '0.25', '--checkpoint-dir', checkpointDir],
+        ),
+      );
+      delete process.env.EDL_JOB_TOKEN;
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+      expect(result).toMatchObject({ job: 'lr', state: 'succeeded', modelVersion: 4 });
+      const checkpoint = await readCheckpoint(result.checkpoint);
+      expect(checkpoint.optimizer).toEqual({ type: 'sgd', learningRate: 0.25 });
+      // The simulated worker's gradient is -1 per record: SGD adds the learning rate once per record.
+      expect([...checkpoint.store.variables[0]!.values]).toEqual(Array(40).fill(0.25));
     } finally {
       await cluster.close();
     }
@@ -441,47 +486,32 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
           if (cluster.kubelet.running().includes(preempted)) cluster.kubelet.kill(preempted, 'preempt');
         }
       }, 50);
-      const run = await edl([
-        'k8s',
-        'master',
-        '--job-name',
-        'census',
-        '--image',
-        'edl:test',
-        '--num-workers',
-        '2',
-        '--namespace',
-        'ml',
-        '--kubeconfig',
-        kubeconfig,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--master-address',
-        'bound',
-        '--delete-grace-seconds',
-        '1',
-        '--edl-command',
-        JSON.stringify([process.execPath, edlBin]),
-        '--',
-        '--model-def',
-        'census',
-        '--training-data',
-        train,
-        '--validation-data',
-        valid,
-        '--data-reader-params',
-        '{"header":true,"recordsPerShard":500}',
-        '--backend',
-        'cpu',
-        '--minibatch-size',
-        '50',
-        '--num-minibatches-per-task',
-        '2',
-        '--num-epochs',
-        '2',
-      ]);
+      const run = await edl(
+        masterPodArgs(
+          'census',
+          kubeconfig,
+          [process.execPath, edlBin],
+          ['--num-workers', '2', '--namespace', 'ml'],
+          [
+            '--model-def',
+            'census',
+            '--training-data',
+            train,
+            '--validation-data',
+            valid,
+            '--data-reader-params',
+            '{"header":true,"recordsPerShard":500}',
+            '--backend',
+            'cpu',
+            '--minibatch-size',
+            '50',
+            '--num-minibatches-per-task',
+            '2',
+            '--num-epochs',
+            '2',
+          ],
+        ),
+      );
       clearInterval(timer);
       delete process.env.EDL_JOB_TOKEN;
       expect(run.code, run.stderr.slice(-3000)).toBe(0);

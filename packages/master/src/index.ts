@@ -24,6 +24,14 @@ export {
 export { createJobMetrics } from './http/metrics.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
 export {
+  type JobMasterOptions,
+  type JobSettings,
+  masterOptionsFor,
+  type OptimizerSpecLike,
+  optimizerConfigFromSpec,
+  parameterStoreOptionsFor,
+} from './job-settings.js';
+export {
   type JobEvent,
   type JobStatusSnapshot,
   JobStatusTracker,
@@ -44,7 +52,13 @@ export {
   type TaskReply,
 } from './master.js';
 export type { MasterObserver } from './master-observer.js';
-export { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
+export {
+  createOptimizer,
+  OPTIMIZER_PARAMS,
+  type Optimizer,
+  type OptimizerConfig,
+  type OptimizerSlots,
+} from './optimizers.js';
 export {
   DEFAULT_ASYNC_MAX_STALENESS,
   defaultMaxStaleness,

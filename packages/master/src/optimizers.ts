@@ -1,4 +1,4 @@
-import { checkNumber, checkOneOf } from './validate.js';
+import { checkNumber, checkOneOf, describeValue } from './validate.js';
 
 /** The optimizers the master applies, with ElasticDL's (Keras') defaults. */
 export type OptimizerConfig =
@@ -34,9 +34,43 @@ export interface Optimizer {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale?: number): void;
 }
 
-/** Builds an optimizer after checking its parameters. */
+/** The parameters each optimizer type takes, besides `type`. */
+export const OPTIMIZER_PARAMS = {
+  sgd: ['learningRate'],
+  momentum: ['learningRate', 'momentum', 'nesterov'],
+  adam: ['learningRate', 'beta1', 'beta2', 'epsilon'],
+} as const satisfies Record<OptimizerConfig['type'], readonly string[]>;
+
+/**
+ * Throws a TypeError naming the first of `keys` that optimizer `type` does not take, the ones it
+ * takes, and the one meant where only the spelling differs (`learning_rate` for `learningRate`):
+ * a misspelt parameter would otherwise leave its default in force without a word.
+ */
+export function checkOptimizerParams(
+  type: OptimizerConfig['type'],
+  keys: Iterable<string>,
+  where: string,
+): void {
+  const known: readonly string[] = OPTIMIZER_PARAMS[type];
+  const loose = (k: string) => k.replace(/[-_]/g, '').toLowerCase();
+  for (const key of keys) {
+    if (known.includes(key)) continue;
+    const meant = known.find((k) => loose(k) === loose(key));
+    throw new TypeError(
+      `Expected one of ${known.map((k) => `'${k}'`).join(', ')} for a parameter of ${where} but received ${describeValue(key)}${meant === undefined ? '' : ` (did you mean '${meant}'?)`}`,
+    );
+  }
+}
+
+/** Builds an optimizer after checking its parameters; a key that its type does not take is an error. */
 export function createOptimizer(config: OptimizerConfig): Optimizer {
   const type = checkOneOf(config?.type, 'optimizer.type', ['sgd', 'momentum', 'adam'] as const);
+  const given = config as unknown as Readonly<Record<string, unknown>>;
+  checkOptimizerParams(
+    type,
+    Object.keys(given).filter((k) => k !== 'type' && given[k] !== undefined),
+    `the ${type} optimizer`,
+  );
   switch (type) {
     case 'sgd':
       return new Sgd({

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { DataReader, JsonObject } from '@edl/data';
-import type { JobType, OptimizerConfig } from '@edl/master';
+import type { JobType } from '@edl/master';
 import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
@@ -114,14 +114,6 @@ function splitCommand(text: string): string[] {
   return words;
 }
 
-function optimizerConfig(v: MasterValues): OptimizerConfig {
-  const type = v.optimizer ?? 'sgd';
-  const lr = v['learning-rate'] !== undefined ? { learningRate: v['learning-rate'] } : {};
-  if (type === 'momentum') return { type, ...lr, ...optionalValue('momentum', v.momentum) };
-  if (v.momentum !== undefined) throw new UsageError('--momentum needs --optimizer momentum');
-  return { type, ...lr };
-}
-
 async function runMaster(argv: string[], io: CommandIO): Promise<number> {
   // Every option is checked before anything heavy loads: a typo fails at once, not after a
   // table scan or gRPC start-up.
@@ -133,34 +125,19 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     v['worker-command'] !== undefined
       ? splitCommand(v['worker-command'])
       : [process.execPath, edlBin, 'worker'];
-  const mode = v.mode ?? 'async';
-  const optimizer = optimizerConfig(v);
+  if (v.momentum !== undefined && v.optimizer !== 'momentum')
+    throw new UsageError('--momentum needs --optimizer momentum');
   let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;
   if (v['data-reader'] !== undefined) readerParams = { ...readerParams, type: v['data-reader'] };
 
-  const [{ createDataReader }, { createStreamLogger, defaultMaxStaleness, startMaster }] = await Promise.all([
-    import('@edl/data'),
-    import('@edl/master'),
-  ]);
-  const parameterStore = {
-    mode,
-    ...optionalValue('gradsToWait', v['grads-to-wait']),
-    // Async by default, with the staleness bound that wastes no gradient with this many workers.
-    maxStaleness: v['max-staleness'] ?? (mode === 'async' ? defaultMaxStaleness(numWorkers) : 0),
-    ...(v['staleness-modulation'] === true ? { stalenessModulation: true } : {}),
-    optimizer,
-  };
+  const [{ createDataReader }, { createStreamLogger, startMaster }, { masterCommandOptions }] =
+    await Promise.all([import('@edl/data'), import('@edl/master'), import('../job/master-options.js')]);
   const jobId = randomBytes(4).toString('hex');
   const logger = createStreamLogger(io.stderr, {
     level: v['log-level'] ?? 'info',
     quiet: v.quiet ?? false,
     bindings: { job: jobId },
   });
-  const http = {
-    ...optionalValue('port', v['http-port']),
-    ...optionalValue('host', v['http-host']),
-    ...optionalValue('metricsToken', v['metrics-token']),
-  };
   const readers: DataReader<unknown>[] = [];
   const open = async (origin: string | undefined) => {
     if (origin === undefined) return undefined;
@@ -176,30 +153,15 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       await open(v['prediction-data']),
     ];
     const handle = await startMaster({
-      jobType,
+      ...masterCommandOptions(v, jobType),
       ...optional('trainingReader', trainingReader),
       ...optional('evaluationReader', evaluationReader),
       ...optional('predictionReader', predictionReader),
-      ...optional('minibatchSize', v['minibatch-size']),
-      ...optional('numMinibatchesPerTask', v['num-minibatches-per-task']),
-      ...optional('numEpochs', v['num-epochs']),
-      shuffle: v.shuffle ?? false,
-      ...optional('seed', v.seed),
-      ...optional('evaluationSteps', v['evaluation-steps']),
-      ...optional('leaseMs', v['lease-ms']),
-      ...optional('maxTaskFailures', v['max-task-failures']),
-      parameterStore,
-      ...optional('checkpointDir', v['checkpoint-dir']),
-      ...optional('checkpointSteps', v['checkpoint-steps']),
-      ...optional('modelCheckpoint', v['model-checkpoint']),
-      ...optional('metricsFile', v['metrics-file']),
       ...optional('host', v.host),
       ...optional('port', v.port),
       ...optional('token', process.env.EDL_JOB_TOKEN),
       logger,
       jobId,
-      http,
-      ...optional('tensorboardDir', v['tensorboard-dir']),
       ...(numWorkers > 0
         ? {
             workers: {

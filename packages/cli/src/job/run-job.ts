@@ -4,7 +4,6 @@ import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DataReader } from '@edl/data';
 import {
   createStreamLogger,
   type JobResult,
@@ -16,9 +15,8 @@ import { createLogger, formatPrettyLine } from '@edl/proto';
 import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
-import { loadModel, openReader, resolveModelDef } from './model-and-readers.js';
-import { toOptimizerConfig } from './optimizer-config.js';
-import { parameterStoreOptions } from './parameter-store-options.js';
+import { jobMasterOptions } from './master-options.js';
+import { loadModel, openJobReaders, resolveModelDef } from './model-and-readers.js';
 import { ProgressBar } from './progress.js';
 import { recordsSummary } from './records-summary.js';
 
@@ -105,13 +103,7 @@ async function runJobIn(
   const jobType = jobTypeFor(kind, options);
   const modelDefPath = resolveModelDef(options.modelDef);
   const definition = await loadModel(options.modelDef);
-  const open = (origin: string | undefined): Promise<DataReader<unknown>> | undefined =>
-    origin === undefined
-      ? undefined
-      : openReader(origin, definition, options.dataReader, options.dataReaderParams);
-  const trainingReader = jobType.startsWith('training') ? await open(options.trainingData) : undefined;
-  const evaluationReader = jobType === 'prediction' ? undefined : await open(options.validationData);
-  const predictionReader = jobType === 'prediction' ? await open(options.predictionData) : undefined;
+  const { close: closeReaders, ...readers } = await openJobReaders(jobType, options, definition);
   const predictionOutput =
     kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
   const bar = io.isTTY && !options.quiet ? new ProgressBar(io.stderr) : undefined;
@@ -139,31 +131,10 @@ async function runJobIn(
   };
 
   const masterOptions: StartMasterOptions = {
-    jobType,
-    ...(trainingReader ? { trainingReader } : {}),
-    ...(evaluationReader ? { evaluationReader } : {}),
-    ...(predictionReader ? { predictionReader } : {}),
-    minibatchSize: options.minibatchSize,
-    numMinibatchesPerTask: options.numMinibatchesPerTask,
-    numEpochs: options.numEpochs,
-    evaluationSteps: options.evaluationSteps,
-    shuffle: options.shuffle,
-    seed: options.seed,
-    leaseMs: options.leaseMs,
-    maxTaskFailures: options.maxTaskFailures,
-    parameterStore: parameterStoreOptions(options, toOptimizerConfig(definition.optimizer, modelDefPath)),
-    ...(options.checkpointDir ? { checkpointDir: path.resolve(options.checkpointDir) } : {}),
-    checkpointSteps: options.checkpointSteps,
-    ...(options.modelCheckpoint ? { modelCheckpoint: path.resolve(options.modelCheckpoint) } : {}),
-    ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
+    ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
+    ...readers,
     logger: masterLogger(io, bar, options, jobId),
     jobId,
-    ...(options.tensorboardDir ? { tensorboardDir: path.resolve(options.tensorboardDir) } : {}),
-    http: {
-      host: options.httpHost,
-      port: options.httpPort,
-      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
-    },
     workers: {
       command: process.execPath,
       args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
@@ -217,7 +188,7 @@ async function runJobIn(
   }
 
   if (result === 'interrupted') {
-    await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
+    await closeReaders();
     return {
       result: { state: 'failed', modelVersion: handle.master.status().modelVersion, evaluations: [] },
       workers: [],
@@ -230,7 +201,7 @@ async function runJobIn(
     .map((f) => JSON.parse(readFileSync(path.join(statsDir, f), 'utf8')) as WorkerStatsFile)
     .map((w) => (w.partial ? { ...w, lost: true } : w));
   if (predictionOutput !== undefined) await mergePredictions(predictionOutput, statsDir);
-  await Promise.all([trainingReader, evaluationReader, predictionReader].map((r) => r?.close?.()));
+  await closeReaders();
 
   for (const evaluation of result.evaluations) {
     const metrics = Object.entries(evaluation.metrics)

@@ -1,0 +1,190 @@
+/**
+ * `edl k8s master`: the master pod's process, a job whose workers are pods. The same master
+ * options as `edl train` (job/master-options.ts); only the workers differ.
+ */
+import type { JobType } from '@edl/master';
+import type { ContainerSize, JobObjectsOptions, KubernetesInstanceManager } from '@edl/master/kubernetes';
+import type { CommandIO } from '../command.js';
+import { UsageError } from '../command.js';
+import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
+import { recordsSummary } from '../job/records-summary.js';
+import {
+  edlCommand,
+  integer,
+  jobTypeOf,
+  MASTER_K8S_OPTIONS,
+  namespaceOf,
+  one,
+  pullPolicy,
+  type SplitArgs,
+  size,
+  splitArgs,
+} from './args.js';
+import { kubeConfigOf, loadLibs } from './cluster.js';
+
+/** The master pod's command line, checked. */
+export interface MasterPodArgs {
+  readonly args: SplitArgs;
+  readonly jobName: string;
+  readonly image: string;
+  readonly namespace: string;
+  readonly token: string;
+  /** The train options; `numWorkers` is the number of worker pods. */
+  readonly options: JobOptions;
+  readonly jobType: JobType;
+  readonly port: number;
+  readonly numWorkers: number;
+  readonly maxRelaunches: number;
+  readonly deleteGraceSeconds: number;
+  readonly workerSize: ContainerSize;
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly claim?: string;
+  readonly mountPath: string;
+  readonly policy?: JobObjectsOptions['imagePullPolicy'];
+}
+
+/**
+ * Parses and checks the master pod's arguments (Kubernetes options, then the train options after
+ * them or after `--`); `env` gives EDL_JOB_TOKEN and EDL_NAMESPACE, as the pod's spec sets them.
+ */
+export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessEnv): MasterPodArgs {
+  const args = splitArgs(argv, MASTER_K8S_OPTIONS, new Set());
+  const jobName = one(args, 'job-name');
+  const image = one(args, 'image');
+  if (jobName === undefined || image === undefined)
+    throw new UsageError('--job-name and --image are required');
+  const namespace = namespaceOf(args, env.EDL_NAMESPACE);
+  const token = env.EDL_JOB_TOKEN;
+  if (!token) throw new UsageError('EDL_JOB_TOKEN is not set: the master pod gets it from the job Secret');
+  const trainOptions = parseJobOptions(args.trainArgs);
+  const jobType = jobTypeOf(trainOptions);
+  const port = integer(args, 'port', 50001, 0, 65_535);
+  const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
+  const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
+  const deleteGraceSeconds = integer(args, 'delete-grace-seconds', 10, 0);
+  const workerSize = size(args, 'worker');
+  const command = edlCommand(args);
+  const workerEnv: Record<string, string> = {};
+  for (const kv of args.k8s.get('worker-env') ?? []) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new UsageError(`Expected NAME=VALUE for --worker-env but received '${kv}'`);
+    workerEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const claim = one(args, 'data-claim');
+  const policy = pullPolicy(args);
+  return {
+    args,
+    jobName,
+    image,
+    namespace,
+    token,
+    // --num-workers is a Kubernetes option here: the staleness bound follows the pods.
+    options: { ...trainOptions, numWorkers },
+    jobType,
+    port,
+    numWorkers,
+    maxRelaunches,
+    deleteGraceSeconds,
+    workerSize,
+    ...(command ? { command } : {}),
+    env: workerEnv,
+    ...(claim ? { claim } : {}),
+    mountPath: one(args, 'data-mount-path') ?? '/data',
+    ...(policy ? { policy } : {}),
+  };
+}
+
+/** Runs the job: the master over gRPC, the worker pods, until the job ends or the pod is deleted. */
+export async function masterPod(argv: string[], io: CommandIO): Promise<number> {
+  const pod = parseMasterPodArgs(argv, process.env);
+  const { args, jobName, namespace, options, port } = pod;
+  const [L, { createStreamLogger, startMaster }, models, { jobMasterOptions }] = await Promise.all([
+    loadLibs(),
+    import('@edl/master'),
+    import('../job/model-and-readers.js'),
+    import('../job/master-options.js'),
+  ]);
+  const command = pod.command ?? L.DEFAULT_EDL_COMMAND;
+  const resources = L.resourcesFor(pod.workerSize);
+  const podName = process.env.EDL_POD_NAME;
+  const podUid = process.env.EDL_POD_UID;
+  const masterAddress = one(args, 'master-address') ?? L.masterServiceAddress(jobName, namespace, port);
+  const logger = createStreamLogger(io.stderr, {
+    level: options.logLevel,
+    quiet: options.quiet,
+    bindings: { job: jobName },
+  });
+  const definition = await models.loadModel(options.modelDef);
+  const readers = await models.openJobReaders(pod.jobType, options, definition);
+  try {
+    const api = L.createPodApi(kubeConfigOf(L, args), namespace);
+    const handle = await startMaster({
+      ...jobMasterOptions(options, pod.jobType, definition.optimizer, options.modelDef),
+      ...readers,
+      host: one(args, 'host') ?? '0.0.0.0',
+      port,
+      token: pod.token,
+      logger,
+      // --- live view (issue 14): reach it with kubectl port-forward ---
+      jobId: jobName,
+      instanceManager: L.kubernetesInstanceManager({
+        api,
+        template: {
+          jobName,
+          image: pod.image,
+          command: [command[0] as string],
+          args: [
+            ...command.slice(1),
+            'worker',
+            ...workerArgs(options, models.resolveModelDef(options.modelDef), '/tmp'),
+          ],
+          masterAddress: masterAddress === 'bound' ? '' : masterAddress,
+          tokenSecret: { name: `${jobName}-token`, key: 'token' },
+          ...(podName && podUid ? { owner: { name: podName, uid: podUid } } : {}),
+          ...(resources ? { resources } : {}),
+          env: pod.env,
+          ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
+          ...(pod.claim
+            ? {
+                volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pod.claim } }],
+                volumeMounts: [{ name: 'data', mountPath: pod.mountPath }],
+              }
+            : {}),
+        },
+        numWorkers: pod.numWorkers,
+        maxRelaunches: pod.maxRelaunches,
+        deleteGraceSeconds: pod.deleteGraceSeconds,
+        logger,
+      }),
+    });
+    logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
+    if (handle.liveView)
+      logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
+    // The pod is being deleted (or the node drained): stop the workers and leave; a job with
+    // --checkpoint-dir resumes from there when submitted again.
+    let onSignal = () => {};
+    const terminated = new Promise<'terminated'>((resolve) => {
+      onSignal = () => resolve('terminated');
+    });
+    process.once('SIGTERM', onSignal);
+    const result = await Promise.race([handle.wait(), terminated]).finally(() =>
+      process.off('SIGTERM', onSignal),
+    );
+    if (result === 'terminated') {
+      logger.warn('terminated: deleting the worker pods (a job with --checkpoint-dir resumes from there)');
+      await handle.stop();
+      const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
+      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
+      return 143;
+    }
+    await handle.stop();
+    const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
+    io.stdout.write(
+      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
+    );
+    return result.state === 'succeeded' ? 0 : 1;
+  } finally {
+    await readers.close();
+  }
+}

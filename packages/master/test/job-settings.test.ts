@@ -1,0 +1,101 @@
+/** The mapping from a job's settings to the master's options, and the optimizer keys it checks. */
+import { describe, expect, it } from 'vitest';
+import { masterOptionsFor, optimizerConfigFromSpec, parameterStoreOptionsFor } from '../src/job-settings.js';
+import { createOptimizer } from '../src/optimizers.js';
+import { ParameterStore } from '../src/parameter-store.js';
+
+describe('createOptimizer', () => {
+  it('rejects a key its optimizer does not take, naming the key, the accepted ones and the one meant', () => {
+    expect(() => createOptimizer({ type: 'sgd', learning_rate: 0.5 } as never)).toThrow(
+      new TypeError(
+        "Expected one of 'learningRate' for a parameter of the sgd optimizer but received string 'learning_rate' (did you mean 'learningRate'?)",
+      ),
+    );
+    expect(() => createOptimizer({ type: 'adam', learningRate: 0.1, momentum: 0.9 } as never)).toThrow(
+      new TypeError(
+        "Expected one of 'learningRate', 'beta1', 'beta2', 'epsilon' for a parameter of the adam optimizer but received string 'momentum'",
+      ),
+    );
+  });
+
+  it('so does the parameter store built on it; a key left undefined is no key', () => {
+    expect(() => new ParameterStore({ optimizer: { type: 'momentum', Momentum: 0.5 } as never })).toThrow(
+      /received string 'Momentum' \(did you mean 'momentum'\?\)$/,
+    );
+    expect(createOptimizer({ type: 'sgd', learningRate: undefined }).config).toEqual({
+      type: 'sgd',
+      learningRate: 0.01,
+    });
+  });
+});
+
+describe('optimizerConfigFromSpec', () => {
+  it("maps a model definition's optimizer, nesterov as a boolean", () => {
+    expect(
+      optimizerConfigFromSpec({ name: 'adam', params: { learningRate: 0.02, beta1: 0.8 } }, 'm.ts'),
+    ).toEqual({ type: 'adam', learningRate: 0.02, beta1: 0.8 });
+    expect(
+      optimizerConfigFromSpec({ name: 'momentum', params: { momentum: 0.5, nesterov: 1 } }, 'm.ts'),
+    ).toEqual({ type: 'momentum', momentum: 0.5, nesterov: true });
+    expect(optimizerConfigFromSpec({ name: 'sgd' }, 'm.ts')).toEqual({ type: 'sgd' });
+  });
+
+  it('names the model definition of an unknown parameter or optimizer', () => {
+    expect(() =>
+      optimizerConfigFromSpec({ name: 'sgd', params: { learning_rate: 0.1 } }, 'model.ts'),
+    ).toThrow(
+      new TypeError(
+        "Expected one of 'learningRate' for a parameter of the sgd optimizer in model.ts but received string 'learning_rate' (did you mean 'learningRate'?)",
+      ),
+    );
+    expect(() => optimizerConfigFromSpec({ name: 'rmsprop' }, 'model.ts')).toThrow(
+      /^Expected one of 'sgd', 'momentum', 'adam' for optimizer.name in model.ts but received string 'rmsprop'$/,
+    );
+  });
+});
+
+describe('masterOptionsFor', () => {
+  it('puts the learning rate over the optimizer and bounds staleness by the number of workers', () => {
+    const options = masterOptionsFor({
+      jobType: 'training',
+      minibatchSize: 32,
+      numWorkers: 10,
+      optimizer: { type: 'momentum', learningRate: 0.1, momentum: 0.5 },
+      learningRate: 0.02,
+      checkpointDir: '/ckpt',
+      http: { port: 0 },
+    });
+    expect(options).toEqual({
+      jobType: 'training',
+      minibatchSize: 32,
+      parameterStore: {
+        mode: 'async',
+        maxStaleness: 20,
+        optimizer: { type: 'momentum', learningRate: 0.02, momentum: 0.5 },
+      },
+      checkpointDir: '/ckpt',
+      http: { port: 0 },
+    });
+    // What is left out keeps the master's default: no key at all, not an undefined one.
+    expect(Object.keys(options)).not.toContain('numEpochs');
+    const store = new ParameterStore(options.parameterStore);
+    expect(store.optimizer.config).toEqual({
+      type: 'momentum',
+      learningRate: 0.02,
+      momentum: 0.5,
+      nesterov: false,
+    });
+  });
+
+  it('sync mode takes no stale gradient unless a bound is given', () => {
+    const sgd = { type: 'sgd' } as const;
+    expect(parameterStoreOptionsFor({ jobType: 'training', mode: 'sync', optimizer: sgd }).maxStaleness).toBe(
+      0,
+    );
+    expect(
+      parameterStoreOptionsFor({ jobType: 'training', mode: 'sync', maxStaleness: 2, optimizer: sgd })
+        .maxStaleness,
+    ).toBe(2);
+    expect(parameterStoreOptionsFor({ jobType: 'training', optimizer: sgd }).maxStaleness).toBe(8);
+  });
+});
