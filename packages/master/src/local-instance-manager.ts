@@ -54,6 +54,9 @@ interface Slot {
 export class LocalInstanceManager implements InstanceManager {
   readonly #options: LocalInstanceManagerOptions;
   readonly #events: InstanceEvents;
+  /** What happened before {@link attach}: told to the master when it attaches. */
+  readonly #early: Array<(events: InstanceEvents) => void> = [];
+  #attached: InstanceEvents | undefined;
   readonly #slots = new Map<number, Slot>();
   readonly #maxRestarts: number;
   #target: number;
@@ -61,13 +64,37 @@ export class LocalInstanceManager implements InstanceManager {
   #nextWorker = 0;
   #stopped = false;
 
-  constructor(options: LocalInstanceManagerOptions, events: InstanceEvents) {
+  /**
+   * `events` may come later, through {@link attach}: workers can then start while the master is
+   * still being built (loading the model definition, sharding), which shortens a job's start-up by
+   * the workers' own (TensorFlow.js, the backend); they retry their first call until it listens.
+   */
+  constructor(options: LocalInstanceManagerOptions, events?: InstanceEvents) {
     this.#options = options;
-    this.#events = events;
+    this.#attached = events;
+    this.#events = {
+      workerLost: (...args) => this.#tell((e) => e.workerLost(...args)),
+      giveUp: (...args) => this.#tell((e) => e.giveUp(...args)),
+      jobEnded: () => this.#attached?.jobEnded() ?? false,
+      requestStop: (...args) => this.#tell((e) => e.requestStop?.(...args)),
+      workerStarted: (...args) => this.#tell((e) => e.workerStarted?.(...args)),
+    };
     this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);
     this.#maxRestarts = checkInteger(options.maxRestarts ?? 3, 'maxRestarts', 0);
     checkString(options.masterAddress, 'masterAddress');
     checkString(options.token, 'token');
+  }
+
+  /** Connects a manager built without events to its master, telling it what happened so far. */
+  attach(events: InstanceEvents): void {
+    if (this.#attached !== undefined) throw new Error('This LocalInstanceManager is attached already');
+    this.#attached = events;
+    for (const told of this.#early.splice(0)) told(events);
+  }
+
+  #tell(event: (events: InstanceEvents) => void): void {
+    if (this.#attached === undefined) this.#early.push(event);
+    else event(this.#attached);
   }
 
   get targetWorkers(): number {

@@ -26,6 +26,11 @@ export interface StartMasterOptions extends MasterOptions {
   readonly predictionReader?: DataReader<unknown>;
   /** Local worker processes to run; omit to let workers join from elsewhere. */
   readonly workers?: Omit<LocalInstanceManagerOptions, 'masterAddress' | 'token'>;
+  /**
+   * Or local workers started already, before the master (see `LocalInstanceManager.attach`): their
+   * `masterAddress` and `token` must be this master's `host:port` and `token`.
+   */
+  readonly localWorkers?: LocalInstanceManager;
   /** Or any instance manager (Kubernetes), built once the address and token are known. */
   readonly instanceManager?: (address: string, token: string, master: Master) => InstanceManager;
   /** How often leases are checked, in milliseconds (default: a tenth of the lease, at least 50). */
@@ -128,7 +133,10 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     workerStarted: (workerId: string, restarts: number) => master.workerStarted(workerId, restarts),
   };
   if (options.instanceManager) instances = options.instanceManager(server.address, token, master);
-  else if (options.workers) {
+  else if (options.localWorkers) {
+    options.localWorkers.attach(events);
+    instances = options.localWorkers;
+  } else if (options.workers) {
     instances = new LocalInstanceManager(
       {
         ...options.workers,

@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createStreamLogger,
   type JobResult,
+  LocalInstanceManager,
+  type MasterHandle,
   type MasterLogger,
   type StartMasterOptions,
   startMaster,
@@ -57,6 +60,18 @@ function edlBin(): string {
   return bin;
 }
 
+/** A port of 127.0.0.1 that is free now (the kernel's pick), for a master that listens shortly. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
 function masterLogger(
   io: CommandIO,
@@ -102,15 +117,16 @@ async function runJobIn(
 ): Promise<JobOutcome> {
   const jobType = jobTypeFor(kind, options);
   const modelDefPath = resolveModelDef(options.modelDef);
-  const definition = await loadModel(options.modelDef);
-  const { close: closeReaders, ...readers } = await openJobReaders(jobType, options, definition);
   const predictionOutput =
     kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
   const bar = io.isTTY && !options.quiet ? new ProgressBar(io.stderr) : undefined;
   const jobId = randomBytes(4).toString('hex');
+  const token = randomBytes(32).toString('hex');
   let lastLoss: number | undefined;
 
+  let workersMuted = false;
   const onOutput = (workerId: string, line: string) => {
+    if (workersMuted) return;
     // Dawn's notice about its own limits, printed whenever the webgpu package probes an adapter.
     if (DAWN_NOISE.test(line)) return;
     let event: Record<string, unknown> | undefined;
@@ -130,20 +146,45 @@ async function runJobIn(
     io.stderr.write(event === undefined ? `[${workerId}] ${line}\n` : `${line}\n`);
   };
 
-  const masterOptions: StartMasterOptions = {
-    ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
-    ...readers,
-    logger: masterLogger(io, bar, options, jobId),
-    jobId,
-    workers: {
-      command: process.execPath,
-      args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
-      numWorkers: options.numWorkers,
-      maxRestarts: options.maxRestarts,
-      onOutput,
-    },
-  };
-  const handle = await startMaster(masterOptions);
+  // The workers start first, on a port chosen now: their start-up (TensorFlow.js, the backend, the
+  // model) overlaps the master's (the model definition, the readers, sharding). They retry their
+  // first call until the master listens.
+  const port = await freeLoopbackPort();
+  const localWorkers = new LocalInstanceManager({
+    command: process.execPath,
+    args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
+    numWorkers: options.numWorkers,
+    maxRestarts: options.maxRestarts,
+    onOutput,
+    masterAddress: `127.0.0.1:${port}`,
+    token,
+    env: { EDL_JOB_ID: jobId },
+  });
+  await localWorkers.start();
+  let handle: MasterHandle;
+  let closeReaders: () => Promise<void>;
+  try {
+    const definition = await loadModel(options.modelDef);
+    const { close, ...readers } = await openJobReaders(jobType, options, definition);
+    closeReaders = close;
+    const masterOptions: StartMasterOptions = {
+      ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
+      ...readers,
+      logger: masterLogger(io, bar, options, jobId),
+      jobId,
+      host: '127.0.0.1',
+      port,
+      token,
+      localWorkers,
+    };
+    handle = await startMaster(masterOptions);
+  } catch (error) {
+    // A model or data error found by the master: the workers started for it go at once, and what
+    // they say of the same error is not repeated.
+    workersMuted = true;
+    await localWorkers.stop(0);
+    throw error;
+  }
   if (handle.liveView !== undefined && !options.quiet) {
     const line = `live view: ${handle.liveView.url}`;
     if (bar !== undefined) bar.log(line);
