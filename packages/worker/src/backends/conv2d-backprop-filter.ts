@@ -7,6 +7,15 @@ interface SyncBackend {
 
 /** Patch-matrix elements built at once: bounds the kernel's scratch memory (64 MiB of float32). */
 const MAX_PATCH_ELEMENTS = 16 * 1024 * 1024;
+/** Scratch arrays up to this size (16 MiB) are kept for the next call. */
+const KEPT_SCRATCH_ELEMENTS = 4 * 1024 * 1024;
+let kept: Float32Array | undefined;
+
+function scratch(size: number): Float32Array {
+  if (size > KEPT_SCRATCH_ELEMENTS) return new Float32Array(size);
+  if (kept === undefined || kept.length < size) kept = new Float32Array(size);
+  return kept.length === size ? kept : kept.subarray(0, size);
+}
 
 /**
  * Registers `Conv2DBackpropFilter` (the filter gradient of a convolution) for `backendName`, built
@@ -49,8 +58,9 @@ export function registerConv2DBackpropFilter(
       let sum: tf.Tensor | undefined;
       for (let first = 0; first < rows; first += block) {
         const count = Math.min(block, rows - first);
-        // A new array per block: a backend may keep the array it is given rather than copy it.
-        const patches = new Float32Array(count * depth);
+        // The wasm backend copies what it is given into its heap: one scratch array serves every
+        // block and call (kept only while small).
+        const patches = scratch(count * depth);
         fillPatches(patches, input, info, first, count);
         const part = tf.tidy(() =>
           tf.matMul(
@@ -84,6 +94,7 @@ export function registerConv2DBackpropFilter(
 /**
  * Rows `[first, first + count)` of the patch matrix: row r is output position (n, oh, ow), its
  * columns the input values under the filter's taps in `[kh, kw, ci]` order, zeros over padding.
+ * A tap row that lies inside the input (the common case) is one contiguous run of `kw * ci` values.
  */
 function fillPatches(
   patches: Float32Array,
@@ -95,25 +106,38 @@ function fillPatches(
   const { inHeight, inWidth, inChannels, outHeight, outWidth, filterHeight, filterWidth } = info;
   const { strideHeight, strideWidth, dilationHeight, dilationWidth } = info;
   const { top, left } = info.padInfo;
-  const depth = filterHeight * filterWidth * inChannels;
+  const run = filterWidth * inChannels;
+  let ow = first % outWidth;
+  let oh = Math.floor(first / outWidth) % outHeight;
+  let n = Math.floor(first / (outWidth * outHeight));
+  let at = 0;
   for (let r = 0; r < count; r++) {
-    const position = first + r;
-    const ow = position % outWidth;
-    const oh = Math.floor(position / outWidth) % outHeight;
-    const n = Math.floor(position / (outWidth * outHeight));
-    let at = r * depth;
+    const iw0 = ow * strideWidth - left;
+    const contiguous = dilationWidth === 1 && iw0 >= 0 && iw0 + filterWidth <= inWidth;
     for (let kh = 0; kh < filterHeight; kh++) {
       const ih = oh * strideHeight + kh * dilationHeight - top;
-      for (let kw = 0; kw < filterWidth; kw++) {
-        const iw = ow * strideWidth + kw * dilationWidth - left;
-        // Plain loops: a subarray per tap allocates, and the allocations cost more than the copy.
-        if (ih < 0 || ih >= inHeight || iw < 0 || iw >= inWidth) {
-          for (let c = 0; c < inChannels; c++) patches[at + c] = 0;
-        } else {
+      if (ih < 0 || ih >= inHeight) {
+        patches.fill(0, at, at + run);
+        at += run;
+      } else if (contiguous) {
+        const from = ((n * inHeight + ih) * inWidth + iw0) * inChannels;
+        for (let j = 0; j < run; j++) patches[at + j] = input[from + j] as number;
+        at += run;
+      } else {
+        for (let kw = 0; kw < filterWidth; kw++) {
+          const iw = iw0 + kw * dilationWidth;
           const from = ((n * inHeight + ih) * inWidth + iw) * inChannels;
-          for (let c = 0; c < inChannels; c++) patches[at + c] = input[from + c] as number;
+          const inside = iw >= 0 && iw < inWidth;
+          for (let c = 0; c < inChannels; c++) patches[at + c] = inside ? (input[from + c] as number) : 0;
+          at += inChannels;
         }
-        at += inChannels;
+      }
+    }
+    if (++ow === outWidth) {
+      ow = 0;
+      if (++oh === outHeight) {
+        oh = 0;
+        n++;
       }
     }
   }
