@@ -12,8 +12,9 @@
  * Per run: test accuracy (computed here, with the same code for every run, from the final weights),
  * samples/s (training samples / wall-clock of the whole command, start-up included), CPU-seconds per
  * sample (user + system of the whole process tree, from /usr/bin/time, which counts every reaped
- * child), gradients computed per applied step and wasted gradient computations, and the ratios to
- * `model.fit`.
+ * child), gradients computed per applied step and wasted gradient computations, the round trip's
+ * share of a training step (the workers' report_gradient + get_model time over that plus
+ * compute_loss: what compute waits for), and the ratios to `model.fit`.
  *
  * Environment: EDL_BENCH_EPOCHS (2), EDL_BENCH_MINIBATCH (64), EDL_BENCH_BACKEND (wasm),
  * EDL_BENCH_WORKERS (cores), EDL_BENCH_EDL_ARGS (extra `edl train` flags, e.g. "--mode sync"),
@@ -128,6 +129,11 @@ async function edlTrain(workers) {
     const summary = JSON.parse(t.stdout.split('\n').find((l) => l.startsWith('{"state"')));
     const found = await master.loadLatestCheckpoint(dir);
     const steps = summary.workers.reduce((n, w) => n + w.steps, 0);
+    // The round trip's share of a step: time waiting on (and encoding) gradient pushes and model
+    // pulls, over compute plus that, summed over the workers.
+    const job = (name) => summary.workers.reduce((n, w) => n + (w.timers.job[name]?.seconds ?? 0), 0);
+    const trip = job('report_gradient') + job('get_model');
+    const roundTrip = trip / (trip + job('compute_loss'));
     const computed = summary.workers.reduce((n, w) => n + (w.timers.gradients?.computed ?? w.steps), 0);
     return {
       ...t,
@@ -135,6 +141,7 @@ async function edlTrain(workers) {
       steps,
       computed,
       wasted: computed - steps,
+      roundTrip,
       summary,
     };
   } finally {
@@ -183,7 +190,7 @@ const base = results.find((r) => r.label === 'tfjs model.fit');
 const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 console.log(
-  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad('wasted', 14)}`,
+  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad('wasted', 14)}${lpad('round trip', 12)}`,
 );
 for (const r of results) {
   const rate = samples / r.wall;
@@ -191,7 +198,7 @@ for (const r of results) {
   const vsRate = base ? (rate / (samples / base.wall)).toFixed(2) : '-';
   const vsCpu = base ? (cpuPerSample / ((base.cpu / samples) * 1000)).toFixed(2) : '-';
   console.log(
-    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}`,
+    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
   );
 }
 console.log(
