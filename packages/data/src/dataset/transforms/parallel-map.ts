@@ -1,12 +1,13 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
 import { ParentChain } from '../parent-chain.js';
 import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
+import { notAFunctionMessage } from '../thread-pool/messages.js';
+import { ThreadPool } from '../thread-pool/thread-pool.js';
 import { expectInteger, invalidArgument } from '../validate.js';
 
 /**
@@ -98,187 +99,6 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
   };
 }
 
-/**
- * The thread's program (CommonJS, run with `eval`, so that it works from the TypeScript sources and
- * from the compiled package alike). It imports the module once, calls the export for each job, and
- * transfers the ArrayBuffers of each result back.
- */
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const loaded = import(workerData.moduleUrl).then((m) => {
-  const fn = m[workerData.exportName];
-  if (typeof fn !== 'function') {
-    const names = Object.keys(m).join(', ') || 'none';
-    throw new TypeError('Export ' + workerData.exportName + ' of ' + workerData.moduleUrl + ' is not a function (exports: ' + names + ')');
-  }
-  return fn;
-});
-loaded.catch(() => undefined);
-function buffers(value, out, depth) {
-  if (value === null || typeof value !== 'object' || depth > 8) return;
-  if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
-  } else if (value instanceof ArrayBuffer) out.add(value);
-  else if (Array.isArray(value)) for (const item of value) buffers(item, out, depth + 1);
-  else if (Object.getPrototypeOf(value) === Object.prototype) for (const key in value) buffers(value[key], out, depth + 1);
-}
-parentPort.on('message', async (job) => {
-  try {
-    const fn = await loaded;
-    const value = await fn(job.value, workerData.args, { index: job.index });
-    const out = new Set();
-    buffers(value, out, 0);
-    parentPort.postMessage({ id: job.id, ok: true, value }, [...out]);
-  } catch (error) {
-    const e = error instanceof Error ? error : new Error(String(error));
-    parentPort.postMessage({ id: job.id, ok: false, error: { name: e.name, message: e.message, stack: e.stack } });
-  }
-});
-`;
-
-/** A job's answer from a thread. */
-type Reply =
-  | { readonly id: number; readonly ok: true; readonly value: unknown }
-  | {
-      readonly id: number;
-      readonly ok: false;
-      readonly error: { name: string; message: string; stack?: string };
-    };
-
-interface Job {
-  readonly index: number;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-/** One thread and the jobs it has not answered yet. */
-class PoolThread {
-  readonly worker: Worker;
-  readonly jobs = new Map<number, Job>();
-  #nextId = 0;
-  #failure: DatasetError | undefined;
-
-  constructor(resolved: Resolved, describeFn: string) {
-    this.worker = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: { moduleUrl: resolved.moduleUrl, exportName: resolved.exportName, args: resolved.args },
-    });
-    // An idle thread must not keep the process alive; a thread with jobs must (see #ref).
-    this.worker.unref();
-    this.worker.on('message', (reply: Reply) => {
-      const job = this.jobs.get(reply.id);
-      if (job === undefined) return;
-      this.jobs.delete(reply.id);
-      if (this.jobs.size === 0) this.worker.unref();
-      if (reply.ok) job.resolve(reply.value);
-      else {
-        const cause = Object.assign(new Error(reply.error.message), reply.error);
-        job.reject(
-          new DatasetError(
-            'ERR_MAP_WORKER',
-            `mapParallel ${describeFn} failed on element ${job.index}: ${reply.error.message}`,
-            { cause },
-          ),
-        );
-      }
-    });
-    const fail = (cause: unknown, what: string) => {
-      this.#failure ??= new DatasetError('ERR_MAP_WORKER', `mapParallel ${describeFn}: ${what}`, { cause });
-      for (const job of this.jobs.values()) {
-        job.reject(
-          new DatasetError('ERR_MAP_WORKER', `${this.#failure.message} (element ${job.index})`, { cause }),
-        );
-      }
-      this.jobs.clear();
-    };
-    this.worker.on('error', (error) => fail(error, `thread failed: ${error.message}`));
-    this.worker.on('exit', (code) => fail(undefined, `thread exited with code ${code}`));
-  }
-
-  get load(): number {
-    return this.jobs.size;
-  }
-
-  run(index: number, value: unknown, transfer: ArrayBuffer[]): Promise<unknown> {
-    if (this.#failure !== undefined) {
-      return Promise.reject(
-        new DatasetError('ERR_MAP_WORKER', `${this.#failure.message} (element ${index})`, {
-          cause: this.#failure,
-        }),
-      );
-    }
-    return new Promise((resolve, reject) => {
-      const id = this.#nextId++;
-      try {
-        this.worker.postMessage({ id, index, value }, transfer);
-      } catch (error) {
-        // Not cloneable (a function, a class instance with private state...): name the element.
-        reject(
-          new DatasetError(
-            'ERR_MAP_WORKER',
-            `mapParallel cannot send element ${index} to a thread: ${(error as Error).message}`,
-            { cause: error },
-          ),
-        );
-        return;
-      }
-      this.jobs.set(id, { index, resolve, reject });
-      if (this.jobs.size === 1) this.worker.ref();
-    });
-  }
-
-  terminate(): Promise<number> {
-    this.#failure ??= new DatasetError('ERR_MAP_WORKER', 'thread terminated');
-    this.worker.removeAllListeners('exit');
-    for (const job of this.jobs.values()) job.reject(this.#failure);
-    this.jobs.clear();
-    return this.worker.terminate();
-  }
-}
-
-/**
- * Prepares an input for `postMessage`: typed-array views are copied to buffers of exactly their
- * bytes (transferred, so that is the only copy), or with `transferInputs` their buffers are
- * transferred as they are. Plain objects and arrays are walked; anything else is structured-cloned.
- */
-function packInput(value: unknown, transferInputs: boolean, transfer: Set<ArrayBuffer>, depth = 0): unknown {
-  if (value === null || typeof value !== 'object' || depth > 8) return value;
-  if (ArrayBuffer.isView(value)) {
-    if (!(value.buffer instanceof ArrayBuffer)) return value; // SharedArrayBuffer: shared, not copied
-    if (transferInputs) {
-      transfer.add(value.buffer);
-      return value;
-    }
-    const bytes = value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
-    transfer.add(bytes);
-    if (value instanceof DataView) return new DataView(bytes);
-    const Typed = value.constructor as new (buffer: ArrayBuffer) => ArrayBufferView;
-    return new Typed(bytes);
-  }
-  if (value instanceof ArrayBuffer) {
-    if (transferInputs) transfer.add(value);
-    return value;
-  }
-  if (Array.isArray(value)) return value.map((item) => packInput(item, transferInputs, transfer, depth + 1));
-  if (Object.getPrototypeOf(value) === Object.prototype) {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value))
-      out[key] = packInput(item, transferInputs, transfer, depth + 1);
-    return out;
-  }
-  return value;
-}
-
-/** The threads of one iterator, in a box that does not reference the iterator (see `abandoned`). */
-interface Pool {
-  threads: PoolThread[];
-}
-
-/** Terminates the threads of an iterator that was dropped without `return()` or its end. */
-const abandoned = new FinalizationRegistry<Pool>((pool) => {
-  for (const thread of pool.threads) void thread.terminate();
-});
-
 /** An element read from the parent and being mapped. */
 interface Entry<U> {
   readonly result: Promise<IteratorResult<U>>;
@@ -303,7 +123,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   readonly #o: Resolved;
   readonly #describeFn: string;
   readonly #pending: Entry<U>[] = [];
-  readonly #pool: Pool = { threads: [] };
+  readonly #pool: ThreadPool;
   #inline: Promise<ParallelMapFn<unknown, U>> | undefined;
   #state: JsonObject | undefined;
   /** Index of the next element to return, and of the next one to read from the parent. */
@@ -323,12 +143,21 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     this.#parent = parent;
     this.#o = options;
     this.#describeFn = `${options.exportName} of ${options.moduleUrl}`;
-    abandoned.register(this, this.#pool);
+    this.#pool = new ThreadPool(
+      {
+        moduleUrl: options.moduleUrl,
+        exportName: options.exportName,
+        args: options.args,
+        size: options.workers,
+        transferInputs: options.transferInputs,
+      },
+      this,
+    );
   }
 
   /** Threads currently running (0 before the first `next()` and after the end or `close()`). */
   get threadCount(): number {
-    return this.#pool.threads.length;
+    return this.#pool.size;
   }
 
   protected async advance(): Promise<IteratorResult<U>> {
@@ -392,10 +221,8 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     await this.#closeThreads();
   }
 
-  async #closeThreads(): Promise<void> {
-    const threads = this.#pool.threads;
-    this.#pool.threads = [];
-    await Promise.all(threads.map((thread) => thread.terminate()));
+  #closeThreads(): Promise<void> {
+    return this.#pool.close();
   }
 
   #startFilling(): void {
@@ -440,23 +267,13 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
 
   #dispatch(index: number, value: T): Promise<U> {
     if (this.#o.workers === 0) return this.#runInline(index, value);
-    const { threads } = this.#pool;
-    while (threads.length < this.#o.workers) threads.push(new PoolThread(this.#o, this.#describeFn));
-    let thread = threads[0] as PoolThread;
-    for (const candidate of threads) if (candidate.load < thread.load) thread = candidate;
-    const transfer = new Set<ArrayBuffer>();
-    const packed = packInput(value, this.#o.transferInputs, transfer);
-    return thread.run(index, packed, [...transfer]) as Promise<U>;
+    return this.#pool.run(index, value) as Promise<U>;
   }
 
   async #runInline(index: number, value: T): Promise<U> {
     this.#inline ??= import(this.#o.moduleUrl).then((m: Record<string, unknown>) => {
       const fn = m[this.#o.exportName];
-      if (typeof fn !== 'function') {
-        throw new TypeError(
-          `Export ${this.#o.exportName} of ${this.#o.moduleUrl} is not a function (exports: ${Object.keys(m).join(', ') || 'none'})`,
-        );
-      }
+      if (typeof fn !== 'function') throw new TypeError(notAFunctionMessage(this.#o, m));
       return fn as ParallelMapFn<unknown, U>;
     });
     try {
