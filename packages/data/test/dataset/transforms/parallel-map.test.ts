@@ -1,12 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DatasetError } from '../../src/dataset/errors.js';
-import { IterDataset } from '../../src/dataset/iter-dataset.js';
-import { MapDataset } from '../../src/dataset/map-dataset.js';
-import type { ParallelMapIterator } from '../../src/dataset/transforms/parallel-map.js';
-import { assertCheckpointRoundTrip, drain } from '../helpers/checkpoint.js';
+import { DatasetError } from '../../../src/dataset/errors.js';
+import { IterDataset } from '../../../src/dataset/iter-dataset.js';
+import { MapDataset } from '../../../src/dataset/map-dataset.js';
+import type { ParallelMapIterator } from '../../../src/dataset/transforms/parallel-map.js';
+import { assertCheckpointRoundTrip, drain } from '../../helpers/checkpoint.js';
 
-const FNS = new URL('./fixtures/parallel-map-fns.mjs', import.meta.url);
+const FNS = new URL('../fixtures/parallel-map-fns.mjs', import.meta.url);
 
 interface Squared {
   value: number;

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DatasetIteratorBase } from '../../src/dataset/dataset-iterator-base.js';
-import { IterDataset } from '../../src/dataset/iter-dataset.js';
-import { MapDataset } from '../../src/dataset/map-dataset.js';
-import { RingBuffer } from '../../src/dataset/ring-buffer.js';
-import type { JsonObject } from '../../src/protocols.js';
-import { assertCheckpointRoundTrip, delay } from '../helpers/checkpoint.js';
+import { DatasetIteratorBase } from '../../../src/dataset/dataset-iterator-base.js';
+import { IterDataset } from '../../../src/dataset/iter-dataset.js';
+import { MapDataset } from '../../../src/dataset/map-dataset.js';
+import type { JsonObject } from '../../../src/protocols.js';
+import { assertCheckpointRoundTrip, delay } from '../../helpers/checkpoint.js';
 
 /** A slow sequential source that records how far it has been read. */
 class Source extends DatasetIteratorBase<number> {
@@ -35,31 +34,6 @@ class Source extends DatasetIteratorBase<number> {
     return 'Source';
   }
 }
-
-describe('RingBuffer', () => {
-  it('is a bounded FIFO', () => {
-    const ring = new RingBuffer<number>(3);
-    const reference: number[] = [];
-    for (let step = 0; step < 100; step++) {
-      if (step % 3 !== 2 && ring.length < 3) {
-        ring.push(step);
-        reference.push(step);
-      } else {
-        expect(ring.shift()).toBe(reference.shift());
-      }
-      expect(ring.length).toBe(reference.length);
-    }
-    ring.clear();
-    expect(ring.shift()).toBeUndefined();
-    ring.push(1);
-    ring.push(2);
-    ring.push(3);
-    expect(() => ring.push(4)).toThrow(RangeError);
-    expect(() => new RingBuffer(0)).toThrow(
-      new RangeError('Expected a positive integer for capacity but received 0'),
-    );
-  });
-});
 
 describe('IterDataset.prefetch', () => {
   it('returns the parent sequence and resumes exactly across its buffer', async () => {
