@@ -1,3 +1,5 @@
+// @edl/data: the datasets (@edl/data/dataset) and the DataReaders (@edl/data/readers) in one
+// import. The two libraries never import each other; import a subpath to load only one.
 export * from './dataset/index.js';
 export type {
   DataReader,

@@ -1,6 +1,14 @@
-// Grain's protocol for @edl/data: sources, MapDataset / IterDataset, checkpointable iterators,
-// the global index shuffle and elastic sharding.
-export type { DataSourceDescription, IterDatasetLike } from '../protocols.js';
+// @edl/data/dataset: Grain's protocol for @edl/data: sources, MapDataset / IterDataset,
+// checkpointable iterators, the global index shuffle and elastic sharding. It never imports the
+// DataReaders of @edl/data/readers.
+export type {
+  DataSourceDescription,
+  DatasetIterator,
+  IterDatasetLike,
+  JsonObject,
+  JsonValue,
+  RandomAccessDataSource,
+} from '../protocols.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
 export { DatasetError, type DatasetErrorCode } from './errors.js';

@@ -1,3 +1,17 @@
+// @edl/data/readers: DataReaders, which split data into shards of records and read them in
+// batches (RecordIO, TFRecord, text/CSV, PostgreSQL tables, custom readers). They never import the
+// datasets of @edl/data/dataset.
+export type {
+  DataReader,
+  JsonObject,
+  JsonValue,
+  ReaderDescription,
+  ReaderMetadata,
+  RecordBatchLike,
+  RecordRange,
+  Shard,
+} from '../protocols.js';
+export { recordsOfBatches } from '../records-of-batches.js';
 export { type BuiltInReaderType, createDataReader } from './create-data-reader.js';
 export {
   type CsvColumnType,
