@@ -42,15 +42,43 @@ export class SlowSource implements RandomAccessDataSource<number> {
   }
 }
 
-/** A sequential source with its own seekable state: what a user (or the worker's task feed) writes. */
+/** What a `CountingIterator` records of its reads, and a read to fail once. */
+export interface ReadLog {
+  reads: number;
+  failAt?: number;
+}
+
+/** Options of `CountingIterator`. */
+export interface CountingOptions {
+  /** Counts the reads; a read of `failAt` throws once. */
+  readonly log?: ReadLog;
+  /** Macrotask turns added to every read (default 0). */
+  readonly extraDelay?: number;
+  /** What `toString()` says (default `Counting(end)`). */
+  readonly name?: string;
+}
+
+/**
+ * A slow sequential source of 0 .. end - 1 with its own seekable state: what a user (or the
+ * worker's task feed) writes.
+ */
 export class CountingIterator extends DatasetIteratorBase<number> {
   #next = 0;
-  constructor(readonly end: number) {
+  constructor(
+    readonly end: number,
+    readonly options: CountingOptions = {},
+  ) {
     super();
   }
   protected async advance(): Promise<IteratorResult<number>> {
-    await delay(this.#next % 3);
+    await delay((this.options.extraDelay ?? 0) + (this.#next % 3));
     if (this.#next >= this.end) return { done: true, value: undefined };
+    const { log } = this.options;
+    if (log !== undefined && log.failAt === this.#next) {
+      log.failAt = undefined;
+      throw new Error(`read ${this.#next} failed`);
+    }
+    if (log !== undefined) log.reads++;
     return { done: false, value: this.#next++ };
   }
   getState(): JsonObject {
@@ -60,7 +88,7 @@ export class CountingIterator extends DatasetIteratorBase<number> {
     this.#next = state.next as number;
   }
   toString(): string {
-    return `Counting(${this.end})`;
+    return this.options.name ?? `Counting(${this.end})`;
   }
 }
 

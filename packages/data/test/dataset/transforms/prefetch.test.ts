@@ -1,45 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { DatasetIteratorBase } from '../../../src/dataset/dataset-iterator-base.js';
 import { IterDataset } from '../../../src/dataset/iter-dataset.js';
 import { MapDataset } from '../../../src/dataset/map-dataset.js';
-import type { JsonObject } from '../../../src/protocols.js';
 import { assertCheckpointRoundTrip, delay } from '../../helpers/checkpoint.js';
+import { CountingIterator, type ReadLog } from '../../helpers/datasets.js';
 
 /** A slow sequential source that records how far it has been read. */
-class Source extends DatasetIteratorBase<number> {
-  #next = 0;
-  constructor(
-    readonly end: number,
-    readonly log: { reads: number; failAt?: number },
-  ) {
-    super();
-  }
-  protected async advance(): Promise<IteratorResult<number>> {
-    await delay(1 + (this.#next % 3));
-    if (this.#next >= this.end) return { done: true, value: undefined };
-    if (this.log.failAt === this.#next) {
-      this.log.failAt = undefined;
-      throw new Error(`read ${this.#next} failed`);
-    }
-    this.log.reads++;
-    return { done: false, value: this.#next++ };
-  }
-  getState(): JsonObject {
-    return { next: this.#next };
-  }
-  protected restore(state: JsonObject): void {
-    this.#next = state.next as number;
-  }
-  toString(): string {
-    return 'Source';
-  }
-}
+const source = (end: number, log: ReadLog) =>
+  new CountingIterator(end, { log, extraDelay: 1, name: 'Source' });
 
 describe('IterDataset.prefetch', () => {
   it('returns the parent sequence and resumes exactly across its buffer', async () => {
     for (const size of [1, 3, 8]) {
       const log = { reads: 0 };
-      const ds = IterDataset.fromIterator(() => new Source(25, log)).prefetch(size);
+      const ds = IterDataset.fromIterator(() => source(25, log)).prefetch(size);
       const values = await assertCheckpointRoundTrip(() => ds.iterator(), 28, { seed: size });
       expect(values).toEqual(Array.from({ length: 25 }, (_, i) => i));
     }
@@ -47,7 +20,7 @@ describe('IterDataset.prefetch', () => {
 
   it('its state is the position of the next element returned, not of the read-ahead', async () => {
     const log = { reads: 0 };
-    const it = IterDataset.fromIterator(() => new Source(50, log))
+    const it = IterDataset.fromIterator(() => source(50, log))
       .prefetch(6)
       .iterator();
     expect(it.getState()).toEqual({ parent: { next: 0 } });
@@ -68,7 +41,7 @@ describe('IterDataset.prefetch', () => {
   });
 
   it('restores right after next() while the parent is mid-read', async () => {
-    const ds = IterDataset.fromIterator(() => new Source(30, { reads: 0 })).prefetch(4);
+    const ds = IterDataset.fromIterator(() => source(30, { reads: 0 })).prefetch(4);
     const it = ds.iterator();
     await it.next();
     // The background fill is certainly inside the parent's next() now.
@@ -80,7 +53,7 @@ describe('IterDataset.prefetch', () => {
 
   it('reports a failed read once, at its position, then goes on', async () => {
     const log = { reads: 0, failAt: 4 };
-    const it = IterDataset.fromIterator(() => new Source(8, log))
+    const it = IterDataset.fromIterator(() => source(8, log))
       .prefetch(3)
       .iterator();
     const got: number[] = [];
