@@ -42,7 +42,6 @@ export {
 export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
-  type AppliedGradient,
   type EvaluationReport,
   type GradientOutcomes,
   type JobResult,
@@ -79,6 +78,7 @@ export {
   TaskManager,
   type TaskManagerEvent,
   type TaskManagerOptions,
+  type TaskManagerPhase,
   type TaskManagerState,
   type TaskManagerStatus,
 } from './task-manager.js';

@@ -448,7 +448,9 @@ export class JobStatusTracker implements MasterObserver {
 
   #recordsProcessed(): number {
     const status = this.#master.status();
-    if (this.#master.taskManager.jobType.startsWith('training') && status.phase === 'training') {
+    // A training job that failed counts as it did while training (the failure ends the samples).
+    const inTraining = status.phase === 'training' || status.phase === 'failed';
+    if (this.#master.taskManager.jobType.startsWith('training') && inTraining) {
       return status.recordsDone;
     }
     let sum = 0;

@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
 import {
+  type EvaluationMetricsReport,
+  type GradientReport,
   GradientStatus,
-  type MetricPartial,
   type NamedTensor,
   type TaskAssignment,
   type TaskRangeRef,
@@ -41,32 +42,14 @@ export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' |
   readonly metricsFile?: string;
   readonly logger?: MasterLogger;
   /** Hears every accepted gradient, after its range was marked applied (tests, custom sinks). */
-  readonly onGradientApplied?: (gradient: AppliedGradient) => void;
+  readonly onGradientApplied?: (gradient: GradientReport) => void;
 }
 
-/** A gradient the master accepted, with the range(s) it was computed from. */
-export interface AppliedGradient {
-  readonly workerId: string;
-  readonly taskId: number;
-  readonly rangeStart: number;
-  readonly rangeEnd: number;
-  readonly modelVersion: number;
-  readonly gradients: readonly NamedTensor[];
-  /** Ranges of other tasks in the same minibatch, applied together with the first. */
-  readonly moreRanges?: readonly TaskRangeRef[];
-  /** Send the model back with the reply (ACCEPTED or STALE): the next step's pull in the same round trip. */
-  readonly wantModel?: boolean;
-}
-
-/** Metric partial sums of a range (or ranges) of evaluation tasks. */
-export interface EvaluationReport {
-  readonly workerId: string;
-  readonly taskId: number;
-  readonly rangeStart: number;
-  readonly rangeEnd: number;
-  readonly metrics: Readonly<Record<string, MetricPartial>>;
-  readonly moreRanges?: readonly TaskRangeRef[];
-}
+/**
+ * Metric partial sums of a range (or ranges) of evaluation tasks: a worker's report without its
+ * model version (the task holds the version it evaluates).
+ */
+export type EvaluationReport = Omit<EvaluationMetricsReport, 'modelVersion'>;
 
 /** How bad a refusal is: a report with several ranges answers with its worst. */
 const FAILURE_RANK: Record<number, number> = {
@@ -254,7 +237,7 @@ export class Master {
    * Exactly-once gradient path: check the range (task held, next unapplied range), check staleness,
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
-  reportGradient(report: AppliedGradient): ReportReply {
+  reportGradient(report: GradientReport): ReportReply {
     const ranges = this.#checkRanges(report.workerId, report, 'training');
     if (!ranges.ok) {
       this.#rejectedGradients++;
@@ -281,7 +264,7 @@ export class Master {
     });
   }
 
-  #withModel(report: AppliedGradient, reply: ReportReply): ReportReply {
+  #withModel(report: GradientReport, reply: ReportReply): ReportReply {
     if (report.wantModel !== true) return reply;
     return { ...reply, variables: this.store.getModel().variables };
   }

@@ -1,5 +1,12 @@
 import type { Shard } from '@edl/data';
-import { fatalTaskErrorCode, GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
+import {
+  fatalTaskErrorCode,
+  GradientStatus,
+  type TaskAssignment,
+  type TaskKind,
+  TaskType,
+  taskTypeOf,
+} from '@edl/proto';
 import { JobFailedError, MasterStateError } from './errors.js';
 import { SeededRandom } from './seeded-random.js';
 import { TaskQueue } from './task-queue.js';
@@ -93,10 +100,22 @@ export type TaskManagerEvent =
   | { readonly type: 'job-succeeded' }
   | { readonly type: 'job-failed'; readonly error: JobFailedError };
 
-/** What a task is. */
-export type TaskKind = 'training' | 'evaluation' | 'prediction' | 'train-end';
-type Kind = TaskKind;
-type Phase = 'training' | 'final-evaluation' | 'train-end' | 'evaluation' | 'prediction' | 'done';
+/** What a task of the queues is: any kind but `wait`, which is an answer, never a task. */
+type Kind = Exclude<TaskKind, 'wait'>;
+
+/**
+ * Where the job is. `done` and `failed` are final; every change goes through one function
+ * (`#transition`), which also tells the observer when the job ends.
+ */
+export type TaskManagerPhase =
+  | 'training'
+  | 'final-evaluation'
+  | 'train-end'
+  | 'evaluation'
+  | 'prediction'
+  | 'done'
+  | 'failed';
+type Phase = TaskManagerPhase;
 
 interface TaskRecord {
   readonly id: number;
@@ -162,11 +181,17 @@ export interface TaskManagerState {
     modelVersion: number;
     round: number;
     failures: number;
+    /** Why each counted failure happened (absent in checkpoints written before them). */
+    failureReasons?: string[];
   }>;
   /** Records applied exactly once, every kind together (training across epochs, evaluation, prediction). */
   readonly recordsDone: number;
   /** The same per kind (added in issue 15; absent in older checkpoints). */
   readonly recordsDoneByKind?: RecordsByKind<number>;
+  /**
+   * Why the job failed, in the phase 'failed'. Checkpoints written before 'failed' was a phase keep
+   * the phase the job failed in and this message: either way the job restores as failed.
+   */
   readonly failed?: string;
   /** The failure's stable code (added in issue 15; older checkpoints: TASK_FAILED). */
   readonly failedCode?: string;
@@ -189,6 +214,7 @@ export interface RecordCount {
 export interface TaskManagerStatus {
   readonly state: 'running' | 'succeeded' | 'failed';
   readonly error?: JobFailedError;
+  /** The phase; 'failed' once the job failed (whatever it was doing then). */
   readonly phase: Phase;
   readonly epoch: number;
   readonly numEpochs: number;
@@ -256,6 +282,7 @@ export class TaskManager {
   /** When each worker last called getTask or heartbeat; dropped when it is lost. */
   readonly #lastSeen = new Map<string, number>();
   #started = false;
+  /** Why the job failed: set with the phase 'failed', and only then. */
   #failed: JobFailedError | undefined;
 
   constructor(options: TaskManagerOptions) {
@@ -302,7 +329,7 @@ export class TaskManager {
 
   /** True once the job succeeded or failed. */
   get finished(): boolean {
-    return this.#phase === 'done' || this.#failed !== undefined;
+    return this.#phase === 'done' || this.#phase === 'failed';
   }
 
   /** The error that failed the job, if it failed. */
@@ -353,7 +380,7 @@ export class TaskManager {
   checkRange(workerId: string, taskId: number, start: number, end: number): RangeCheck {
     const record = this.#doing.get(taskId);
     // After a failure nothing more is applied: the job's state stays as it was when it failed.
-    if (record === undefined || record.worker !== workerId || this.#failed !== undefined) {
+    if (record === undefined || record.worker !== workerId || this.#phase === 'failed') {
       if (this.#completed.has(taskId))
         return { ok: false, status: GradientStatus.ALREADY_APPLIED, progress: -1 };
       return { ok: false, status: GradientStatus.TASK_NOT_HELD, progress: -1 };
@@ -561,9 +588,7 @@ export class TaskManager {
 
   /** Fails the job from outside (the instance manager gave up); idempotent. */
   fail(code: string, message: string): void {
-    if (this.finished) return;
-    this.#failed = new JobFailedError(code, message);
-    this.#onEvent({ type: 'job-failed', error: this.#failed });
+    this.#transition('failed', new JobFailedError(code, message));
   }
 
   status(): TaskManagerStatus {
@@ -589,7 +614,7 @@ export class TaskManager {
         ? records.evaluation
         : records.prediction;
     return {
-      state: this.#failed ? 'failed' : this.#phase === 'done' ? 'succeeded' : 'running',
+      state: this.#phase === 'failed' ? 'failed' : this.#phase === 'done' ? 'succeeded' : 'running',
       ...(this.#failed ? { error: this.#failed } : {}),
       phase: this.#phase,
       epoch: this.#epoch,
@@ -616,6 +641,7 @@ export class TaskManager {
         modelVersion: r.modelVersion,
         round: r.round,
         failures: r.failures,
+        ...(r.failureReasons.length > 0 ? { failureReasons: [...r.failureReasons] } : {}),
       }),
     );
     return {
@@ -655,7 +681,6 @@ export class TaskManager {
       );
     }
     this.#started = true;
-    this.#phase = state.phase;
     this.#epoch = state.epoch;
     this.#nextTaskId = state.nextTaskId;
     this.#rng = new SeededRandom(state.rngState);
@@ -672,19 +697,46 @@ export class TaskManager {
     this.#doneByKind.training = byKind.training;
     this.#doneByKind.evaluation = byKind.evaluation;
     this.#doneByKind.prediction = byKind.prediction;
-    if (state.failed !== undefined)
-      this.#failed = new JobFailedError(state.failedCode ?? 'TASK_FAILED', state.failed);
     for (const t of state.tasks) {
       if (t.kind === 'evaluation') continue;
-      this.#todo.push({ ...t, failureReasons: [], leaseDeadline: 0, dispatchedAt: t.progress });
+      this.#todo.push({
+        ...t,
+        failureReasons: [...(t.failureReasons ?? [])],
+        leaseDeadline: 0,
+        dispatchedAt: t.progress,
+      });
     }
-    if (this.#phase === 'final-evaluation') {
+    if (state.phase === 'failed' || state.failed !== undefined) {
+      this.#transition(
+        'failed',
+        new JobFailedError(state.failedCode ?? 'TASK_FAILED', state.failed ?? 'the job failed'),
+        { restoring: true },
+      );
+    } else if (state.phase === 'final-evaluation') {
       // The final round's partial sums are gone: run it again once training tasks are done.
-      this.#phase = 'training';
+      this.#transition('training', undefined, { restoring: true });
       this.#lastEvaluatedVersion = -1;
-    } else if (this.#phase === 'evaluation') {
-      this.#startEvaluation(this.#modelVersion());
+    } else {
+      this.#transition(state.phase, undefined, { restoring: true });
+      if (state.phase === 'evaluation') this.#startEvaluation(this.#modelVersion());
     }
+  }
+
+  /**
+   * The one place where the phase changes. A final phase ('done', 'failed') is never left: moving
+   * from one is a no-op that returns false (so failing twice keeps the first failure). Entering one
+   * tells the observer, except when a checkpoint is being restored (the job ended in another life).
+   */
+  #transition(to: 'failed', error: JobFailedError, options?: { restoring: boolean }): boolean;
+  #transition(to: Exclude<Phase, 'failed'>, error?: undefined, options?: { restoring: boolean }): boolean;
+  #transition(to: Phase, error?: JobFailedError, options?: { restoring: boolean }): boolean {
+    if (this.finished) return false;
+    this.#phase = to;
+    this.#failed = to === 'failed' ? error : undefined;
+    if (options?.restoring === true) return true;
+    if (to === 'failed' && error !== undefined) this.#onEvent({ type: 'job-failed', error });
+    else if (to === 'done') this.#onEvent({ type: 'job-succeeded' });
+    return true;
   }
 
   #start(): void {
@@ -707,7 +759,7 @@ export class TaskManager {
           this.jobType === 'training-with-evaluation' &&
           this.#lastEvaluatedVersion !== this.#modelVersion()
         ) {
-          this.#phase = 'final-evaluation';
+          this.#transition('final-evaluation');
           this.#startEvaluation(this.#modelVersion());
           return;
         }
@@ -726,13 +778,12 @@ export class TaskManager {
       this.#finish();
       return;
     }
-    this.#phase = 'train-end';
+    this.#transition('train-end');
     this.#todo.push(this.#newRecord('train-end', '', 0, 0, this.#epoch, this.#modelVersion(), 0));
   }
 
   #finish(): void {
-    this.#phase = 'done';
-    this.#onEvent({ type: 'job-succeeded' });
+    this.#transition('done');
   }
 
   #createEpoch(epoch: number): void {
@@ -834,7 +885,7 @@ export class TaskManager {
     ids.add(record.id);
     return {
       id: record.id,
-      type: KIND_TO_TYPE[record.kind],
+      type: taskTypeOf(record.kind),
       shardName: record.shardName,
       start: record.progress,
       end: record.end,
@@ -975,13 +1026,6 @@ export class TaskManager {
     else this.#todo.pushFront(record);
   }
 }
-
-const KIND_TO_TYPE: Record<Kind, TaskType> = {
-  training: TaskType.TRAINING,
-  evaluation: TaskType.EVALUATION,
-  prediction: TaskType.PREDICTION,
-  'train-end': TaskType.TRAIN_END_CALLBACK,
-};
 
 function checkShards(shards: readonly Shard[], name: string): readonly Shard[] {
   if (!Array.isArray(shards))

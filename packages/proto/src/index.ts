@@ -24,20 +24,27 @@ export {
   parseLogLevel,
   silentLogger,
 } from './logger.js';
-export {
-  type EvaluationMetricsReport,
-  type GetTaskResult,
-  type GradientReport,
-  type JobStatusInfo,
-  MasterClient,
-  type MasterClientOptions,
-  type ModelSnapshot,
-  type ReportResult,
-  type TaskRangeRef,
-  type TaskResultReport,
-} from './master-client.js';
+export { MasterClient, type MasterClientOptions } from './master-client.js';
+export type {
+  EvaluationMetricsReport,
+  GetTaskResult,
+  GradientReport,
+  JobStatusInfo,
+  ModelSnapshot,
+  ReportResult,
+  TaskRangeRef,
+  TaskResultReport,
+} from './master-reports.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';
-export { fromTaskMessage, type TaskAssignment, taskTypeName, toTaskMessage } from './task-assignment.js';
+export {
+  fromTaskMessage,
+  type TaskAssignment,
+  type TaskKind,
+  taskKindOf,
+  taskTypeName,
+  taskTypeOf,
+  toTaskMessage,
+} from './task-assignment.js';
 export { FATAL_TASK_ERROR_CODES, type FatalTaskErrorCode, fatalTaskErrorCode } from './task-errors.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';

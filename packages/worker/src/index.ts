@@ -28,13 +28,7 @@ export {
 } from './errors.js';
 export { checkModelDefinition, loadModelDefinition } from './load-model-definition.js';
 export { jsonLineLogger, type LogFields, silentLogger, type WorkerLogger } from './logger.js';
-export {
-  fetchTask,
-  type MasterConnection,
-  type TaskAnswer,
-  type TaskKind,
-  type WorkerTask,
-} from './master-connection.js';
+export { fetchTask, type MasterConnection, type TaskAnswer } from './master-connection.js';
 export { MASTER_GONE_EXIT_CODE, MasterWatch, type MasterWatchOptions } from './master-watch.js';
 export { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 export type {

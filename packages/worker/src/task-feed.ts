@@ -1,12 +1,13 @@
 import { type DataReader, type RecordBatchLike, type RecordRange, recordsOfBatches } from '@edl/data';
+import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
-import { fetchTask, type MasterConnection, type WorkerTask } from './master-connection.js';
+import { fetchTask, type MasterConnection } from './master-connection.js';
 import type { Timers } from './timers.js';
 
 /** A task whose records the feed has started to read, with how many the model has consumed. */
 export interface PendingTask {
-  readonly task: WorkerTask;
+  readonly task: TaskAssignment;
   /** Records in the task's range. */
   readonly total: number;
   /** Records read from the reader so far. */
@@ -17,7 +18,7 @@ export interface PendingTask {
 
 /** Records `[rangeStart, rangeEnd)` of one task, at rows `[offset, offset + count)` of a minibatch. */
 export interface RecordSlice {
-  readonly task: WorkerTask;
+  readonly task: TaskAssignment;
   readonly rangeStart: number;
   readonly rangeEnd: number;
   readonly offset: number;
@@ -31,7 +32,7 @@ export interface TaskFeedOptions<TRecord> {
   readonly master: MasterConnection;
   readonly workerId: string;
   /** The reader of a task's records: training, validation and prediction data may differ. */
-  readonly readerFor: (task: WorkerTask) => DataReader<TRecord>;
+  readonly readerFor: (task: TaskAssignment) => DataReader<TRecord>;
   readonly timers: Timers;
   readonly logger?: WorkerLogger;
   /** First pause after a WAIT answer, in milliseconds; doubles up to 250 ms (default 25). */
@@ -64,9 +65,9 @@ export class TaskFeed<TRecord> {
   readonly #options: TaskFeedOptions<TRecord>;
   readonly #logger: WorkerLogger;
   readonly #pending: PendingTask[] = [];
-  #held: WorkerTask | undefined;
+  #held: TaskAssignment | undefined;
   /** get_task sent while the current task was read, not yet taken (it rejects as get_task would). */
-  #ahead: Promise<WorkerTask | undefined> | undefined;
+  #ahead: Promise<TaskAssignment | undefined> | undefined;
   #finished = false;
   #jobError = '';
 
@@ -94,7 +95,7 @@ export class TaskFeed<TRecord> {
    * The first task of the next segment: a task held back by the previous segment, or a new one.
    * Waits out WAIT answers; resolves undefined when the job is over.
    */
-  async nextHead(): Promise<WorkerTask | undefined> {
+  async nextHead(): Promise<TaskAssignment | undefined> {
     if (this.#held !== undefined) {
       const task = this.#held;
       this.#held = undefined;
@@ -103,13 +104,13 @@ export class TaskFeed<TRecord> {
     if (this.#ahead !== undefined) {
       // A segment that ended early (a failure, a stop) leaves the task fetched ahead: it comes next.
       const task = await this.#takeAhead();
-      if (task === undefined || task.kind !== 'wait') return task;
+      if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
     let pause = this.#options.waitMs ?? 25;
     while (!this.#finished) {
       const task = await this.#fetch();
       if (task === undefined) return undefined;
-      if (task.kind !== 'wait') return task;
+      if (taskKindOf(task) !== 'wait') return task;
       await sleep(pause);
       // Short pauses: at an epoch boundary the next tasks appear as soon as the last report lands.
       pause = Math.min(pause * 2, 250);
@@ -124,13 +125,13 @@ export class TaskFeed<TRecord> {
    * read, and its records count as read when their batch is yielded. The consumer may `release()`
    * a batch once none of its records is needed any more.
    */
-  async *batches(head: WorkerTask): AsyncGenerator<RecordBatchLike<TRecord>> {
-    let task: WorkerTask | undefined = head;
+  async *batches(head: TaskAssignment): AsyncGenerator<RecordBatchLike<TRecord>> {
+    let task: TaskAssignment | undefined = head;
     while (task !== undefined) {
       if (this.#readsAhead(task)) this.#fetchAhead();
       yield* this.#readTask(task);
       const next = await this.#next();
-      if (next === undefined || next.kind === 'wait') return;
+      if (next === undefined || taskKindOf(next) === 'wait') return;
       if (!sameSegment(head, next)) {
         this.#held = next;
         return;
@@ -143,7 +144,7 @@ export class TaskFeed<TRecord> {
    * The records of `head` and of the following tasks of the same segment (the records of
    * {@link TaskFeed.batches}, whose batches are never released: records handed on stay valid).
    */
-  records(head: WorkerTask): AsyncGenerator<TRecord> {
+  records(head: TaskAssignment): AsyncGenerator<TRecord> {
     return recordsOfBatches(this.batches(head));
   }
 
@@ -193,7 +194,7 @@ export class TaskFeed<TRecord> {
   }
 
   /** Whether to ask for the next task while `task` is read: its reader can read ahead. */
-  #readsAhead(task: WorkerTask): boolean {
+  #readsAhead(task: TaskAssignment): boolean {
     return (
       this.#options.readAhead !== false &&
       this.#ahead === undefined &&
@@ -209,7 +210,7 @@ export class TaskFeed<TRecord> {
     this.#ahead = ahead;
   }
 
-  async #takeAhead(): Promise<WorkerTask | undefined> {
+  async #takeAhead(): Promise<TaskAssignment | undefined> {
     const ahead = this.#ahead;
     this.#ahead = undefined;
     return ahead;
@@ -220,15 +221,15 @@ export class TaskFeed<TRecord> {
    * ahead is not final (tasks may come back meanwhile): the master is asked again, as it would
    * have been without read-ahead.
    */
-  async #next(): Promise<WorkerTask | undefined> {
+  async #next(): Promise<TaskAssignment | undefined> {
     if (this.#ahead !== undefined) {
       const task = await this.#takeAhead();
-      if (task === undefined || task.kind !== 'wait') return task;
+      if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
     return this.#fetch();
   }
 
-  async #fetch(): Promise<WorkerTask | undefined> {
+  async #fetch(): Promise<TaskAssignment | undefined> {
     const { master, workerId, timers } = this.#options;
     const answer = await timers.time('get_task', () => fetchTask(master, workerId));
     if (answer.kind === 'finished') {
@@ -236,11 +237,11 @@ export class TaskFeed<TRecord> {
       this.#jobError = answer.error;
       return undefined;
     }
-    if (answer.task.kind !== 'wait') {
+    if (taskKindOf(answer.task) !== 'wait') {
       const { task } = answer;
       this.#logger.info('task.received', {
         task: task.id,
-        kind: task.kind,
+        kind: taskKindOf(task),
         shard: task.shardName,
         start: task.start,
         end: task.end,
@@ -252,8 +253,9 @@ export class TaskFeed<TRecord> {
   }
 
   /** Tells the task's reader to start reading its range now (advisory, never throws). */
-  #announce(task: WorkerTask): void {
-    if (this.#options.readAhead === false || !DATA_KINDS.has(task.kind) || task.end <= task.start) return;
+  #announce(task: TaskAssignment): void {
+    if (this.#options.readAhead === false || !DATA_KINDS.has(taskKindOf(task)) || task.end <= task.start)
+      return;
     try {
       this.#options
         .readerFor(task)
@@ -263,7 +265,7 @@ export class TaskFeed<TRecord> {
     }
   }
 
-  async *#readTask(task: WorkerTask): AsyncGenerator<RecordBatchLike<TRecord>> {
+  async *#readTask(task: TaskAssignment): AsyncGenerator<RecordBatchLike<TRecord>> {
     const total = task.end - task.start;
     const pending: PendingTask = { task, total, read: 0, consumed: 0 };
     this.#pending.push(pending);
@@ -314,7 +316,7 @@ async function* singleRecordBatches<TRecord>(
   }
 }
 
-function sameSegment(head: WorkerTask, next: WorkerTask): boolean {
-  if (next.kind !== head.kind) return false;
-  return head.kind !== 'evaluation' || next.modelVersion === head.modelVersion;
+function sameSegment(head: TaskAssignment, next: TaskAssignment): boolean {
+  if (taskKindOf(next) !== taskKindOf(head)) return false;
+  return taskKindOf(head) !== 'evaluation' || next.modelVersion === head.modelVersion;
 }

@@ -1,11 +1,18 @@
 import { availableParallelism } from 'node:os';
 import { type DataReader, IterDataset } from '@edl/data';
-import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
+import {
+  GradientStatus,
+  MasterRpcError,
+  type NamedTensor,
+  type TaskAssignment,
+  type TaskRangeRef,
+  taskKindOf,
+} from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { describeValue, taskErrorText, WorkerError } from './errors.js';
 import { LiveStats } from './live-stats.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
-import type { MasterConnection, WorkerTask } from './master-connection.js';
+import type { MasterConnection } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
 import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
@@ -168,7 +175,7 @@ class WorkerLoop<TRecord> {
     this.#feed = new TaskFeed({
       master: options.master,
       workerId: options.workerId,
-      readerFor: (task) => this.#readerFor(task.kind),
+      readerFor: (task) => this.#readerFor(taskKindOf(task)),
       timers: this.#timers,
       logger: this.#logger,
     });
@@ -212,7 +219,7 @@ class WorkerLoop<TRecord> {
         const head = await this.#feed.nextHead();
         if (head === undefined) break;
         this.#armHeartbeat(head.leaseMs);
-        if (head.kind === 'train_end_callback') {
+        if (taskKindOf(head) === 'train-end') {
           try {
             if (this.#o.onTrainEnd) {
               await this.#pull(-1, 'training');
@@ -264,8 +271,8 @@ class WorkerLoop<TRecord> {
     }
   }
 
-  async #runSegment(head: WorkerTask): Promise<void> {
-    const mode = head.kind as Mode;
+  async #runSegment(head: TaskAssignment): Promise<void> {
+    const mode = taskKindOf(head) as Mode;
     await this.#prepareModel(mode, head);
     const { modelDefinition, minibatchSize: size } = this.#o;
     let opened = false;
@@ -341,7 +348,7 @@ class WorkerLoop<TRecord> {
     }
   }
 
-  async #prepareModel(mode: Mode, head: WorkerTask): Promise<void> {
+  async #prepareModel(mode: Mode, head: TaskAssignment): Promise<void> {
     if (mode === 'evaluation') {
       await this.#pull(head.modelVersion, mode);
       // The next training step must start from the latest model, not from this snapshot.
@@ -631,7 +638,7 @@ class WorkerLoop<TRecord> {
     );
   }
 
-  async #finishTask(task: WorkerTask, recordsDone: number): Promise<void> {
+  async #finishTask(task: TaskAssignment, recordsDone: number): Promise<void> {
     const response = await this.#o.master.reportTaskResult({
       workerId: this.#o.workerId,
       taskId: task.id,
@@ -641,13 +648,13 @@ class WorkerLoop<TRecord> {
     this.#finishedTasks.add(task.id);
     this.#logger.info('task.done', {
       task: task.id,
-      kind: task.kind,
+      kind: taskKindOf(task),
       records: recordsDone,
       accepted: response.accepted,
     });
   }
 
-  async #failTask(task: WorkerTask, error: string): Promise<void> {
+  async #failTask(task: TaskAssignment, error: string): Promise<void> {
     this.#tasksFailed++;
     this.#logger.warn('task.failed', { task: task.id, error });
     await this.#o.master.reportTaskResult({ workerId: this.#o.workerId, taskId: task.id, error });
