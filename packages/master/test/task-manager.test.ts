@@ -454,3 +454,66 @@ describe('TaskManager: kills never fail a healthy job', () => {
     expect(restored.error?.code).toBe('WORKER_RELAUNCHES_EXHAUSTED');
   });
 });
+
+describe('TaskManager: failure as a phase', () => {
+  it('keeps the code of a task that failed the job through a checkpoint, with its remaining range', () => {
+    const { tm, events } = manager({ trainEndCallback: false });
+    const task = tm.getTask('w1') as TaskAssignment;
+    tm.checkRange('w1', task.id, task.start, task.start + 2);
+    tm.advance(task.id, task.start + 2);
+    expect(tm.reportTaskResult('w1', task.id, 2, 'NON_FINITE: the loss is NaN')).toBe(true);
+    expect(tm.status()).toMatchObject({ state: 'failed', phase: 'failed', error: { code: 'NON_FINITE' } });
+    expect(events.filter((e) => e.type === 'job-failed')).toHaveLength(1);
+    // A second failure keeps the first one.
+    tm.fail('WORKER_RELAUNCHES_EXHAUSTED', 'gave up');
+    expect(tm.error?.code).toBe('NON_FINITE');
+    expect(events.filter((e) => e.type === 'job-failed')).toHaveLength(1);
+
+    const state = JSON.parse(JSON.stringify(tm.toJSON()));
+    expect(state).toMatchObject({ phase: 'failed', failedCode: 'NON_FINITE' });
+    const { tm: restored, events: restoredEvents } = manager({ trainEndCallback: false });
+    restored.restore(state);
+    expect(restored.finished).toBe(true);
+    expect(restored.error).toBeInstanceOf(JobFailedError);
+    expect(restored.error).toMatchObject({
+      code: 'NON_FINITE',
+      message: `Task ${task.id} failed on worker w1: the loss is NaN`,
+    });
+    expect(restored.status()).toMatchObject({ state: 'failed', phase: 'failed', recordsDone: 2 });
+    // Nothing is lost: the failed task is saved with the rest of its range.
+    expect(restored.toJSON().tasks).toContainEqual(
+      expect.objectContaining({ id: task.id, progress: task.start + 2, end: task.end }),
+    );
+    expect(restored.getTask('w2')).toBeUndefined();
+    expect(restoredEvents).toEqual([]);
+  });
+
+  it('restores a failed job from a checkpoint written before failed was a phase', () => {
+    const { tm } = manager();
+    tm.getTask('w');
+    const current = tm.toJSON();
+    // The shape of older checkpoints: the phase the job failed in, the message, no code.
+    const older = { ...current, phase: 'training' as const, failed: 'Task 1 failed 3 times' };
+    const restored = manager().tm;
+    restored.restore(older);
+    expect(restored.status()).toMatchObject({ state: 'failed', phase: 'failed' });
+    expect(restored.error).toMatchObject({ code: 'TASK_FAILED', message: 'Task 1 failed 3 times' });
+    expect(restored.getTask('w')).toBeUndefined();
+  });
+
+  it('keeps the reasons of counted task failures through a checkpoint', () => {
+    const { tm } = manager({ maxTaskFailures: 3, trainEndCallback: false });
+    const task = tm.getTask('w1') as TaskAssignment;
+    tm.reportTaskResult('w1', task.id, 0, 'out of memory');
+    expect(tm.getTask('w2')?.id).toBe(task.id);
+    tm.reportTaskResult('w2', task.id, 0, 'disk full');
+    const restored = manager({ maxTaskFailures: 3, trainEndCallback: false }).tm;
+    restored.restore(JSON.parse(JSON.stringify(tm.toJSON())));
+    expect(restored.getTask('w3')?.id).toBe(task.id);
+    restored.reportTaskResult('w3', task.id, 0, 'segfault');
+    expect(restored.error?.code).toBe('TASK_FAILED');
+    expect(restored.error?.message).toContain(
+      'worker w1: failed: out of memory; worker w2: failed: disk full; worker w3: failed: segfault',
+    );
+  });
+});

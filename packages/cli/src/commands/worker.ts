@@ -121,7 +121,7 @@ export const command: Command = {
     // One long-lived stream carries get_task / report_task_result / heartbeat: several times cheaper
     // for the master than unary calls. A broken stream fails its calls as UNAVAILABLE, which
     // withRetries retries on a fresh stream.
-    const client = await MasterClient.connect(address, token, { transport: 'stream' });
+    const client = await MasterClient.connect(address, token, { transport: 'batch' });
     // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
     const master = withRetries(client, { logger });
     let lastReport = 0;
