@@ -9,8 +9,9 @@
  * two calls. Measured for each worker count:
  *   - Ping: two no-op unary calls per round trip (baseline, same clients, same run);
  *   - unary: getTask + reportTaskResult as unary calls (each worker its own MasterClient);
- *   - stream: the same on a TaskStream, one MasterClient (one stream) per worker, as one worker per
- *     process would run;
+ *   - stream: one MasterClient (one stream) per worker, as one worker per process would run
+ *     (transport 'stream': a TaskStream before issue 16, the TaskBatchStream since, whose lone calls
+ *     go at once);
  *   - batch: the workers of a client process share one MasterClient on a TaskBatchStream; the calls
  *     made in the same event-loop turn travel in one message.
  * The master's CPU time (user + system, this process) and the clients' are measured over the same
