@@ -545,7 +545,7 @@ export class TaskManager {
   inFlight(): Array<{
     taskId: number;
     workerId: string;
-    kind: string;
+    kind: Kind;
     start: number;
     end: number;
     progress: number;

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { ChannelCredentials, Client, connectivityState, status as grpcStatus } from '@grpc/grpc-js';
+import { type Client, connectivityState, status as grpcStatus } from '@grpc/grpc-js';
 import { BatchStreamTransport } from './batch-stream-transport.js';
 import { MasterRpcError } from './errors.js';
 import {
@@ -15,6 +15,7 @@ import {
   ScaleWorkersRequestSchema,
 } from './generated/edl/v1/master_pb.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './grpc-service.js';
+import { createMasterChannel } from './master-channel.js';
 import {
   type EvaluationMetricsReport,
   type GetTaskResult,
@@ -80,21 +81,7 @@ export class MasterClient {
     }
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     const deadlineMs = options.deadlineMs ?? 30_000;
-    this.#client = new Client(address, ChannelCredentials.createInsecure(), {
-      'grpc.max_receive_message_length': maxBytes,
-      'grpc.max_send_message_length': maxBytes,
-      // Loopback and LAN calls are tiny and frequent: no need for the default connection backoff cap.
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-      // Channelz bookkeeping (call counters, traces) costs on every call and nothing reads it.
-      'grpc.enable_channelz': 0,
-      // Retries are the caller's (withRetries); grpc-js's own would keep a copy of every message
-      // sent, a model-sized copy per gradient push.
-      'grpc.enable_retries': 0,
-      // A model comes back with every gradient: with HTTP/2's default 64 KiB window a 1 MB model
-      // needs a dozen WINDOW_UPDATE round trips; a 16 MiB window takes it in one go.
-      'grpc-node.flow_control_window': 16 * 1024 * 1024,
-    });
+    this.#client = createMasterChannel(address, maxBytes);
     this.#unary = new UnaryTransport(this.#client, token, deadlineMs);
     this.#stream =
       options.transport === 'stream' || options.transport === 'batch'
