@@ -1,10 +1,10 @@
 import { stat } from 'node:fs/promises';
 import {
   type EvaluationMetricsReport,
+  type GetTaskResult,
   type GradientReport,
   GradientStatus,
   type NamedTensor,
-  type TaskAssignment,
   type TaskRangeRef,
   type WorkerStatsReport,
 } from '@edl/proto';
@@ -68,12 +68,8 @@ export interface JobResult {
   readonly checkpoint?: string;
 }
 
-/** The answer to a getTask call. */
-export interface TaskReply {
-  readonly task?: TaskAssignment;
-  readonly jobFinished: boolean;
-  readonly jobError: string;
-}
+/** The answer to a getTask call: what a worker's client receives. */
+export type TaskReply = GetTaskResult;
 
 /** The answer to a gradient or metrics report. */
 export interface ReportReply {

@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { listCheckpoints, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from '../src/checkpoint.js';
 import { auc, MetricsAccumulator } from '../src/evaluation-metrics.js';
 import { EvaluationService } from '../src/evaluation-service.js';
+import { silentLogger } from '../src/logger.js';
+import { Master } from '../src/master.js';
 import { ParameterStore } from '../src/parameter-store.js';
 import { TaskManager } from '../src/task-manager.js';
 
@@ -52,6 +54,44 @@ describe('checkpoints', () => {
     const loaded = await loadLatestCheckpoint(dir, (e) => skipped.push(e.code));
     expect(loaded?.checkpoint.store.version).toBe(3);
     expect(skipped).toEqual(['CORRUPT']);
+  });
+});
+
+describe('a failed job in a checkpoint file', () => {
+  it('resumes as the same failure, code included, and ends at once', async () => {
+    const ckptDir = mkdtempSync(join(tmpdir(), 'edl-ckpt-failed-'));
+    try {
+      const options = {
+        jobType: 'training' as const,
+        trainingShards: [{ name: 's', start: 0, count: 40 }],
+        minibatchSize: 4,
+        numMinibatchesPerTask: 2,
+        checkpointDir: ckptDir,
+        logger: silentLogger,
+      };
+      const master = await Master.create(options);
+      master.reportVariables('w1', [{ name: 'w', shape: [2], values: new Float32Array([1, 2]) }]);
+      const task = master.getTask('w1').task;
+      expect(task).toBeDefined();
+      master.reportTaskResult('w1', task!.id, 0, 'NON_FINITE: the loss is NaN');
+      expect((await master.done).error?.code).toBe('NON_FINITE');
+      await master.checkpoint();
+
+      const resumed = await Master.create(options);
+      const result = await resumed.done;
+      expect(result.state).toBe('failed');
+      expect(result.error).toMatchObject({
+        code: 'NON_FINITE',
+        message: `Task ${task!.id} failed on worker w1: the loss is NaN`,
+      });
+      expect(resumed.status()).toMatchObject({ state: 'failed', phase: 'failed' });
+      expect(resumed.getTask('w2')).toEqual({
+        jobFinished: true,
+        jobError: `Task ${task!.id} failed on worker w1: the loss is NaN`,
+      });
+    } finally {
+      rmSync(ckptDir, { recursive: true, force: true });
+    }
   });
 });
 
