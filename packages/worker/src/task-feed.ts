@@ -1,5 +1,12 @@
-import { type DataReader, type RecordBatchLike, type RecordRange, recordsOfBatches } from '@edl/data';
+import {
+  type DataReader,
+  IterDataset,
+  type RecordBatchLike,
+  type RecordRange,
+  recordsOfBatches,
+} from '@edl/data';
 import { WorkerError } from './errors.js';
+import { FeedRecordsIterator } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection, type WorkerTask } from './master-connection.js';
 import type { Timers } from './timers.js';
@@ -45,6 +52,14 @@ export interface TaskFeedOptions<TRecord> {
   readonly readAhead?: boolean;
 }
 
+/** A batch handed on by {@link TaskFeed.dataset}, released once its task has consumed `end` records. */
+interface HeldBatch {
+  readonly pending: PendingTask;
+  readonly batch: RecordBatchLike<unknown>;
+  /** `pending.read` right after the batch: its last record's position in the task, plus one. */
+  readonly end: number;
+}
+
 /** Task kinds whose range is read. */
 const DATA_KINDS: ReadonlySet<string> = new Set(['training', 'evaluation', 'prediction']);
 
@@ -69,6 +84,8 @@ export class TaskFeed<TRecord> {
   #ahead: Promise<WorkerTask | undefined> | undefined;
   #finished = false;
   #jobError = '';
+  /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
+  readonly #unconsumed: HeldBatch[] = [];
 
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
@@ -148,6 +165,29 @@ export class TaskFeed<TRecord> {
   }
 
   /**
+   * The shared records dataset of the segment that starts at `head`, as `datasetFn` receives it:
+   * the records of {@link TaskFeed.batches}, filled a batch at a time (one step of the reader per
+   * batch; records are served from the batch at hand). A batch is released (its memory handed back
+   * to its reader for a later read) once {@link TaskFeed.take} has attributed all its records to
+   * minibatches: records are valid until the minibatch they went into is taken, and a `datasetFn`
+   * that keeps records longer (e.g. in a shuffle buffer across minibatches) must copy them. The
+   * dataset can be iterated once: the records come from the master's tasks.
+   */
+  dataset(head: WorkerTask, name: string): IterDataset<TRecord> {
+    let opened = false;
+    return IterDataset.fromIterator(() => {
+      // The shared dataset reads tasks from the master: a second pass would read other tasks.
+      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
+      opened = true;
+      return new FeedRecordsIterator<TRecord>(
+        () => this.batches(head)[Symbol.asyncIterator](),
+        (batch) => this.#hold(batch),
+        name,
+      );
+    }, name);
+  }
+
+  /**
    * Attributes the next `count` consumed records to pending tasks, oldest first. Throws when more
    * records are consumed than were read (a datasetFn that invents records).
    */
@@ -184,12 +224,34 @@ export class TaskFeed<TRecord> {
       if (pending.consumed === pending.total) this.#pending.splice(index, 1);
       else index++;
     }
+    this.#releaseConsumed();
     return slices;
   }
 
   /** Removes and returns the pending tasks (after a segment ended or failed). */
   drain(): PendingTask[] {
+    // Batches still held belong to a segment that failed or stopped early: their records may still
+    // be referenced by the abandoned pipeline, so they are left to garbage collection.
+    this.#unconsumed.length = 0;
     return this.#pending.splice(0, this.#pending.length);
+  }
+
+  /** Holds a batch of {@link TaskFeed.dataset} until its records are consumed (it was just read). */
+  #hold(batch: RecordBatchLike<TRecord>): void {
+    const pending = this.#pending.at(-1);
+    if (pending === undefined) return;
+    this.#unconsumed.push({ pending, batch, end: pending.read });
+  }
+
+  /** Releases the held batches whose every record is attributed to a minibatch. */
+  #releaseConsumed(): void {
+    let n = 0;
+    for (const held of this.#unconsumed) {
+      if (held.pending.consumed < held.end) break;
+      held.batch.release();
+      n++;
+    }
+    if (n > 0) this.#unconsumed.splice(0, n);
   }
 
   /** Whether to ask for the next task while `task` is read: its reader can read ahead. */

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type DataReader, IterDataset } from '@edl/data';
+import type { DataReader } from '@edl/data';
 import { GradientStatus, MasterRpcError, type NamedTensor, type TaskRangeRef } from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { describeValue, taskErrorText, WorkerError } from './errors.js';
@@ -268,13 +268,7 @@ class WorkerLoop<TRecord> {
     const mode = head.kind as Mode;
     await this.#prepareModel(mode, head);
     const { modelDefinition, minibatchSize: size } = this.#o;
-    let opened = false;
-    const records = IterDataset.fromIterable(() => {
-      // The shared dataset reads tasks from the master: a second pass would read other tasks.
-      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
-      opened = true;
-      return this.#feed.records(head);
-    }, `TaskFeed(${mode})`);
+    const records = this.#feed.dataset(head, `TaskFeed(${mode})`);
     let iterator: ReturnType<typeof prefetch<Minibatch>> | undefined;
     try {
       const batches = modelDefinition.datasetFn(records, mode, {
