@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DataReader, RecordIODataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
-import { RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
+import { type RecordBatch, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MasterConnection } from '../src/master-connection.js';
 import { TaskFeed } from '../src/task-feed.js';
@@ -315,3 +315,74 @@ describe('TaskFeed batches', () => {
     await plain.close();
   }, 60_000);
 });
+
+describe('TaskFeed dataset (what datasetFn receives)', () => {
+  it('serves the records a batch at a time, and releases each batch once take() has consumed it', async () => {
+    const steps: Step[] = [training(0, 0, 250), training(1, 100, 600), training(0, 250, 260)];
+    const { master } = scriptedMaster([...steps], () => 0);
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
+    // The reader's batches, as the feed received them.
+    const seen: { batch: RecordBatch; length: number }[] = [];
+    const watched: DataReader<Uint8Array> = {
+      metadata: reader.metadata,
+      createShards: () => reader.createShards(),
+      readRecords: (range) => reader.readRecords(range),
+      prefetch: (range) => reader.prefetch?.(range),
+      async *readBatches(range) {
+        for await (const batch of reader.readBatches(range)) {
+          seen.push({ batch, length: batch.length });
+          yield batch;
+        }
+      },
+      describe: () => reader.describe(),
+    };
+    const feed = new TaskFeed<Uint8Array>({ master, workerId: 'w', readerFor: () => watched, timers: new Timers() });
+    const head = await feed.nextHead();
+    if (head === undefined) throw new Error('expected a task');
+    const records = feed.dataset(head, 'TaskFeed(training)');
+    expect(String(records)).toBe('TaskFeed(training)');
+    const iterator = records.iterator();
+    const expectedRecords = [
+      ...Array.from({ length: 250 }, (_, i) => record(0, i)),
+      ...Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
+      ...Array.from({ length: 10 }, (_, i) => record(0, 250 + i)),
+    ];
+    const MINIBATCH = 30;
+    let consumed = 0;
+    const completed: number[] = [];
+    for (;;) {
+      // A minibatch: records taken from the dataset (each checked while its batch is held)...
+      let n = 0;
+      let done = false;
+      while (n < MINIBATCH) {
+        const next = await iterator.next();
+        if (next.done) {
+          done = true;
+          break;
+        }
+        expect(Buffer.from(next.value).equals(Buffer.from(expectedRecords[consumed + n] as Uint8Array))).toBe(true);
+        n++;
+      }
+      // ...then attributed to tasks: the batches whose every record is consumed are released.
+      for (const slice of feed.take(n)) if (slice.completesTask) completed.push(slice.task.id);
+      consumed += n;
+      // Exactly the batches that end at or before the records consumed are released.
+      let end = 0;
+      for (const { batch, length } of seen) {
+        end += length;
+        expect(batch.released).toBe(end <= consumed);
+      }
+      if (done) break;
+    }
+    expect(consumed).toBe(760);
+    expect(completed).toEqual([1, 2, 3]);
+    expect(seen.length).toBeGreaterThan(3);
+    expect(seen.every(({ batch }) => batch.released)).toBe(true);
+    // One pass only: the records come from the master's tasks.
+    expect(() => records.iterator()).toThrow('datasetFn iterated the shared records dataset twice');
+    expect(() => iterator.setState({ consumed: 0 })).toThrow('cannot be restored');
+    expect(iterator.getState()).toEqual({ consumed: 760 });
+    await reader.close();
+  }, 60_000);
+});
+
