@@ -343,15 +343,21 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     const last = plan.at(-1);
     const lastChunkEnd = last === undefined ? 0 : this.#chunkEndOf(last[0] + last[1] - 1);
     const extended =
-      last !== undefined && lastChunkEnd > last[0] + last[1] ? ([last[0], lastChunkEnd - last[0]] as const) : undefined;
+      last !== undefined && lastChunkEnd > last[0] + last[1]
+        ? ([last[0], lastChunkEnd - last[0]] as const)
+        : undefined;
     let pending =
       plan.length > 0
-        ? this.#readAhead((plan.length === 1 ? extended : undefined) ?? (plan[0] as readonly [number, number]), callSite)
+        ? this.#readAhead(
+            (plan.length === 1 ? extended : undefined) ?? (plan[0] as readonly [number, number]),
+            callSite,
+          )
         : undefined;
     for (let k = 0; k < plan.length; k++) {
       let result = await (pending as Promise<NativeReadResult>);
       const range = plan[k] as readonly [number, number];
-      const next = k + 1 < plan.length ? (k + 2 === plan.length ? (extended ?? plan[k + 1]) : plan[k + 1]) : undefined;
+      const next =
+        k + 1 < plan.length ? (k + 2 === plan.length ? (extended ?? plan[k + 1]) : plan[k + 1]) : undefined;
       pending = next === undefined || result.error !== null ? undefined : this.#readAhead(next, callSite);
       if (k === plan.length - 1 && extended !== undefined) {
         const split = this.#splitExtended(result, range);
@@ -406,7 +412,12 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
    */
   #splitExtended(result: NativeReadResult, range: readonly [number, number]): RecordBatch | undefined {
     const records = result.bounds.length / 2;
-    if (result.error !== null || result.skipped.length > 0 || result.firstRecord !== range[0] || records <= range[1]) {
+    if (
+      result.error !== null ||
+      result.skipped.length > 0 ||
+      result.firstRecord !== range[0] ||
+      records <= range[1]
+    ) {
       return undefined;
     }
     const whole = new RecordBatch(result.data, result.bounds, range[0], this.#recycle);

@@ -101,7 +101,13 @@ describe.each(['none', 'snappy', 'gzip'] as const)('RecordBatch.release() (%s)',
     const chunk = reader.chunks[1];
     if (chunk === undefined) throw new Error('expected several chunks');
     // Task-like ranges whose ends fall inside chunks.
-    const cuts = [0, chunk.firstRecord + 7, chunk.firstRecord + 9, chunk.firstRecord + chunk.numRecords + 100, RECORDS];
+    const cuts = [
+      0,
+      chunk.firstRecord + 7,
+      chunk.firstRecord + 9,
+      chunk.firstRecord + chunk.numRecords + 100,
+      RECORDS,
+    ];
     const kept: { first: number; records: Uint8Array[] }[] = [];
     let previous: RecordBatch | undefined;
     for (let k = 0; k + 1 < cuts.length; k++) {

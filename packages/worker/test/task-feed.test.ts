@@ -336,7 +336,12 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
       },
       describe: () => reader.describe(),
     };
-    const feed = new TaskFeed<Uint8Array>({ master, workerId: 'w', readerFor: () => watched, timers: new Timers() });
+    const feed = new TaskFeed<Uint8Array>({
+      master,
+      workerId: 'w',
+      readerFor: () => watched,
+      timers: new Timers(),
+    });
     const head = await feed.nextHead();
     if (head === undefined) throw new Error('expected a task');
     const records = feed.dataset(head, 'TaskFeed(training)');
@@ -360,7 +365,9 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
           done = true;
           break;
         }
-        expect(Buffer.from(next.value).equals(Buffer.from(expectedRecords[consumed + n] as Uint8Array))).toBe(true);
+        expect(Buffer.from(next.value).equals(Buffer.from(expectedRecords[consumed + n] as Uint8Array))).toBe(
+          true,
+        );
         n++;
       }
       // ...then attributed to tasks: the batches whose every record is consumed are released.
@@ -385,4 +392,3 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
     await reader.close();
   }, 60_000);
 });
-

@@ -45,7 +45,11 @@ export type RecordIODataReaderOptions = (
 export interface RecordIOPrefetchOptions {
   /** Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1 on one core). */
   readonly threads?: number;
-  /** Records per native batch (one crossing into JavaScript). Default 64. */
+  /**
+   * Records per native batch (one crossing into JavaScript). Default 1024: per-batch costs (the
+   * hand-off between threads, a wake-up, the JavaScript objects of a batch) then vanish next to
+   * decoding, while a batch of ~100 B records stays ~100 KB (bench/RESULTS.md, batch-path).
+   */
   readonly batchSize?: number;
   /**
    * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
@@ -316,7 +320,7 @@ function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
   }
   return {
     threads: checkInteger(o.threads, 'options.prefetch.threads', availableParallelism() > 1 ? 2 : 1, 0, 64),
-    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 64, 1, 1 << 20),
+    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 1024, 1, 1 << 20),
     maxBufferedBytes: checkInteger(
       o.maxBufferedBytes,
       'options.prefetch.maxBufferedBytes',

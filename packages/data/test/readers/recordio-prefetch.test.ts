@@ -327,7 +327,9 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     await expect(RecordIODataReader.open({ files, prefetch: { thread: 2 } as never })).rejects.toThrow(
       'Expected one of threads, batchSize, maxBufferedBytes, storedFiles for a key of options.prefetch but received "thread"',
     );
-    await expect(RecordIODataReader.open({ files, prefetch: { storedFiles: 'never' } as never })).rejects.toThrow(
+    await expect(
+      RecordIODataReader.open({ files, prefetch: { storedFiles: 'never' } as never }),
+    ).rejects.toThrow(
       `Expected 'direct' or 'prefetch' for options.prefetch.storedFiles but received "never"`,
     );
     await expect(RecordIODataReader.open({ files, prefetch: { threads: -1 } })).rejects.toThrow(RangeError);
