@@ -168,10 +168,11 @@ export class TaskFeed<TRecord> {
    * The shared records dataset of the segment that starts at `head`, as `datasetFn` receives it:
    * the records of {@link TaskFeed.batches}, filled a batch at a time (one step of the reader per
    * batch; records are served from the batch at hand). A batch is released (its memory handed back
-   * to its reader for a later read) once {@link TaskFeed.take} has attributed all its records to
-   * minibatches: records are valid until the minibatch they went into is taken, and a `datasetFn`
-   * that keeps records longer (e.g. in a shuffle buffer across minibatches) must copy them. The
-   * dataset can be iterated once: the records come from the master's tasks.
+   * to its reader for a later read) at the first {@link TaskFeed.take} after the one that
+   * attributed its last record to a minibatch: records stay valid until the minibatch they went
+   * into has been processed, and a `datasetFn` that keeps records longer (e.g. in a shuffle buffer
+   * across minibatches) must copy them. The dataset can be iterated once: the records come from
+   * the master's tasks.
    */
   dataset(head: WorkerTask, name: string): IterDataset<TRecord> {
     let opened = false;
@@ -192,6 +193,10 @@ export class TaskFeed<TRecord> {
    * records are consumed than were read (a datasetFn that invents records).
    */
   take(count: number): RecordSlice[] {
+    // The minibatch of the previous take has been processed by now (the worker takes the next
+    // one after its step): the batches it finished are no longer needed, even by a tensor that
+    // views record bytes without copying them.
+    this.#releaseConsumed();
     const slices: RecordSlice[] = [];
     let offset = 0;
     let left = count;
@@ -224,7 +229,6 @@ export class TaskFeed<TRecord> {
       if (pending.consumed === pending.total) this.#pending.splice(index, 1);
       else index++;
     }
-    this.#releaseConsumed();
     return slices;
   }
 
