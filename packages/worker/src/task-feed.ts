@@ -58,6 +58,8 @@ interface HeldBatch {
   readonly batch: RecordBatchLike<unknown>;
   /** `pending.read` right after the batch: its last record's position in the task, plus one. */
   readonly end: number;
+  /** The take() that attributed its last record to a minibatch. */
+  finishedAt?: number;
 }
 
 /** Task kinds whose range is read. */
@@ -86,6 +88,8 @@ export class TaskFeed<TRecord> {
   #jobError = '';
   /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
   readonly #unconsumed: HeldBatch[] = [];
+  /** Calls of take() so far. */
+  #takes = 0;
 
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
@@ -168,11 +172,11 @@ export class TaskFeed<TRecord> {
    * The shared records dataset of the segment that starts at `head`, as `datasetFn` receives it:
    * the records of {@link TaskFeed.batches}, filled a batch at a time (one step of the reader per
    * batch; records are served from the batch at hand). A batch is released (its memory handed back
-   * to its reader for a later read) at the first {@link TaskFeed.take} after the one that
+   * to its reader for a later read) at the second {@link TaskFeed.take} after the one that
    * attributed its last record to a minibatch: records stay valid until the minibatch they went
-   * into has been processed, and a `datasetFn` that keeps records longer (e.g. in a shuffle buffer
-   * across minibatches) must copy them. The dataset can be iterated once: the records come from
-   * the master's tasks.
+   * into has been processed (its step, even one computed again after a stale push ahead), and a
+   * `datasetFn` that keeps records longer (e.g. in a shuffle buffer across minibatches) must copy
+   * them. The dataset can be iterated once: the records come from the master's tasks.
    */
   dataset(head: WorkerTask, name: string): IterDataset<TRecord> {
     let opened = false;
@@ -193,9 +197,7 @@ export class TaskFeed<TRecord> {
    * records are consumed than were read (a datasetFn that invents records).
    */
   take(count: number): RecordSlice[] {
-    // The minibatch of the previous take has been processed by now (the worker takes the next
-    // one after its step): the batches it finished are no longer needed, even by a tensor that
-    // views record bytes without copying them.
+    this.#takes++;
     this.#releaseConsumed();
     const slices: RecordSlice[] = [];
     let offset = 0;
@@ -229,6 +231,11 @@ export class TaskFeed<TRecord> {
       if (pending.consumed === pending.total) this.#pending.splice(index, 1);
       else index++;
     }
+    for (const held of this.#unconsumed) {
+      if (held.finishedAt !== undefined) continue;
+      if (held.pending.consumed < held.end) break;
+      held.finishedAt = this.#takes;
+    }
     return slices;
   }
 
@@ -247,11 +254,16 @@ export class TaskFeed<TRecord> {
     this.#unconsumed.push({ pending, batch, end: pending.read });
   }
 
-  /** Releases the held batches whose every record is attributed to a minibatch. */
+  /**
+   * Releases the held batches finished by the minibatch before the previous one. The worker takes
+   * a minibatch before its step, and a step pushed ahead may be computed again (a stale gradient)
+   * during the next minibatch's: only the minibatch before the previous one is surely done with,
+   * even by a tensor that views record bytes without copying them.
+   */
   #releaseConsumed(): void {
     let n = 0;
     for (const held of this.#unconsumed) {
-      if (held.pending.consumed < held.end) break;
+      if (held.finishedAt === undefined || held.finishedAt > this.#takes - 2) break;
       held.batch.release();
       n++;
     }

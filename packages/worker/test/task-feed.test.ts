@@ -354,6 +354,8 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
     ];
     const MINIBATCH = 30;
     let consumed = 0;
+    /** Records of the minibatches before the previous one. */
+    let settled = 0;
     const completed: number[] = [];
     for (;;) {
       // A minibatch: records taken from the dataset (each checked while its batch is held)...
@@ -370,21 +372,23 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
         );
         n++;
       }
-      // ...then attributed to tasks. The batches that the minibatches before this one finished are
-      // released now (this one's records may still be in use until its step is done).
+      // ...then attributed to tasks. The batches finished by the minibatch before the previous one
+      // are released now (the previous one's records may be in use until its step is settled).
       for (const slice of feed.take(n)) if (slice.completesTask) completed.push(slice.task.id);
       let end = 0;
       for (const { batch, length } of seen) {
         end += length;
-        expect(batch.released).toBe(end <= consumed);
+        expect(batch.released).toBe(end <= settled);
       }
+      settled = consumed;
       consumed += n;
       if (done) break;
     }
     expect(consumed).toBe(760);
     expect(completed).toEqual([1, 2, 3]);
     expect(seen.length).toBeGreaterThan(3);
-    // The last minibatch's batches are released by the next take (the next segment's first).
+    // The last minibatches' batches are released by the next takes (of the next segment).
+    feed.take(0);
     feed.take(0);
     expect(seen.every(({ batch }) => batch.released)).toBe(true);
     // One pass only: the records come from the master's tasks.
