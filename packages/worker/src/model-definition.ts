@@ -36,7 +36,9 @@ export interface DatasetFnMetadata {
  * `IterDataset` (so `records.map(parse).batch(n).map(toTensors)` works, as does a plain
  * `for await`). The records come from consecutive tasks of one mode; yield minibatches of
  * `metadata.minibatchSize` records (the last one may be smaller) and keep every record, in order:
- * the worker attributes records to tasks by count. The dataset can be iterated once.
+ * the worker attributes records to tasks by count. The dataset can be iterated once. Byte records
+ * are views into the reader's batches, reused once the minibatches holding them have been
+ * processed: copy (`record.slice()`) a record kept longer, e.g. in a shuffle buffer.
  */
 export type DatasetFn<TRecord = Uint8Array> = (
   records: IterDataset<TRecord>,
