@@ -46,9 +46,10 @@ export interface RecordIOPrefetchOptions {
   /** Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1 on one core). */
   readonly threads?: number;
   /**
-   * Records per native batch (one crossing into JavaScript). Default 1024: per-batch costs (the
-   * hand-off between threads, a wake-up, the JavaScript objects of a batch) then vanish next to
-   * decoding, while a batch of ~100 B records stays ~100 KB (bench/RESULTS.md, batch-path).
+   * Records per native batch (one crossing into JavaScript), and at most 4 MiB of records per
+   * batch whatever the count. Default 4096: per-batch costs on the JavaScript thread (a wake-up,
+   * the batch's objects) then stay small enough that a second decoding thread pays on two cores
+   * (bench/RESULTS.md, batch-path), and a batch of ~100 B records is ~400 KB.
    */
   readonly batchSize?: number;
   /**
@@ -70,6 +71,8 @@ export interface RecordIOPrefetchOptions {
 
 const PREFETCH_KEYS = ['threads', 'batchSize', 'maxBufferedBytes', 'storedFiles'];
 const MIB = 1024 * 1024;
+/** Record bytes per native batch at most: large records still come several batches per budget. */
+const MAX_BATCH_BYTES = 4 * MIB;
 
 /**
  * ElasticDL's default reader: one shard per RecordIO file, named by the file's absolute path, in
@@ -132,6 +135,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
               Prefetcher.create({
                 threads: prefetch.threads,
                 batchSize: prefetch.batchSize,
+                maxBatchBytes: MAX_BATCH_BYTES,
                 maxBufferedBytes: prefetch.maxBufferedBytes,
                 maxOpenFiles,
                 onCorruptChunk,
@@ -320,7 +324,7 @@ function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
   }
   return {
     threads: checkInteger(o.threads, 'options.prefetch.threads', availableParallelism() > 1 ? 2 : 1, 0, 64),
-    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 1024, 1, 1 << 20),
+    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 4096, 1, 1 << 20),
     maxBufferedBytes: checkInteger(
       o.maxBufferedBytes,
       'options.prefetch.maxBufferedBytes',
