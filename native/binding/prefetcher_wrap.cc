@@ -1,5 +1,6 @@
 #include "prefetcher_wrap.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -12,44 +13,95 @@ using prefetch::PopResult;
 using recordio::ErrorCode;
 using recordio::Status;
 
-namespace {
+// Bytes of batch blocks freed since the last report to V8 (blocks die on any thread).
+static std::atomic<int64_t> g_freed_external{0};
 
-// Hands a batch's bytes to JavaScript without a copy; V8 is told about the memory so that
-// garbage collection keeps up with large batches.
-Napi::Buffer<uint8_t> TakeData(Napi::Env env, recordio::ByteBuffer& b) {
-  const size_t n = b.size();
-  if (n == 0) return Napi::Buffer<uint8_t>::New(env, 0);
-  const size_t cap = b.capacity();
-  uint8_t* p = b.Release();
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
-  return Napi::Buffer<uint8_t>::New(env, p, n, [cap](Napi::Env e, uint8_t* q) {
-    recordio::FreeBlock(q, cap);
-    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
-  });
+static void SettleExternal(Napi::Env env) {
+  const int64_t freed = g_freed_external.exchange(0);
+  if (freed != 0) Napi::MemoryManagement::AdjustExternalMemory(env, -freed);
 }
 
-Napi::Uint32Array TakeBounds(Napi::Env env, recordio::ByteBuffer& b) {
+// The memory of a delivered batch, shared by the JavaScript buffers over it and by the prefetcher
+// once it was handed back (recycle): freed when the last of them lets go. V8 is told about it once,
+// for its whole life, so that garbage collection keeps up with batches that are dropped, not
+// released, without counting a recycled block again at every delivery.
+struct BatchBlock {
+  BatchBlock(uint8_t* data, size_t capacity) : p(data), cap(capacity) {}
+  ~BatchBlock() {
+    recordio::FreeBlock(p, cap);
+    g_freed_external.fetch_add(static_cast<int64_t>(cap));
+  }
+  BatchBlock(const BatchBlock&) = delete;
+  BatchBlock& operator=(const BatchBlock&) = delete;
+  uint8_t* p;
+  size_t cap;
+};
+
+namespace {
+
+// What a delivered buffer's finalizer holds: its block, and its entry in the registry.
+struct DeliveredRef {
+  std::shared_ptr<BatchBlock> block;
+  std::shared_ptr<Delivered> delivered;
+  uint64_t generation;
+};
+
+// Hands `b` to JavaScript without a copy, as an ArrayBuffer over a BatchBlock: the recycled block
+// it was assembled into (`owner`, while b.borrowed()), or a new block taking b's own storage.
+Napi::ArrayBuffer TakeBlock(Napi::Env env, recordio::ByteBuffer& b, std::shared_ptr<void>& owner,
+                            const std::shared_ptr<Delivered>& delivered) {
   const size_t n = b.size();
-  if (n == 0) return Napi::Uint32Array::New(env, 0);
-  const size_t cap = b.capacity();
-  uint8_t* p = b.Release();
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
-  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, p, n, [cap](Napi::Env e, void* q) {
-    recordio::FreeBlock(q, cap);
-    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
-  });
-  return Napi::Uint32Array::New(env, n / 4, ab, 0);
+  if (n == 0) return Napi::ArrayBuffer::New(env, 0);
+  std::shared_ptr<BatchBlock> block;
+  if (owner != nullptr && b.borrowed()) {
+    block = std::static_pointer_cast<BatchBlock>(owner);
+    b.Release();  // borrowed: nothing to free
+  } else {
+    const size_t cap = b.capacity();
+    uint8_t* p = b.Release();
+    block = std::make_shared<BatchBlock>(p, cap);
+    Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
+  }
+  owner.reset();
+  const uint64_t generation = delivered->next_generation++;
+  delivered->blocks[block->p] = {block, generation};
+  auto* ref = new DeliveredRef{block, delivered, generation};
+  return Napi::ArrayBuffer::New(
+      env, block->p, n,
+      [](Napi::Env e, void* data, DeliveredRef* r) {
+        auto it = r->delivered->blocks.find(data);
+        if (it != r->delivered->blocks.end() && it->second.generation == r->generation) {
+          r->delivered->blocks.erase(it);
+        }
+        delete r;
+        SettleExternal(e);
+      },
+      ref);
+}
+
+// The block behind a delivered ArrayBuffer, forgotten by the registry (a later delivery of the
+// same block registers it again). Empty for anything else (a detached or foreign buffer).
+prefetch::SpareBlock Reclaim(Napi::ArrayBuffer ab, Delivered& delivered) {
+  auto it = delivered.blocks.find(ab.Data());
+  if (it == delivered.blocks.end()) return prefetch::SpareBlock();
+  std::shared_ptr<BatchBlock> block = it->second.block.lock();
+  delivered.blocks.erase(it);
+  if (block == nullptr) return prefetch::SpareBlock();
+  return prefetch::SpareBlock{block->p, block->cap, std::move(block)};
 }
 
 // The NativePrefetchItem of docs/native-binding.md.
-Napi::Object ItemToJs(Napi::Env env, Item& item) {
+Napi::Object ItemToJs(Napi::Env env, Item& item, const std::shared_ptr<Delivered>& delivered) {
+  SettleExternal(env);
   Napi::Object o = Napi::Object::New(env);
   o.Set("rangeId", Napi::Number::New(env, static_cast<double>(item.range_id)));
   o.Set("firstRecord", Napi::Number::New(env, static_cast<double>(item.first_record)));
   o.Set("records", Napi::Number::New(env, static_cast<double>(item.records)));
   o.Set("rangeDone", Napi::Boolean::New(env, item.range_done));
-  o.Set("data", TakeData(env, item.data));
-  o.Set("bounds", TakeBounds(env, item.bounds));
+  Napi::ArrayBuffer data = TakeBlock(env, item.data, item.data_owner, delivered);
+  o.Set("data", Napi::Uint8Array::New(env, data.ByteLength(), data, 0));
+  Napi::ArrayBuffer bounds = TakeBlock(env, item.bounds, item.bounds_owner, delivered);
+  o.Set("bounds", Napi::Uint32Array::New(env, bounds.ByteLength() / 4, bounds, 0));
   Napi::Array skipped = Napi::Array::New(env, item.skipped.size());
   for (size_t i = 0; i < item.skipped.size(); ++i) {
     const auto& f = item.skipped[i];
@@ -76,21 +128,25 @@ bool GetNumber(Napi::Object o, const char* key, double min, double max, double* 
 // ThreadSafeFunction (bench/get-batch.mjs compares the two).
 class PullWorker : public Napi::AsyncWorker {
  public:
-  PullWorker(Napi::Env env, std::shared_ptr<prefetch::Prefetcher> core)
+  PullWorker(Napi::Env env, std::shared_ptr<prefetch::Prefetcher> core,
+             std::shared_ptr<Delivered> delivered)
       : Napi::AsyncWorker(env, "edl.prefetch.pull"),
         core_(std::move(core)),
+        delivered_(std::move(delivered)),
         deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise Promise() const { return deferred_.Promise(); }
   void Execute() override { result_ = core_->Pop(&item_, true); }
   void OnOK() override {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
-    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_)) : env.Null());
+    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_, delivered_))
+                                                  : env.Null());
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   std::shared_ptr<prefetch::Prefetcher> core_;
+  std::shared_ptr<Delivered> delivered_;
   Napi::Promise::Deferred deferred_;
   PopResult result_ = PopResult::kClosed;
   Item item_;
@@ -106,6 +162,7 @@ Napi::Function PrefetcherWrap::Init(Napi::Env env) {
                          InstanceMethod<&PrefetcherWrap::TryPop>("tryPop"),
                          InstanceMethod<&PrefetcherWrap::Wait>("wait"),
                          InstanceMethod<&PrefetcherWrap::Pull>("pull"),
+                         InstanceMethod<&PrefetcherWrap::Recycle>("recycle"),
                          InstanceMethod<&PrefetcherWrap::Stats>("stats"),
                          InstanceMethod<&PrefetcherWrap::Close>("close"),
                      });
@@ -225,7 +282,7 @@ Napi::Value PrefetcherWrap::TryPop(const Napi::CallbackInfo& info) {
   Item item;
   switch (core_->Pop(&item, false)) {
     case PopResult::kItem:
-      return ItemToJs(env, item);
+      return ItemToJs(env, item, delivered_);
     case PopResult::kEmpty:
       return env.Undefined();
     default:
@@ -252,10 +309,22 @@ Napi::Value PrefetcherWrap::Pull(const Napi::CallbackInfo& info) {
     d.Resolve(env.Null());
     return d.Promise();
   }
-  auto* worker = new PullWorker(env, core_);
+  auto* worker = new PullWorker(env, core_, delivered_);
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;
+}
+
+Napi::Value PrefetcherWrap::Recycle(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsArrayBuffer() || !info[1].IsArrayBuffer()) {
+    return ThrowTypeError(env, "(data: ArrayBuffer, bounds: ArrayBuffer)", "recycle");
+  }
+  SettleExternal(env);
+  prefetch::SpareBlock data = Reclaim(info[0].As<Napi::ArrayBuffer>(), *delivered_);
+  prefetch::SpareBlock bounds = Reclaim(info[1].As<Napi::ArrayBuffer>(), *delivered_);
+  if (core_) core_->Recycle(std::move(data), std::move(bounds));
+  return env.Undefined();
 }
 
 Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
@@ -276,6 +345,8 @@ Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
   set("piecesDecoded", s.pieces_decoded);
   set("openFiles", s.open_files);
   set("fileOpens", s.file_opens);
+  set("batchesRecycled", s.batches_recycled);
+  set("spareBlocks", s.spare_blocks);
   return o;
 }
 

@@ -3,13 +3,29 @@
 #ifndef EDL_BINDING_PREFETCHER_WRAP_H_
 #define EDL_BINDING_PREFETCHER_WRAP_H_
 
+#include <cstdint>
 #include <memory>
+#include <unordered_map>
 
 #include "addon_data.h"
 #include "napi.h"
 #include "prefetcher.h"
 
 namespace edl::binding {
+
+struct BatchBlock;
+
+/// The batch blocks delivered to JavaScript, by address (main thread only): how recycle() finds
+/// the block behind an ArrayBuffer handed back. Shared with the buffers' finalizers, which may run
+/// after the prefetcher is gone.
+struct Delivered {
+  struct Entry {
+    std::weak_ptr<BatchBlock> block;
+    uint64_t generation = 0;
+  };
+  std::unordered_map<const void*, Entry> blocks;
+  uint64_t next_generation = 1;
+};
 
 class PrefetcherWrap : public Napi::ObjectWrap<PrefetcherWrap>, public Closable {
  public:
@@ -27,6 +43,7 @@ class PrefetcherWrap : public Napi::ObjectWrap<PrefetcherWrap>, public Closable 
   Napi::Value TryPop(const Napi::CallbackInfo& info);
   Napi::Value Wait(const Napi::CallbackInfo& info);
   Napi::Value Pull(const Napi::CallbackInfo& info);
+  Napi::Value Recycle(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   void Shutdown();
@@ -34,6 +51,7 @@ class PrefetcherWrap : public Napi::ObjectWrap<PrefetcherWrap>, public Closable 
 
   std::shared_ptr<prefetch::Prefetcher> core_;
   std::shared_ptr<Registry> registry_;
+  std::shared_ptr<Delivered> delivered_ = std::make_shared<Delivered>();
   Napi::ThreadSafeFunction on_ready_;
   bool has_tsfn_ = false;
   bool refed_ = false;

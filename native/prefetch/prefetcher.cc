@@ -161,6 +161,41 @@ PopResult Prefetcher::Pop(Item* out, bool wait) {
   }
 }
 
+void Prefetcher::Recycle(SpareBlock data, SpareBlock bounds) {
+  // Dropped blocks are freed after the lock is released (by their last owner).
+  std::vector<SpareBlock> dropped;
+  Lock lock(mu_);
+  const uint64_t max_bytes = std::max<uint64_t>(options_.max_buffered_bytes / 4, 1);
+  for (auto* pair : {&data, &bounds}) {
+    SpareBlock& b = *pair;
+    if (b.p == nullptr || b.cap == 0) continue;
+    auto& list = pair == &data ? spare_data_ : spare_bounds_;
+    if (closed_ || list.size() >= kMaxSpareBlocks || spare_bytes_ + b.cap > max_bytes) {
+      dropped.push_back(std::move(b));
+      continue;
+    }
+    spare_bytes_ += b.cap;
+    list.push_back(std::move(b));
+  }
+  stats_.spare_blocks = spare_data_.size() + spare_bounds_.size();
+  lock.unlock();
+}
+
+SpareBlock Prefetcher::TakeSpare(std::vector<SpareBlock>* list, uint64_t want) {
+  size_t best = list->size();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const size_t cap = (*list)[i].cap;
+    if (cap >= want && (best == list->size() || cap < (*list)[best].cap)) best = i;
+  }
+  if (best == list->size()) return SpareBlock();
+  SpareBlock b = std::move((*list)[best]);
+  (*list)[best] = std::move(list->back());
+  list->pop_back();
+  spare_bytes_ -= b.cap;
+  stats_.spare_blocks = spare_data_.size() + spare_bounds_.size();
+  return b;
+}
+
 void Prefetcher::Close() {
   {
     Lock lock(mu_);
@@ -173,6 +208,10 @@ void Prefetcher::Close() {
   }
   threads_.clear();
   Lock lock(mu_);
+  spare_data_.clear();
+  spare_bounds_.clear();
+  spare_bytes_ = 0;
+  stats_.spare_blocks = 0;
   ring_.clear();
   pieces_.clear();
   assembling_ = false;
@@ -453,15 +492,38 @@ void Prefetcher::Assemble(Lock& lock) {
           FlushBatch(false);
           continue;
         }
+        // A new batch gets one block for its bytes, sized from the piece's mean record (the
+        // limit caps it), and one for its bounds: storage handed back by the consumer when some
+        // is large enough, else one allocation each.
+        const bool fresh = cur_.records == 0 && cur_.data.capacity() == 0 && delivered > 0;
+        uint64_t want_data = 0;
+        const uint64_t want_bounds = batch_records * 8;
+        SpareBlock spare_data;
+        SpareBlock spare_bounds;
+        if (fresh) {
+          const uint64_t mean = p->out.data.size() / delivered + 1;
+          want_data = std::min<uint64_t>(
+              std::min<uint64_t>(mean * batch_records, options_.batch_bytes + batch_records * 4),
+              uint64_t{1} << 30);
+          spare_data = TakeSpare(&spare_data_, want_data);
+          spare_bounds = TakeSpare(&spare_bounds_, want_bounds);
+          if (spare_data.p != nullptr) ++stats_.batches_recycled;
+        }
         // Copy outside the lock: the front piece and the batch being built are ours alone.
         lock.unlock();
-        if (cur_.records == 0 && cur_.data.capacity() == 0 && delivered > 0) {
-          // One allocation per batch, sized from the piece's mean record (the limit caps it).
-          const uint64_t mean = p->out.data.size() / delivered + 1;
-          const uint64_t want =
-              std::min<uint64_t>(mean * batch_records, options_.batch_bytes + batch_records * 4);
-          cur_.data.Reserve(static_cast<size_t>(std::min<uint64_t>(want, uint64_t{1} << 30)));
-          cur_.bounds.Reserve(static_cast<size_t>(batch_records * 8));
+        if (fresh) {
+          if (spare_data.p != nullptr) {
+            cur_.data.Borrow(spare_data.p, spare_data.cap);
+            cur_.data_owner = std::move(spare_data.owner);
+          } else {
+            cur_.data.Reserve(static_cast<size_t>(want_data));
+          }
+          if (spare_bounds.p != nullptr) {
+            cur_.bounds.Borrow(spare_bounds.p, spare_bounds.cap);
+            cur_.bounds_owner = std::move(spare_bounds.owner);
+          } else {
+            cur_.bounds.Reserve(static_cast<size_t>(want_bounds));
+          }
         }
         const size_t base = cur_.data.size();
         bool ok = cur_.data.Append(p->out.data.data() + src_begin, span) &&

@@ -56,6 +56,15 @@ struct Fault {
   uint64_t records = 0;  // requested records it held that were not delivered
 };
 
+/// Storage of a delivered batch that the consumer handed back for a later batch to be assembled
+/// into. `owner` keeps `p` alive (the consumer may still hold views of it; the memory is freed when
+/// the last owner lets go); a batch assembled into it carries `owner` along.
+struct SpareBlock {
+  uint8_t* p = nullptr;
+  size_t cap = 0;
+  std::shared_ptr<void> owner;
+};
+
 /// What the consumer receives: a batch, or the error that ended a range.
 struct Item {
   enum class Kind : uint8_t { kBatch, kError };
@@ -71,6 +80,9 @@ struct Item {
   recordio::ByteBuffer bounds;  // uint32 [begin, end) pairs into data, one per record
   std::vector<Fault> skipped;   // skip mode: chunks passed over before this batch
   Fault error;                  // kError only
+  /// Owners of recycled storage that data / bounds were assembled into (while borrowed()).
+  std::shared_ptr<void> data_owner;
+  std::shared_ptr<void> bounds_owner;
 };
 
 enum class PopResult : uint8_t { kItem, kEmpty, kEnded, kClosed };
@@ -86,6 +98,9 @@ struct PrefetchStats {
   uint64_t pieces_decoded = 0;
   uint64_t open_files = 0;
   uint64_t file_opens = 0;
+  /// Batches assembled into recycled storage (see Recycle), and spare blocks held now.
+  uint64_t batches_recycled = 0;
+  uint64_t spare_blocks = 0;
   uint32_t threads = 0;
 };
 
@@ -114,6 +129,12 @@ class Prefetcher {
   bool RequestNotify();
   void SetNotify(std::function<void()> notify);
 
+  /// Hands back the storage of a delivered batch (either block may be empty): later batches are
+  /// assembled into it instead of fresh memory, which would cost page faults and an allocation per
+  /// batch. At most kMaxSpareBlocks of each kind, and a quarter of max_buffered_bytes in all, are
+  /// kept; the rest is dropped (freed once its other owners let go).
+  void Recycle(SpareBlock data, SpareBlock bounds);
+
   /// Stops the threads (joins them) and frees every buffer. Idempotent.
   void Close();
 
@@ -138,6 +159,10 @@ class Prefetcher {
   bool EndedLocked() const;
   void Account(int64_t delta);
   void NotifyConsumer();
+  // The smallest spare block of `list` of at least `want` bytes (empty when none), lock held.
+  SpareBlock TakeSpare(std::vector<SpareBlock>* list, uint64_t want);
+
+  static constexpr size_t kMaxSpareBlocks = 8;
 
   const PrefetchOptions options_;
   FileCache files_;
@@ -162,6 +187,9 @@ class Prefetcher {
   bool cur_range_emitted_ = false;
   uint64_t buffered_bytes_ = 0;
   PrefetchStats stats_;
+  std::vector<SpareBlock> spare_data_;
+  std::vector<SpareBlock> spare_bounds_;
+  uint64_t spare_bytes_ = 0;
   std::function<void()> notify_;
   bool notify_armed_ = false;
 };

@@ -1,10 +1,11 @@
 import type { RecordIOError } from './errors.js';
 import type { PrefetchRange } from './prefetch-error.js';
-import { RecordBatch } from './record-batch.js';
+import { type BatchRecycler, RecordBatch } from './record-batch.js';
 
 /**
  * A {@link RecordBatch} delivered by a {@link Prefetcher}: consecutive records of one range, tagged
- * with that range and the batch's position in it. Its bytes are the native buffer itself (no copy).
+ * with that range and the batch's position in it. Its bytes are the native buffer itself (no copy);
+ * `release()` hands that buffer back to the prefetcher, whose threads assemble a later batch into it.
  */
 export class PrefetchedBatch extends RecordBatch {
   /** The range the records belong to. */
@@ -23,6 +24,8 @@ export class PrefetchedBatch extends RecordBatch {
    * @param range - the range the records belong to.
    * @param rangeDone - last batch of the range.
    * @param skipped - chunks passed over before these records.
+   * @param recycle - where `release()` hands the buffers back (the prefetcher's threads assemble
+   * later batches into them).
    */
   constructor(
     data: Uint8Array,
@@ -31,8 +34,9 @@ export class PrefetchedBatch extends RecordBatch {
     range: PrefetchRange,
     rangeDone: boolean,
     skipped: readonly RecordIOError[],
+    recycle?: BatchRecycler,
   ) {
-    super(data, bounds, firstRecord);
+    super(data, bounds, firstRecord, recycle);
     this.range = range;
     this.offset = firstRecord - range.start;
     this.rangeDone = rangeDone;

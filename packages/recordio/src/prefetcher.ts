@@ -4,6 +4,7 @@ import { getAddon } from './native/load-addon.js';
 import type { NativePrefetcher, NativePrefetchItem, NativePrefetchStats } from './native/prefetch-types.js';
 import { type PrefetchRange, PrefetchRangeError, skippedFault } from './prefetch-error.js';
 import { PrefetchedBatch } from './prefetched-batch.js';
+import type { BatchRecycler } from './record-batch.js';
 import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
 
 /** Options of {@link Prefetcher.create}. */
@@ -60,6 +61,10 @@ export interface PrefetcherStats {
   /** Files open now, and opened so far. */
   readonly openFiles: number;
   readonly fileOpens: number;
+  /** Batches assembled into the memory of batches handed back with `release()`. */
+  readonly batchesRecycled: number;
+  /** Blocks of released batches (data and bounds) waiting to be reused now. */
+  readonly spareBlocks: number;
 }
 
 const OPTION_KEYS = [
@@ -113,6 +118,11 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
   #lastStats: NativePrefetchStats | undefined;
   /** Bytes handed out since the event loop last turned. */
   #unyielded = 0;
+  /** Released batches' buffers go back to the native threads (dropped after close). */
+  readonly #recycle: BatchRecycler = (data, bounds) => {
+    if (this.#closed || !(data instanceof ArrayBuffer) || !(bounds instanceof ArrayBuffer)) return;
+    this.#native.recycle(data, bounds);
+  };
 
   private constructor(
     native: NativePrefetcher,
@@ -282,7 +292,15 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
     const skipped = item.skipped.map((fault) => skippedFault(fault, this.#callSite));
     return {
       done: false,
-      value: new PrefetchedBatch(item.data, item.bounds, item.firstRecord, range, item.rangeDone, skipped),
+      value: new PrefetchedBatch(
+        item.data,
+        item.bounds,
+        item.firstRecord,
+        range,
+        item.rangeDone,
+        skipped,
+        this.#recycle,
+      ),
     };
   }
 

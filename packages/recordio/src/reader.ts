@@ -78,6 +78,12 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   readonly #skippedChunks = new Map<number, RecordIOError>();
   #skippedRecords = 0;
   #closed = false;
+  /**
+   * The records after the end of the last range that {@link RecordIOReader.batches} read, up to the
+   * end of their chunk: that chunk was decoded whole, and the next range (the next task of the same
+   * shard) usually starts there. It shares its buffer with the batch it was cut from.
+   */
+  #carry: RecordBatch | undefined;
   /** Buffers of released batches, for the next reads to decode into (most recent last). */
   #spareData: ArrayBuffer[] = [];
   #spareBounds: ArrayBuffer[] = [];
@@ -302,6 +308,8 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#carry?.release();
+    this.#carry = undefined;
     this.#spareData = [];
     this.#spareBounds = [];
     this.#cache.close();
@@ -323,17 +331,100 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     count: number,
     callSite: Error,
   ): AsyncGenerator<RecordBatch, void, undefined> {
+    const carried = this.#takeCarry(start, count);
+    if (carried !== undefined) {
+      start += carried.length;
+      count -= carried.length;
+      yield carried;
+    }
     const plan = planChunkAlignedRanges(this.chunks, start, count, this.#batchBytes);
+    // The last read runs on to the end of its chunk, which is decoded whole anyway: the records
+    // past the range are kept for a next range that starts there.
+    const last = plan.at(-1);
+    const lastChunkEnd = last === undefined ? 0 : this.#chunkEndOf(last[0] + last[1] - 1);
+    const extended =
+      last !== undefined && lastChunkEnd > last[0] + last[1]
+        ? ([last[0], lastChunkEnd - last[0]] as const)
+        : undefined;
     let pending =
-      plan.length > 0 ? this.#readAhead(plan[0] as readonly [number, number], callSite) : undefined;
+      plan.length > 0
+        ? this.#readAhead(
+            (plan.length === 1 ? extended : undefined) ?? (plan[0] as readonly [number, number]),
+            callSite,
+          )
+        : undefined;
     for (let k = 0; k < plan.length; k++) {
-      const result = await (pending as Promise<NativeReadResult>);
-      const next = plan[k + 1];
+      let result = await (pending as Promise<NativeReadResult>);
+      const range = plan[k] as readonly [number, number];
+      const next =
+        k + 1 < plan.length ? (k + 2 === plan.length ? (extended ?? plan[k + 1]) : plan[k + 1]) : undefined;
       pending = next === undefined || result.error !== null ? undefined : this.#readAhead(next, callSite);
-      const batch = this.#toBatch(result, (plan[k] as readonly [number, number])[0], callSite, false);
+      if (k === plan.length - 1 && extended !== undefined) {
+        const split = this.#splitExtended(result, range);
+        if (split !== undefined) {
+          if (split.length > 0) yield split;
+          return;
+        }
+        // A fault or skipped chunk in the extended read: read exactly the range instead.
+        result = await this.#readNative(range[0], range[1], callSite);
+      }
+      const batch = this.#toBatch(result, range[0], callSite, false);
       if (batch.length > 0) yield batch;
       if (result.error !== null) throw RecordIOError.fromNative(result.error, callSite);
     }
+  }
+
+  /** One past the last record of the chunk holding record `index`. */
+  #chunkEndOf(index: number): number {
+    let lo = 0;
+    let hi = this.chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = this.chunks[mid] as ChunkInfo;
+      if (c.firstRecord + c.numRecords <= index) lo = mid + 1;
+      else hi = mid;
+    }
+    const chunk = this.chunks[lo];
+    return chunk === undefined ? 0 : chunk.firstRecord + chunk.numRecords;
+  }
+
+  /**
+   * The carried records that begin range `[start, start + count)`, as a batch (the rest stays
+   * carried); drops a carry that does not begin the range.
+   */
+  #takeCarry(start: number, count: number): RecordBatch | undefined {
+    const carry = this.#carry;
+    if (carry === undefined || count === 0) return undefined;
+    this.#carry = undefined;
+    if (carry.firstRecord !== start) {
+      carry.release();
+      return undefined;
+    }
+    if (carry.length <= count) return carry;
+    const [head, tail] = splitBatch(carry, count);
+    this.#carry = tail;
+    return head;
+  }
+
+  /**
+   * The records of `range` from a clean read that ran on to the end of its chunk; the records past
+   * the range become the carry. Undefined when the read met a fault (nothing is kept).
+   */
+  #splitExtended(result: NativeReadResult, range: readonly [number, number]): RecordBatch | undefined {
+    const records = result.bounds.length / 2;
+    if (
+      result.error !== null ||
+      result.skipped.length > 0 ||
+      result.firstRecord !== range[0] ||
+      records <= range[1]
+    ) {
+      return undefined;
+    }
+    const whole = new RecordBatch(result.data, result.bounds, range[0], this.#recycle);
+    const [head, tail] = splitBatch(whole, range[1]);
+    this.#carry?.release();
+    this.#carry = tail;
+    return head;
   }
 
   /** Starts a read whose rejection is handled even if the consumer stops before awaiting it. */
@@ -392,4 +483,21 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       throw withCallSite(new RecordIOError('OUT_OF_RANGE', detail, { path: this.path }), callSite);
     }
   }
+}
+
+/**
+ * Cuts a batch in two at record `at`: two batches over the same buffers, which go back to the
+ * batch's reader once both are released.
+ */
+function splitBatch(batch: RecordBatch, at: number): [RecordBatch, RecordBatch] {
+  const { data, bounds, firstRecord } = batch;
+  let shares = 2;
+  const done: BatchRecycler = () => {
+    shares--;
+    if (shares === 0) batch.release();
+  };
+  return [
+    new RecordBatch(data, bounds.subarray(0, 2 * at), firstRecord, done),
+    new RecordBatch(data, bounds.subarray(2 * at), firstRecord + at, done),
+  ];
 }

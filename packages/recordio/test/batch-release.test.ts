@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type CompressorName, RecordIOReader, RecordIOWriter } from '../src/index.js';
+import { type CompressorName, type RecordBatch, RecordIOReader, RecordIOWriter } from '../src/index.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'edl-recordio-release-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -93,5 +93,60 @@ describe.each(['none', 'snappy', 'gzip'] as const)('RecordBatch.release() (%s)',
     // One batch being consumed and one read ahead: far fewer distinct buffers than batches.
     expect(batches).toBeGreaterThan(8);
     expect(buffers.size).toBeLessThan(batches / 2);
+  });
+
+  it('batches() of consecutive ranges that cut chunks decode each chunk once and keep every record right', async () => {
+    const path = await writeFile(compressor);
+    await using reader = await RecordIOReader.open(path, { batchBytes: 256 * 1024 });
+    const chunk = reader.chunks[1];
+    if (chunk === undefined) throw new Error('expected several chunks');
+    // Task-like ranges whose ends fall inside chunks.
+    const cuts = [
+      0,
+      chunk.firstRecord + 7,
+      chunk.firstRecord + 9,
+      chunk.firstRecord + chunk.numRecords + 100,
+      RECORDS,
+    ];
+    const kept: { first: number; records: Uint8Array[] }[] = [];
+    let previous: RecordBatch | undefined;
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      const start = cuts[k] as number;
+      let next = start;
+      for await (const batch of reader.batches(start, (cuts[k + 1] as number) - start)) {
+        expect(batch.firstRecord).toBe(next);
+        expectRecords(batch);
+        next += batch.length;
+        // Each batch is released once the next one is read: the records carried over to the next
+        // range share the buffer of a released batch, and must not be decoded over meanwhile.
+        if (previous !== undefined) expectRecords(previous);
+        previous?.release();
+        previous = batch;
+      }
+      expect(next).toBe(cuts[k + 1]);
+    }
+    previous?.release();
+    // A range that does not follow on drops the carry; the records are still right.
+    for (const [start, count] of [
+      [chunk.firstRecord + 3, 10],
+      [5, 20],
+      [chunk.firstRecord + 13, chunk.numRecords],
+    ] as const) {
+      const batches = [];
+      for await (const batch of reader.batches(start, count)) batches.push(batch);
+      expect(batches.reduce((n, b) => n + b.length, 0)).toBe(count);
+      for (const batch of batches) {
+        kept.push({ first: batch.firstRecord, records: [...batch] });
+        expectRecords(batch);
+      }
+      // Unreleased batches are never overwritten by later reads.
+      for await (const batch of reader.batches(0, RECORDS)) batch.release();
+      for (const batch of batches) expectRecords(batch);
+    }
+    for (const { first, records } of kept) {
+      records.forEach((r, i) => {
+        expect(Buffer.from(r).equals(Buffer.from(record(first + i)))).toBe(true);
+      });
+    }
   });
 });

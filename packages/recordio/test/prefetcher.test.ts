@@ -111,6 +111,36 @@ describe('Prefetcher', () => {
     expect(Buffer.from(b.get(5)).toString()).toBe(Buffer.from(f.records[105] as Uint8Array).toString());
   });
 
+  it('assembles later batches into the memory of released ones; kept batches are never overwritten', async () => {
+    for (const compressor of ['none', 'gzip'] as const) {
+      const f = await writeTestFile(`recycle-${compressor}.rio`, compressor, 3000, 300, 14);
+      for (const threads of [0, 2]) {
+        await using p = Prefetcher.create({ threads, batchSize: 64, maxBufferedBatches: 4 });
+        for (let start = 0; start < 3000; start += 500) p.enqueue({ path: f.path, start, count: 500 });
+        p.end();
+        const kept: PrefetchedBatch[] = [];
+        let next = 0;
+        for await (const batch of p) {
+          expect(batch.firstRecord).toBe(next);
+          for (let i = 0; i < batch.length; i++) {
+            expect(Buffer.compare(batch.get(i), f.records[next + i] as Uint8Array)).toBe(0);
+          }
+          next += batch.length;
+          // Every fifth batch is kept: the others are released and their memory reused.
+          if (kept.length * 5 < next / 64) kept.push(batch);
+          else batch.release();
+        }
+        expect(next).toBe(3000);
+        expect(p.stats.batchesRecycled).toBeGreaterThan(10);
+        for (const batch of kept) {
+          for (let i = 0; i < batch.length; i++) {
+            expect(Buffer.compare(batch.get(i), f.records[batch.firstRecord + i] as Uint8Array)).toBe(0);
+          }
+        }
+      }
+    }
+  });
+
   it('cuts batches at maxBatchBytes', async () => {
     const f = await writeTestFile('bytes.rio', 'none', 500, 300, 5);
     const { batches } = await run({ threads: 2, batchSize: 1000, maxBatchBytes: 2000 }, [

@@ -128,6 +128,9 @@ export function checkModelDefinition<TRecord = Uint8Array>(
   if (processor !== undefined && (processor === null || typeof processor.process !== 'function')) {
     fail('predictionOutputsProcessor', 'an object with a process(outputs, context) method');
   }
+  if (value.reuseRecordMemory !== undefined && typeof value.reuseRecordMemory !== 'boolean') {
+    fail('reuseRecordMemory', 'a boolean');
+  }
   if (value.customDataReader !== undefined && typeof value.customDataReader !== 'function') {
     fail('customDataReader', 'a function (params) => DataReader');
   }

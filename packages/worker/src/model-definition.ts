@@ -36,7 +36,9 @@ export interface DatasetFnMetadata {
  * `IterDataset` (so `records.map(parse).batch(n).map(toTensors)` works, as does a plain
  * `for await`). The records come from consecutive tasks of one mode; yield minibatches of
  * `metadata.minibatchSize` records (the last one may be smaller) and keep every record, in order:
- * the worker attributes records to tasks by count. The dataset can be iterated once.
+ * the worker attributes records to tasks by count. The dataset can be iterated once. Byte records
+ * are views into the reader's batches; they stay valid as long as they are referenced, unless the
+ * model definition sets {@link ModelDefinition.reuseRecordMemory}.
  */
 export type DatasetFn<TRecord = Uint8Array> = (
   records: IterDataset<TRecord>,
@@ -103,4 +105,11 @@ export interface ModelDefinition<TRecord = Uint8Array> {
   predictionOutputsProcessor?: PredictionOutputsProcessor;
   /** Builds the reader of the data instead of `--data-reader` (ElasticDL's custom_data_reader). */
   customDataReader?: (params: JsonObject) => DataReader<TRecord>;
+  /**
+   * `true` promises that `datasetFn` keeps no byte record (nor a tensor viewing one) past the
+   * minibatch after the one it went into: no shuffle buffer or cache of raw records across
+   * minibatches. The reader may then reuse the records' memory for later reads (less allocation
+   * and garbage collection on fast readers). Default false: records stay valid while referenced.
+   */
+  reuseRecordMemory?: boolean;
 }

@@ -1,6 +1,13 @@
-import { type DataReader, type RecordBatchLike, type RecordRange, recordsOfBatches } from '@edl/data';
+import {
+  type DataReader,
+  IterDataset,
+  type RecordBatchLike,
+  type RecordRange,
+  recordsOfBatches,
+} from '@edl/data';
 import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
+import { FeedRecordsIterator } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection } from './master-connection.js';
 import type { Timers } from './timers.js';
@@ -44,6 +51,23 @@ export interface TaskFeedOptions<TRecord> {
    * out. Tasks are still read and reported in the order received. `false`: one task at a time.
    */
   readonly readAhead?: boolean;
+  /**
+   * Hand the batches of {@link TaskFeed.dataset} back to their reader for reuse once their records
+   * are consumed (default false). Only for consumers that keep no record (a view into the batch)
+   * past the minibatch after the one it went into: a reused batch is overwritten. By default a
+   * consumed batch is just let go, and the garbage collector frees it once no record views it.
+   */
+  readonly reuseBatches?: boolean;
+}
+
+/** A batch handed on by {@link TaskFeed.dataset}, released once its task has consumed `end` records. */
+interface HeldBatch {
+  readonly pending: PendingTask;
+  readonly batch: RecordBatchLike<unknown>;
+  /** `pending.read` right after the batch: its last record's position in the task, plus one. */
+  readonly end: number;
+  /** The take() that attributed its last record to a minibatch. */
+  finishedAt?: number;
 }
 
 /** Task kinds whose range is read. */
@@ -70,6 +94,10 @@ export class TaskFeed<TRecord> {
   #ahead: Promise<TaskAssignment | undefined> | undefined;
   #finished = false;
   #jobError = '';
+  /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
+  readonly #unconsumed: HeldBatch[] = [];
+  /** Calls of take() so far. */
+  #takes = 0;
 
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
@@ -149,10 +177,36 @@ export class TaskFeed<TRecord> {
   }
 
   /**
+   * The shared records dataset of the segment that starts at `head`, as `datasetFn` receives it:
+   * the records of {@link TaskFeed.batches}, filled a batch at a time (one step of the reader per
+   * batch; records are served from the batch at hand). With `reuseBatches`, a batch is released
+   * (its memory handed back to its reader for a later read) at the second {@link TaskFeed.take}
+   * after the one that attributed its last record to a minibatch: records stay valid until the
+   * minibatch they went into has been processed (its step, even one computed again after a stale
+   * push ahead); without it (the default) records stay valid for as long as they are referenced.
+   * The dataset can be iterated once: the records come from the master's tasks.
+   */
+  dataset(head: TaskAssignment, name: string): IterDataset<TRecord> {
+    let opened = false;
+    return IterDataset.fromIterator(() => {
+      // The shared dataset reads tasks from the master: a second pass would read other tasks.
+      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
+      opened = true;
+      return new FeedRecordsIterator<TRecord>(
+        () => this.batches(head)[Symbol.asyncIterator](),
+        (batch) => this.#hold(batch),
+        name,
+      );
+    }, name);
+  }
+
+  /**
    * Attributes the next `count` consumed records to pending tasks, oldest first. Throws when more
    * records are consumed than were read (a datasetFn that invents records).
    */
   take(count: number): RecordSlice[] {
+    this.#takes++;
+    this.#releaseConsumed();
     const slices: RecordSlice[] = [];
     let offset = 0;
     let left = count;
@@ -185,12 +239,43 @@ export class TaskFeed<TRecord> {
       if (pending.consumed === pending.total) this.#pending.splice(index, 1);
       else index++;
     }
+    for (const held of this.#unconsumed) {
+      if (held.finishedAt !== undefined) continue;
+      if (held.pending.consumed < held.end) break;
+      held.finishedAt = this.#takes;
+    }
     return slices;
   }
 
   /** Removes and returns the pending tasks (after a segment ended or failed). */
   drain(): PendingTask[] {
+    // Batches still held belong to a segment that failed or stopped early: their records may still
+    // be referenced by the abandoned pipeline, so they are left to garbage collection.
+    this.#unconsumed.length = 0;
     return this.#pending.splice(0, this.#pending.length);
+  }
+
+  /** Holds a batch of {@link TaskFeed.dataset} until its records are consumed (it was just read). */
+  #hold(batch: RecordBatchLike<TRecord>): void {
+    const pending = this.#pending.at(-1);
+    if (pending === undefined) return;
+    this.#unconsumed.push({ pending, batch, end: pending.read });
+  }
+
+  /**
+   * Releases the held batches finished by the minibatch before the previous one. The worker takes
+   * a minibatch before its step, and a step pushed ahead may be computed again (a stale gradient)
+   * during the next minibatch's: only the minibatch before the previous one is surely done with,
+   * even by a tensor that views record bytes without copying them.
+   */
+  #releaseConsumed(): void {
+    let n = 0;
+    for (const held of this.#unconsumed) {
+      if (held.finishedAt === undefined || held.finishedAt > this.#takes - 2) break;
+      if (this.#options.reuseBatches === true) held.batch.release();
+      n++;
+    }
+    if (n > 0) this.#unconsumed.splice(0, n);
   }
 
   /** Whether to ask for the next task while `task` is read: its reader can read ahead. */

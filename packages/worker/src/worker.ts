@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type DataReader, IterDataset } from '@edl/data';
+import type { DataReader } from '@edl/data';
 import {
   GradientStatus,
   MasterRpcError,
@@ -178,6 +178,7 @@ class WorkerLoop<TRecord> {
       readerFor: (task) => this.#readerFor(taskKindOf(task)),
       timers: this.#timers,
       logger: this.#logger,
+      reuseBatches: options.modelDefinition.reuseRecordMemory === true,
     });
     this.#runner = new ModelRunner(options.modelDefinition as ModelDefinition<unknown>, {
       allowNonFinite: options.allowNonFinite === true,
@@ -275,13 +276,7 @@ class WorkerLoop<TRecord> {
     const mode = taskKindOf(head) as Mode;
     await this.#prepareModel(mode, head);
     const { modelDefinition, minibatchSize: size } = this.#o;
-    let opened = false;
-    const records = IterDataset.fromIterable(() => {
-      // The shared dataset reads tasks from the master: a second pass would read other tasks.
-      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
-      opened = true;
-      return this.#feed.records(head);
-    }, `TaskFeed(${mode})`);
+    const records = this.#feed.dataset(head, `TaskFeed(${mode})`);
     let iterator: ReturnType<typeof prefetch<Minibatch>> | undefined;
     try {
       const batches = modelDefinition.datasetFn(records, mode, {

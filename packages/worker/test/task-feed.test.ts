@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DataReader, RecordIODataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
-import { RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
+import { type RecordBatch, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MasterConnection } from '../src/master-connection.js';
 import { TaskFeed } from '../src/task-feed.js';
@@ -313,5 +313,135 @@ describe('TaskFeed batches', () => {
     }
     await recordio.close();
     await plain.close();
+  }, 60_000);
+});
+
+describe('TaskFeed dataset (what datasetFn receives)', () => {
+  it('serves the records a batch at a time, and (reuseBatches) releases each batch once take() has consumed it', async () => {
+    const steps: Step[] = [training(0, 0, 250), training(1, 100, 600), training(0, 250, 260)];
+    const { master } = scriptedMaster([...steps], () => 0);
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
+    // The reader's batches, as the feed received them.
+    const seen: { batch: RecordBatch; length: number }[] = [];
+    const watched: DataReader<Uint8Array> = {
+      metadata: reader.metadata,
+      createShards: () => reader.createShards(),
+      readRecords: (range) => reader.readRecords(range),
+      prefetch: (range) => reader.prefetch?.(range),
+      async *readBatches(range) {
+        for await (const batch of reader.readBatches(range)) {
+          seen.push({ batch, length: batch.length });
+          yield batch;
+        }
+      },
+      describe: () => reader.describe(),
+    };
+    const feed = new TaskFeed<Uint8Array>({
+      master,
+      workerId: 'w',
+      readerFor: () => watched,
+      timers: new Timers(),
+      reuseBatches: true,
+    });
+    const head = await feed.nextHead();
+    if (head === undefined) throw new Error('expected a task');
+    const records = feed.dataset(head, 'TaskFeed(training)');
+    expect(String(records)).toBe('TaskFeed(training)');
+    const iterator = records.iterator();
+    const expectedRecords = [
+      ...Array.from({ length: 250 }, (_, i) => record(0, i)),
+      ...Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
+      ...Array.from({ length: 10 }, (_, i) => record(0, 250 + i)),
+    ];
+    const MINIBATCH = 30;
+    let consumed = 0;
+    /** Records of the minibatches before the previous one. */
+    let settled = 0;
+    const completed: number[] = [];
+    for (;;) {
+      // A minibatch: records taken from the dataset (each checked while its batch is held)...
+      let n = 0;
+      let done = false;
+      while (n < MINIBATCH) {
+        const next = await iterator.next();
+        if (next.done) {
+          done = true;
+          break;
+        }
+        expect(Buffer.from(next.value).equals(Buffer.from(expectedRecords[consumed + n] as Uint8Array))).toBe(
+          true,
+        );
+        n++;
+      }
+      // ...then attributed to tasks. The batches finished by the minibatch before the previous one
+      // are released now (the previous one's records may be in use until its step is settled).
+      for (const slice of feed.take(n)) if (slice.completesTask) completed.push(slice.task.id);
+      let end = 0;
+      for (const { batch, length } of seen) {
+        end += length;
+        expect(batch.released).toBe(end <= settled);
+      }
+      settled = consumed;
+      consumed += n;
+      if (done) break;
+    }
+    expect(consumed).toBe(760);
+    expect(completed).toEqual([1, 2, 3]);
+    expect(seen.length).toBeGreaterThan(3);
+    // The last minibatches' batches are released by the next takes (of the next segment).
+    feed.take(0);
+    feed.take(0);
+    expect(seen.every(({ batch }) => batch.released)).toBe(true);
+    // One pass only: the records come from the master's tasks.
+    expect(() => records.iterator()).toThrow('datasetFn iterated the shared records dataset twice');
+    expect(() => iterator.setState({ consumed: 0 })).toThrow('cannot be restored');
+    expect(iterator.getState()).toEqual({ consumed: 760 });
+    await reader.close();
+  }, 60_000);
+
+  it('never hands a batch back by default: records kept across minibatches stay intact', async () => {
+    const { master } = scriptedMaster([training(0, 0, 250), training(1, 100, 600)], () => 0);
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
+    const seen: RecordBatch[] = [];
+    const watched: DataReader<Uint8Array> = {
+      metadata: reader.metadata,
+      createShards: () => reader.createShards(),
+      readRecords: (range) => reader.readRecords(range),
+      prefetch: (range) => reader.prefetch?.(range),
+      async *readBatches(range) {
+        for await (const batch of reader.readBatches(range)) {
+          seen.push(batch);
+          yield batch;
+        }
+      },
+      describe: () => reader.describe(),
+    };
+    const feed = new TaskFeed<Uint8Array>({
+      master,
+      workerId: 'w',
+      readerFor: () => watched,
+      timers: new Timers(),
+    });
+    const head = await feed.nextHead();
+    if (head === undefined) throw new Error('expected a task');
+    // A shuffle buffer's worth: every record kept, minibatches of 30 taken meanwhile.
+    const kept: Uint8Array[] = [];
+    const iterator = feed.dataset(head, 'TaskFeed(training)').iterator();
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      kept.push(next.value);
+      if (kept.length % 30 === 0) feed.take(30);
+    }
+    feed.take(kept.length % 30);
+    feed.take(0);
+    feed.take(0);
+    expect(seen.length).toBeGreaterThan(3);
+    expect(seen.some((batch) => batch.released)).toBe(false);
+    const expected = [
+      ...Array.from({ length: 250 }, (_, i) => record(0, i)),
+      ...Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
+    ];
+    expect(kept.length).toBe(expected.length);
+    kept.forEach((r, i) => expect(Buffer.from(r).equals(Buffer.from(expected[i] as Uint8Array))).toBe(true));
+    await reader.close();
   }, 60_000);
 });

@@ -70,6 +70,11 @@ export class PrefetchedRanges {
     else list.push(ticket);
   }
 
+  /** Whether `range` was announced and is not claimed yet (its batches are being read ahead). */
+  isAnnounced(range: FileRange): boolean {
+    return this.#announced.has(keyOf(range));
+  }
+
   /**
    * The batches of `range`, in order: those of the oldest announced, unclaimed range equal to it,
    * or of a range queued now. Throws the range's {@link PrefetchRangeError} after the batches before

@@ -45,17 +45,34 @@ export type RecordIODataReaderOptions = (
 export interface RecordIOPrefetchOptions {
   /** Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1 on one core). */
   readonly threads?: number;
-  /** Records per native batch (one crossing into JavaScript). Default 64. */
+  /**
+   * Records per native batch (one crossing into JavaScript), and at most 4 MiB of records per
+   * batch whatever the count. Default 4096: per-batch costs on the JavaScript thread (a wake-up,
+   * the batch's objects) then stay small enough that a second decoding thread pays on two cores
+   * (bench/RESULTS.md, batch-path), and a batch of ~100 B records is ~400 KB.
+   */
   readonly batchSize?: number;
   /**
    * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
    * announced ranges pulled past while another range is read first. Default 64 MiB.
    */
   readonly maxBufferedBytes?: number;
+  /**
+   * How files whose chunks are all stored uncompressed are read. `'direct'` (default): each range
+   * when it is asked for, as chunk-aligned batches decoded on the libuv pool one batch ahead
+   * (`RecordIOReader.batches`), never announced to the prefetcher: decoding them is a copy, and
+   * the prefetcher's hand-off between threads costs more CPU per record than it saves (see
+   * bench/RESULTS.md, batch-path). `'prefetch'`: through the prefetcher like compressed files. A
+   * file is known to be stored-only once it has been opened (its first range may still be read
+   * ahead).
+   */
+  readonly storedFiles?: 'direct' | 'prefetch';
 }
 
-const PREFETCH_KEYS = ['threads', 'batchSize', 'maxBufferedBytes'];
+const PREFETCH_KEYS = ['threads', 'batchSize', 'maxBufferedBytes', 'storedFiles'];
 const MIB = 1024 * 1024;
+/** Record bytes per native batch at most: large records still come several batches per budget. */
+const MAX_BATCH_BYTES = 4 * MIB;
 
 /**
  * ElasticDL's default reader: one shard per RecordIO file, named by the file's absolute path, in
@@ -82,6 +99,10 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   /** `options.prefetch` as given (undefined: the defaults), for describe(). */
   readonly #prefetchParam: JsonObject | false | undefined;
   readonly #ranges: PrefetchedRanges | undefined;
+  /** `prefetch.storedFiles === 'direct'`: stored-only files bypass the prefetcher. */
+  readonly #storedDirect: boolean;
+  /** Per opened file: whether every chunk is stored uncompressed. */
+  readonly #storedOnly = new Map<string, boolean>();
   #closed = false;
 
   private constructor(
@@ -89,7 +110,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     dataDir: string | undefined,
     maxOpenFiles: number,
     onCorruptChunk: 'error' | 'skip',
-    prefetch: Required<RecordIOPrefetchOptions> | false,
+    prefetch: ResolvedPrefetchOptions | false,
     prefetchParam: JsonObject | false | undefined,
   ) {
     this.#files = files;
@@ -97,12 +118,28 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     this.#maxOpenFiles = maxOpenFiles;
     this.#onCorruptChunk = onCorruptChunk;
     this.#prefetchParam = prefetchParam;
-    this.#cache = new ReaderCache(maxOpenFiles, (path) => RecordIOReader.open(path, { onCorruptChunk }));
+    this.#cache = new ReaderCache(maxOpenFiles, async (path) => {
+      const reader = await RecordIOReader.open(path, { onCorruptChunk });
+      this.#storedOnly.set(
+        path,
+        reader.chunks.every((chunk) => chunk.compressor === 'none'),
+      );
+      return reader;
+    });
+    this.#storedDirect = prefetch !== false && prefetch.storedFiles === 'direct';
     this.#ranges =
       prefetch === false
         ? undefined
         : new PrefetchedRanges(
-            () => Prefetcher.create({ ...prefetch, maxOpenFiles, onCorruptChunk }),
+            () =>
+              Prefetcher.create({
+                threads: prefetch.threads,
+                batchSize: prefetch.batchSize,
+                maxBatchBytes: MAX_BATCH_BYTES,
+                maxBufferedBytes: prefetch.maxBufferedBytes,
+                maxOpenFiles,
+                onCorruptChunk,
+              }),
             prefetch.maxBufferedBytes,
           );
     this.metadata = { format: 'recordio', files: files.length };
@@ -187,6 +224,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       return;
     }
     if (!this.#owns(checked.shardName) || checked.end <= checked.start) return;
+    if (this.#storedDirect && this.#storedOnly.get(checked.shardName) === true) return;
     try {
       this.#ranges.announce({
         path: checked.shardName,
@@ -217,11 +255,17 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     try {
       checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
-      if (this.#ranges === undefined) {
+      const fileRange = { path: shardName, start, count: end - start };
+      if (
+        this.#ranges === undefined ||
+        (this.#storedDirect &&
+          this.#storedOnly.get(shardName) === true &&
+          !this.#ranges.isAnnounced(fileRange))
+      ) {
         yield* reader.batches(start, end - start);
         return;
       }
-      yield* this.#ranges.read({ path: shardName, start, count: end - start });
+      yield* this.#ranges.read(fileRange);
     } finally {
       this.#cache.release(shardName);
     }
@@ -266,7 +310,9 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   }
 }
 
-function checkPrefetchOptions(value: unknown): Required<RecordIOPrefetchOptions> | false {
+type ResolvedPrefetchOptions = Required<RecordIOPrefetchOptions>;
+
+function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
   if (value === false) return false;
   const o = checkObject(value ?? {}, 'options.prefetch');
   for (const key of Object.keys(o)) {
@@ -278,7 +324,7 @@ function checkPrefetchOptions(value: unknown): Required<RecordIOPrefetchOptions>
   }
   return {
     threads: checkInteger(o.threads, 'options.prefetch.threads', availableParallelism() > 1 ? 2 : 1, 0, 64),
-    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 64, 1, 1 << 20),
+    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 4096, 1, 1 << 20),
     maxBufferedBytes: checkInteger(
       o.maxBufferedBytes,
       'options.prefetch.maxBufferedBytes',
@@ -286,7 +332,16 @@ function checkPrefetchOptions(value: unknown): Required<RecordIOPrefetchOptions>
       1,
       Number.MAX_SAFE_INTEGER,
     ),
+    storedFiles: checkStoredFiles(o.storedFiles),
   };
+}
+
+function checkStoredFiles(value: unknown): 'direct' | 'prefetch' {
+  if (value === undefined) return 'direct';
+  if (value !== 'direct' && value !== 'prefetch') {
+    throw new TypeError(expectedMessage("'direct' or 'prefetch'", 'options.prefetch.storedFiles', value));
+  }
+  return value;
 }
 
 async function listRecordIOFiles(dataDir: string): Promise<string[]> {

@@ -129,7 +129,7 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
       ] as const) {
         const reader = await RecordIODataReader.open({
           files,
-          prefetch: { threads, batchSize, maxBufferedBytes },
+          prefetch: { threads, batchSize, maxBufferedBytes, storedFiles: 'prefetch' },
         });
         try {
           const tasks = randomTasks(seed * 10 + threads, 25);
@@ -151,6 +151,25 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     },
     60_000,
   );
+
+  it('reads files of stored chunks directly by default, once known, and the same records', async () => {
+    const stored = files[2] as string; // c.rio: compressor none
+    const gzip = files[0] as string;
+    const direct = await RecordIODataReader.open({ files, prefetch: false });
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 2, batchSize: 16 } });
+    const tasks: RecordRange[] = [];
+    for (const shardName of [stored, gzip]) {
+      for (let start = 0; start < 300; start += 50) tasks.push({ shardName, start, end: start + 50 });
+    }
+    for (const task of tasks) {
+      announce(reader, task);
+      expect(difference(await readAll(reader, task), await readAll(direct, task))).toBeUndefined();
+    }
+    // The first range of c.rio was announced before the file was known to be stored only; the
+    // gzip file's ranges all go through the prefetcher.
+    expect(reader.prefetchStats?.rangesEnqueued).toBe(1 + 6);
+    for (const r of [reader, direct]) await r.close();
+  });
 
   it('serves ranges read out of order and interleaved, announced or not', async () => {
     for (const threads of [0, 2]) {
@@ -306,7 +325,12 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     const plain = await RecordIODataReader.open({ files });
     expect('prefetch' in plain.describe().params).toBe(false);
     await expect(RecordIODataReader.open({ files, prefetch: { thread: 2 } as never })).rejects.toThrow(
-      'Expected one of threads, batchSize, maxBufferedBytes for a key of options.prefetch but received "thread"',
+      'Expected one of threads, batchSize, maxBufferedBytes, storedFiles for a key of options.prefetch but received "thread"',
+    );
+    await expect(
+      RecordIODataReader.open({ files, prefetch: { storedFiles: 'never' } as never }),
+    ).rejects.toThrow(
+      `Expected 'direct' or 'prefetch' for options.prefetch.storedFiles but received "never"`,
     );
     await expect(RecordIODataReader.open({ files, prefetch: { threads: -1 } })).rejects.toThrow(RangeError);
     for (const r of [reader, again, off, plain]) await r.close();

@@ -25,7 +25,8 @@ export interface NativePrefetchItem {
   readonly records: number;
   /** The last item of its range. */
   readonly rangeDone: boolean;
-  readonly data: Buffer;
+  /** The records' bytes; hand its buffer back with `recycle` once the batch is released. */
+  readonly data: Uint8Array;
   readonly bounds: Uint32Array;
   readonly skipped: NativeFault[];
   /** `records` of an error item: records of the range that were not delivered. */
@@ -44,6 +45,10 @@ export interface NativePrefetchStats {
   readonly piecesDecoded: number;
   readonly openFiles: number;
   readonly fileOpens: number;
+  /** Batches assembled into storage handed back with `recycle`. */
+  readonly batchesRecycled: number;
+  /** Handed-back blocks (data and bounds) waiting for a batch now. */
+  readonly spareBlocks: number;
 }
 
 export interface NativePrefetcher {
@@ -57,6 +62,11 @@ export interface NativePrefetcher {
   wait(): boolean;
   /** Waits for the next item on a libuv thread (the AsyncWorker alternative to wait()). */
   pull(): Promise<NativePrefetchItem | null>;
+  /**
+   * Hands back the buffers of a delivered batch (once, when it is released): later batches are
+   * assembled into them. Buffers it did not deliver are ignored.
+   */
+  recycle(data: ArrayBuffer, bounds: ArrayBuffer): void;
   stats(): NativePrefetchStats;
   /** Stops the threads and frees the buffers; idempotent. */
   close(): void;
