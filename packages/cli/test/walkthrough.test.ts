@@ -132,6 +132,9 @@ describe("the README's walkthrough", () => {
       path.join(dir, 'node_modules', '@edl', 'cli'),
     );
     expect(registry?.notFound.filter((name) => !registry?.skippedOptional.has(name))).toEqual([]);
+    // Every package served was fetched: this platform's optional ones too (@esbuild/<platform>,
+    // which esbuild's install script would otherwise download from the public registry).
+    expect([...new Set(registry?.fetched)].sort()).toEqual([...(registry?.packages ?? [])].sort());
     expect(existsSync(path.join(dir, 'ckpt', 'model', 'model.json'))).toBe(true);
     expect(existsSync(path.join(dir, 'exported', 'weights.bin'))).toBe(true);
     const [centre, corner] = (JSON.parse(outputs.at(-1)?.trim() as string) as number[][]).map(

@@ -43,6 +43,8 @@ export interface LocalRegistry {
   readonly skippedOptional: ReadonlySet<string>;
   /** Every request path, in order. */
   readonly requests: readonly string[];
+  /** `name@version` of every tarball fetched, in order. */
+  readonly fetched: readonly string[];
   /** Package names that were asked for and answered 404. */
   readonly notFound: readonly string[];
   close(): Promise<void>;
@@ -88,15 +90,17 @@ export async function startLocalRegistry(options: LocalRegistryOptions): Promise
 
   const requests: string[] = [];
   const notFound: string[] = [];
-  const tarballs = new Map<string, string>(); // URL path -> file
+  const tarballs = new Map<string, Served>(); // by URL path
+  const fetched: string[] = [];
   let packuments = new Map<string, string>();
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname;
     requests.push(path);
-    const file = tarballs.get(path);
-    if (file !== undefined) {
+    const tarball = tarballs.get(path);
+    if (tarball !== undefined) {
+      fetched.push(`${tarball.manifest.name}@${tarball.manifest.version}`);
       response.writeHead(200, { 'content-type': 'application/octet-stream' });
-      response.end(readFileSync(file));
+      response.end(readFileSync(tarball.file));
       return;
     }
     const name = decodeURIComponent(path.slice(1));
@@ -121,21 +125,23 @@ export async function startLocalRegistry(options: LocalRegistryOptions): Promise
     packages: served.map((s) => `${s.manifest.name}@${s.manifest.version}`),
     skippedOptional,
     requests,
+    fetched,
     notFound,
     close: () => new Promise((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
   };
 }
 
 /** One packument per name, as npm's registry answers `GET /<name>`; fills `tarballs`. */
-function buildPackuments(served: readonly Served[], url: string, tarballs: Map<string, string>) {
+function buildPackuments(served: readonly Served[], url: string, tarballs: Map<string, Served>) {
   const byName = new Map<string, Served[]>();
   for (const s of served) byName.set(s.manifest.name, [...(byName.get(s.manifest.name) ?? []), s]);
   const packuments = new Map<string, string>();
   for (const [name, versions] of byName) {
-    const entries = versions.map(({ manifest, file }) => {
+    const entries = versions.map((version) => {
+      const { manifest, file } = version;
       const bytes = readFileSync(file);
       const path = `/-/tarballs/${name.replace('/', '__')}-${manifest.version}.tgz`;
-      tarballs.set(path, file);
+      tarballs.set(path, version);
       const dist = {
         tarball: new URL(path.slice(1), url).href,
         integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
