@@ -6,15 +6,7 @@
  * registry on 127.0.0.1 (./helpers/local-registry.ts) named in the user's ~/.npmrc; PATH has
  * node, npm, npx and sh only. Needs `pnpm build`.
  */
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,9 +120,7 @@ describe("the README's walkthrough", () => {
     }
     // npm installed real copies from the registry (no link into this checkout), and asked only
     // for what it serves, apart from other platforms' optional packages.
-    expect(realpathSync(path.join(dir, 'node_modules', '@edl', 'cli'))).toBe(
-      path.join(dir, 'node_modules', '@edl', 'cli'),
-    );
+    expect(lstatSync(path.join(dir, 'node_modules', '@edl', 'cli')).isSymbolicLink()).toBe(false);
     expect(registry?.notFound.filter((name) => !registry?.skippedOptional.has(name))).toEqual([]);
     // Every package served was fetched: this platform's optional ones too (@esbuild/<platform>,
     // which esbuild's install script would otherwise download from the public registry).
