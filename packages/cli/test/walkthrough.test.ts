@@ -1,22 +1,28 @@
 /**
  * The README's "Train on your own data", followed literally in an empty directory: its files
- * written as shown, its shell commands run as shown (`npx edl ...`), then the exported model
- * checked against `edl predict` to 1e-5 with plain TensorFlow.js. The directory gets the packages
- * as an npm install lays them out (node_modules/@edl/cli with its `edl` bin, TensorFlow.js hoisted),
- * linked to this checkout's builds. Needs `pnpm build`.
+ * written as shown, its shell commands run as shown (`npm install`, then `npx edl ...`), then the
+ * exported model checked against `edl predict` to 1e-5 with plain TensorFlow.js. npm installs the
+ * tarballs of `pack:all` and, for their dependencies, the versions this checkout has, from a
+ * registry on 127.0.0.1 (./helpers/local-registry.ts) named in the user's ~/.npmrc; PATH has
+ * node, npm, npx and sh only. Needs `pnpm build`.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createNpmSandbox,
+  type NpmSandbox,
+  ok,
+  packAll,
+  type Run,
+} from '../../recordio/test/helpers/npm-sandbox.js';
+import { type LocalRegistry, startLocalRegistry } from './helpers/local-registry.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const cliDir = path.join(repoRoot, 'packages', 'cli');
-const workerRequire = createRequire(path.join(repoRoot, 'packages', 'worker', 'package.json'));
+/** Third-party tarballs packed from this checkout's node_modules, kept between runs. */
+const CACHE_DIR = path.join(repoRoot, 'node_modules', '.cache', 'edl-test-registry');
 
 interface Step {
   readonly kind: 'file' | 'shell';
@@ -46,50 +52,79 @@ function walkthroughSteps(): Step[] {
   return steps;
 }
 
-let dir: string;
+const scratch = mkdtempSync(path.join(tmpdir(), 'edl-walkthrough-'));
+const dir = path.join(scratch, 'app'); // the user's empty directory
+let sandbox: NpmSandbox;
+let registry: LocalRegistry | undefined;
+const steps = walkthroughSteps();
+/** The packages of the README's `npm install` line. */
+const installed = (steps.find((s) => s.kind === 'shell' && /^npm install /.test(s.text))?.text ?? '')
+  .trim()
+  .split(/\s+/)
+  .slice(2);
+
+function timed<T>(label: string, started: number, value: T): T {
+  console.log(`walkthrough: ${label} ${((performance.now() - started) / 1000).toFixed(1)}s`);
+  return value;
+}
+
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'edl-walkthrough-'));
-  // What `npm install @edl/cli` leaves: the package, its bin, and its dependencies hoisted.
-  const modules = path.join(dir, 'node_modules');
-  mkdirSync(path.join(modules, '@edl'), { recursive: true });
-  mkdirSync(path.join(modules, '@tensorflow'), { recursive: true });
-  mkdirSync(path.join(modules, '.bin'), { recursive: true });
-  symlinkSync(cliDir, path.join(modules, '@edl', 'cli'));
-  // npm makes the bin executable when it installs it; tsc does not, so a shim runs it through node.
+  let started = performance.now();
+  packAll(path.join(scratch, 'packages'), 'packages/cli');
+  timed('pack:all', started, undefined);
+  started = performance.now();
+  registry = await startLocalRegistry({
+    packDir: path.join(scratch, 'packages'),
+    install: installed,
+    cacheDir: CACHE_DIR,
+    log: console.log,
+  });
+  timed('local registry up', started, undefined);
+  sandbox = createNpmSandbox(scratch);
+  // The user's npm configuration: this registry instead of the public one, no audit or fund calls.
   writeFileSync(
-    path.join(modules, '.bin', 'edl'),
-    `#!/bin/sh\nexec "${process.execPath}" "${path.join(cliDir, 'dist', 'bin', 'edl.js')}" "$@"\n`,
-    { mode: 0o755 },
+    path.join(sandbox.home, '.npmrc'),
+    `registry=${registry.url}\naudit=false\nfund=false\nupdate-notifier=false\n`,
   );
-  for (const name of ['tfjs-core', 'tfjs-layers', 'tfjs-backend-cpu']) {
-    const target = path.dirname(workerRequire.resolve(`@tensorflow/${name}/package.json`));
-    symlinkSync(target, path.join(modules, '@tensorflow', name));
-  }
-});
+  mkdirSync(dir);
+}, 400_000);
 afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await registry?.close();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
-function sh(command: string) {
-  const run = spawnSync('/bin/sh', ['-c', command], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 400_000,
-    env: { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
-  });
-  expect(run.status, `${command}\n${run.stdout}\n${run.stderr}`).toBe(0);
-  return run;
+/** Runs a shell command in the user's directory; the registry in this process keeps answering. */
+async function sh(command: string): Promise<Run> {
+  const started = performance.now();
+  const run = ok(await sandbox.runAsync(path.join(sandbox.binDir, 'sh'), ['-c', command], dir), command);
+  return timed(command.split('\n')[0]?.slice(0, 60) ?? '', started, run);
 }
 
 describe("the README's walkthrough", () => {
-  it('trains on a CSV with a model file, exports, and plain tfjs predicts what edl predict does', () => {
-    const steps = walkthroughSteps();
-    expect(steps.map((s) => s.name ?? s.kind)).toEqual(['shell', 'model.ts', 'shell', 'load.mjs', 'shell']);
+  it('installs with npm, trains on a CSV with a model file, exports, and plain tfjs predicts what edl predict does', async () => {
+    expect(steps.map((s) => s.name ?? s.kind)).toEqual([
+      'shell',
+      'shell',
+      'model.ts',
+      'shell',
+      'load.mjs',
+      'shell',
+    ]);
+    expect(installed).toContain('@edl/cli');
     const outputs: string[] = [];
+    let requestsAfterInstall = -1;
     for (const step of steps) {
       if (step.kind === 'file') writeFileSync(path.join(dir, step.name as string), step.text);
-      else outputs.push(sh(step.text).stdout);
+      else outputs.push((await sh(step.text)).stdout);
+      if (step.text.startsWith('npm install ')) requestsAfterInstall = registry?.requests.length ?? 0;
     }
+    // npm installed real copies from the registry (no link into this checkout), and asked only
+    // for what it serves, apart from other platforms' optional packages.
+    expect(lstatSync(path.join(dir, 'node_modules', '@edl', 'cli')).isSymbolicLink()).toBe(false);
+    expect(registry?.notFound.filter((name) => !registry?.skippedOptional.has(name))).toEqual([]);
+    // Every package served was fetched: this platform's optional ones too (@esbuild/<platform>,
+    // which esbuild's install script would otherwise download from the public registry).
+    expect([...new Set(registry?.fetched)].sort()).toEqual([...(registry?.packages ?? [])].sort());
     expect(existsSync(path.join(dir, 'ckpt', 'model', 'model.json'))).toBe(true);
     expect(existsSync(path.join(dir, 'exported', 'weights.bin'))).toBe(true);
     const [centre, corner] = (JSON.parse(outputs.at(-1)?.trim() as string) as number[][]).map(
@@ -99,7 +134,7 @@ describe("the README's walkthrough", () => {
     expect(corner).toBeLessThan(0.5);
 
     // edl predict from the same checkpoint, against the exported model in plain tfjs, record by record.
-    sh(
+    await sh(
       'npx edl predict --model-def model.ts --prediction-data points.csv --data-reader-params \'{"header":true,"inferTypes":true}\' --model-checkpoint ckpt --output predictions.jsonl',
     );
     writeFileSync(
@@ -117,8 +152,12 @@ for (const line of readFileSync('predictions.jsonl', 'utf8').trim().split('\\n')
 console.log(JSON.stringify({ count, worst }));
 `,
     );
-    const compared = JSON.parse(sh('node compare.mjs').stdout.trim()) as { count: number; worst: number };
+    const compared = JSON.parse((await sh('node compare.mjs')).stdout.trim()) as {
+      count: number;
+      worst: number;
+    };
     expect(compared.count).toBe(2000);
     expect(compared.worst).toBeLessThan(1e-5);
+    expect(registry?.requests.length).toBe(requestsAfterInstall); // npx edl asked no registry
   }, 600_000);
 });

@@ -8,24 +8,22 @@
 // EDL_TEST_NODE is that target's node (a qemu-user wrapper), EDL_TEST_BINARIES the --binaries
 // directory of pack:all. Then every good golden file is read, and building from source (which
 // would need a cross compiler inside the emulated install) is left out.
-import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { platformPackageName } from '../src/index.js';
 import { GOLDEN_DIR, readManifest } from './helpers/golden.js';
+import { createNpmSandbox, type NpmSandbox, ok, packAll, type Run } from './helpers/npm-sandbox.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const { version } = JSON.parse(
@@ -50,7 +48,6 @@ const expectedPlatform =
     : { os: [target.os], cpu: [target.cpu] };
 const scratch = mkdtempSync(join(tmpdir(), 'edl-install-'));
 const packDir = join(scratch, 'packages');
-const binDir = join(scratch, 'bin'); // node, npm, npx and sh only
 const app = join(scratch, 'app');
 // npm and node run emulated for another target: minutes, not seconds.
 const installTimeout = target === undefined ? 120_000 : 480_000;
@@ -62,30 +59,17 @@ const golden = readManifest().filter((e) =>
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-interface Run {
-  readonly status: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+let sandbox: NpmSandbox; // node, npm, npx and sh only on PATH, a private HOME
 
-function run(command: string, args: string[], cwd: string, path = binDir): Run {
-  // A bare environment: no npm_config_* from the pnpm that runs the tests, a private HOME.
-  const env = { PATH: path, HOME: join(scratch, 'home') };
-  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 540_000 });
-  if (result.error !== undefined) throw result.error;
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-function ok(result: Run): Run {
-  expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
-  return result;
+function run(command: string, args: string[], cwd: string, path?: string): Run {
+  return sandbox.run(command, args, cwd, path);
 }
 
 /** npm that cannot reach any registry: an empty cache, --offline, and a registry nobody listens on. */
 function npm(args: string[]): Run {
   const offline = ['--offline', '--registry', 'http://127.0.0.1:9/', '--cache', join(scratch, 'npm-cache')];
   return run(
-    join(binDir, 'npm'),
+    join(sandbox.binDir, 'npm'),
     [...args, ...offline, '--no-audit', '--no-fund', '--no-update-notifier'],
     app,
   );
@@ -96,11 +80,16 @@ function tarball(name: string): string {
 }
 
 /** Reads golden files through the installed @edl/recordio; record count and stream sha256 of each. */
-function readGolden(files: string[], path = binDir): Run {
-  return run(join(binDir, 'node'), ['read-golden.mjs', ...files.map((f) => join(GOLDEN_DIR, f))], app, path);
+function readGolden(files: string[], path?: string): Run {
+  return run(
+    join(sandbox.binDir, 'node'),
+    ['read-golden.mjs', ...files.map((f) => join(GOLDEN_DIR, f))],
+    app,
+    path,
+  );
 }
 
-function expectGoldenReads(path = binDir): void {
+function expectGoldenReads(path?: string): void {
   const out = JSON.parse(
     ok(
       readGolden(
@@ -114,18 +103,8 @@ function expectGoldenReads(path = binDir): void {
 
 /** Packs the tarballs and lays out the bare PATH and the empty project. */
 function prepare(): void {
-  // The tarball must carry the current TypeScript of this package.
-  ok(run('pnpm', ['exec', 'tsc', '-b', 'packages/recordio'], repoRoot, process.env.PATH));
-  const binaries = process.env.EDL_TEST_BINARIES;
-  const packArgs = ['scripts/pack-all.mjs', '--out', packDir, ...(binaries ? ['--binaries', binaries] : [])];
-  ok(run(process.execPath, packArgs, repoRoot, process.env.PATH));
-
-  mkdirSync(binDir);
-  const npmBin = dirname(realpathSync(whichOnHostPath('npm')));
-  symlinkSync(targetNode, join(binDir, 'node'));
-  symlinkSync(join(npmBin, 'npm-cli.js'), join(binDir, 'npm'));
-  symlinkSync(join(npmBin, 'npx-cli.js'), join(binDir, 'npx'));
-  symlinkSync('/bin/sh', join(binDir, 'sh')); // npx runs bins through sh
+  packAll(packDir, 'packages/recordio', process.env.EDL_TEST_BINARIES || undefined);
+  sandbox = createNpmSandbox(scratch, targetNode);
 
   mkdirSync(app);
   writeFileSync(
@@ -167,13 +146,6 @@ function listFiles(dir: string, prefix = ''): string[] {
     const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
     return entry.isDirectory() ? listFiles(dir, path) : [path];
   });
-}
-
-function whichOnHostPath(name: string): string {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir !== '' && existsSync(join(dir, name))) return join(dir, name);
-  }
-  throw new Error(`${name} is not on PATH`);
 }
 
 describe.runIf(process.platform === 'linux')('installing the packed tarballs with npm', () => {
@@ -325,7 +297,7 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
         '@edl/native-source (installed but not built: run npx edl-build-native)',
       );
 
-      const build = run(join(binDir, 'npx'), ['--offline', 'edl-build-native'], app);
+      const build = run(join(sandbox.binDir, 'npx'), ['--offline', 'edl-build-native'], app);
       expect(build.status).toBe(1);
       expect(build.stderr).toContain(
         `edl-build-native: cannot build the elasticdl-ts native addon ${version} from source: cmake (3.19 or newer), a C++17 compiler (g++ 8+ or clang 7+), make or ninja not found on PATH.`,
@@ -341,9 +313,9 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
       const hostPath = (process.env.PATH ?? '')
         .split(delimiter)
         .filter((d) => d !== '' && !d.includes('node_modules'));
-      const withTools = [binDir, ...hostPath].join(delimiter);
+      const withTools = [sandbox.binDir, ...hostPath].join(delimiter);
       const build = ok(
-        run(join(binDir, 'npx'), ['--offline', 'edl-build-native', '--jobs', '2'], app, withTools),
+        run(join(sandbox.binDir, 'npx'), ['--offline', 'edl-build-native', '--jobs', '2'], app, withTools),
       );
       const built = join(app, 'node_modules/@edl/native-source/build/Release/edl_native.node');
       expect(build.stdout).toContain(
