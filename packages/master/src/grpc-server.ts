@@ -38,6 +38,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { MasterError } from './errors.js';
+import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';
 import { checkInteger, checkString } from './validate.js';
 
@@ -113,6 +114,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     // Channelz bookkeeping (per-call counters and traces) costs on every call and nothing reads it.
     'grpc.enable_channelz': 0,
   });
+  const afterBind = widenReceiveWindow(server);
 
   const authorized = (metadata: Metadata): boolean => {
     const value = metadata.get(JOB_TOKEN_METADATA_KEY)[0];
@@ -355,6 +357,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       (error, bound) => (error ? reject(error) : resolve(bound)),
     );
   });
+  afterBind?.();
   const address = `${hostPart}:${port}`;
   let stopped: Promise<void> | undefined;
   return {
