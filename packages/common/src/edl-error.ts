@@ -15,7 +15,7 @@ export interface EdlErrorOptions {
  * catch (error) { if (error instanceof EdlError && error.code === 'CHECKSUM') skip(); else throw error; }
  * ```
  */
-export class EdlError<Code extends Uppercase<string> = Uppercase<string>> extends Error {
+export class EdlError<Code extends string = string> extends Error {
   override readonly name: string = 'EdlError';
   /** Stable code to branch on. */
   readonly code: Code;
@@ -27,7 +27,7 @@ export class EdlError<Code extends Uppercase<string> = Uppercase<string>> extend
 }
 
 /** Whether `error` is an {@link EdlError} with `code` (any of `codes` when several are given). */
-export function hasErrorCode<Code extends Uppercase<string>>(
+export function hasErrorCode<Code extends string>(
   error: unknown,
   ...codes: readonly Code[]
 ): error is EdlError<Code> {
