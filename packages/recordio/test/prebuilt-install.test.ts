@@ -163,7 +163,14 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
 
   it('pack:all made every tarball with one version, and none has an install script', () => {
     const files = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
-    for (const name of ['@edl/common', '@edl/recordio', '@edl/data', '@edl/cli', platformPackage, '@edl/native-source']) {
+    for (const name of [
+      '@edl/common',
+      '@edl/recordio',
+      '@edl/data',
+      '@edl/cli',
+      platformPackage,
+      '@edl/native-source',
+    ]) {
       expect(files).toContain(tarball(name).slice(packDir.length + 1));
     }
     for (const file of files) {
