@@ -1,3 +1,5 @@
+import { EdlError, type EdlErrorOptions } from '@edl/common';
+
 /** One `edl` sub-command. Each lives in `src/commands/<name>.ts` and exports it as `command`. */
 export interface Command {
   readonly name: string;
@@ -19,6 +21,9 @@ export interface CommandIO {
  * A bad command line. The dispatcher prints its message and the command's usage on one line each,
  * never a stack trace, and exits with status 2.
  */
-export class UsageError extends Error {
+export class UsageError extends EdlError<'USAGE'> {
   override readonly name = 'UsageError';
+  constructor(message: string, options?: EdlErrorOptions) {
+    super('USAGE', message, options);
+  }
 }

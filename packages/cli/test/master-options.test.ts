@@ -85,7 +85,7 @@ describe('job/master-options.ts', () => {
     });
     expect(() =>
       jobMasterOptions(pod.options, pod.jobType, { name: 'sgd', params: { learning_rate: 0.1 } }, 'model.ts'),
-    ).toThrow(/for a parameter of the sgd optimizer in model\.ts but received string 'learning_rate'/);
+    ).toThrow(/for a parameter of the sgd optimizer in model\.ts but received "learning_rate"/);
   });
 
   it('edl master: --optimizer, --momentum and --learning-rate; what is left out keeps the defaults', () => {

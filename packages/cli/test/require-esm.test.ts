@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const cliDir = fileURLToPath(new URL('../', import.meta.url));
-const names = ['recordio', 'data', 'proto', 'master', 'worker', 'model-zoo', 'cli'].map((p) => `@edl/${p}`);
+const names = ['common', 'recordio', 'data', 'proto', 'master', 'worker', 'model-zoo', 'cli'].map(
+  (p) => `@edl/${p}`,
+);
 
 describe(`require() of the packages from CommonJS on Node.js ${process.version}`, () => {
   it('every workspace package states engines ^20.19 || >=22.12', () => {

@@ -1,13 +1,40 @@
+import { EdlError } from '@edl/common';
+import type { FatalTaskErrorCode } from '@edl/proto';
+
+/**
+ * Stable codes of {@link MasterError} and its subclasses. Programs branch on these, never on messages.
+ *
+ * - Job failures ({@link JobFailedError}): `TASK_FAILED` (a task failed too often),
+ *   `WORKER_RESTARTS_EXHAUSTED`, `WORKER_RELAUNCHES_EXHAUSTED`, `POD_CREATE_FAILED` (the instance
+ *   manager gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
+ * - Checkpoints ({@link CheckpointError}): `NO_CHECKPOINT_DIR`, `NOT_FOUND`, `READ_FAILED`,
+ *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`.
+ * - State ({@link MasterStateError}): `ALREADY_STARTED`, `NOT_INITIALIZED`, `VERSION_UNAVAILABLE`,
+ *   `ROUND_NOT_OPEN`, `TASK_NOT_HELD`, `WRONG_TASK_TYPE`.
+ */
+export type MasterErrorCode =
+  | 'TASK_FAILED'
+  | 'WORKER_RESTARTS_EXHAUSTED'
+  | 'WORKER_RELAUNCHES_EXHAUSTED'
+  | 'POD_CREATE_FAILED'
+  | FatalTaskErrorCode
+  | 'NO_CHECKPOINT_DIR'
+  | 'NOT_FOUND'
+  | 'READ_FAILED'
+  | 'WRITE_FAILED'
+  | 'CORRUPT'
+  | 'DATA_MISMATCH'
+  | 'OPTIMIZER_MISMATCH'
+  | 'ALREADY_STARTED'
+  | 'NOT_INITIALIZED'
+  | 'VERSION_UNAVAILABLE'
+  | 'ROUND_NOT_OPEN'
+  | 'TASK_NOT_HELD'
+  | 'WRONG_TASK_TYPE';
+
 /** Base of every non-argument error of @edl/master: `code` is stable and safe to switch on. */
-export class MasterError extends Error {
+export class MasterError extends EdlError<MasterErrorCode> {
   override readonly name: string = 'MasterError';
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** The job failed: a task failed too often, or the instance manager gave up on a worker. */
@@ -19,7 +46,7 @@ export class JobFailedError extends MasterError {
 export class CheckpointError extends MasterError {
   override readonly name = 'CheckpointError';
   constructor(
-    code: string,
+    code: MasterErrorCode,
     message: string,
     readonly path: string,
     options?: { cause?: unknown },

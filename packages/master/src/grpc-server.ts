@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
+import { checkInteger, checkNonEmptyString } from '@edl/common';
 import {
   CallErrorSchema,
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -40,7 +41,6 @@ import {
 import { MasterError } from './errors.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';
-import { checkInteger, checkString } from './validate.js';
 
 /** Options of {@link serveMaster}. */
 export interface MasterServerOptions {
@@ -97,7 +97,7 @@ function toStatus(error: unknown): Partial<ServiceError> {
  * in its state FAILED_PRECONDITION.
  */
 export async function serveMaster(master: Master, options: MasterServerOptions): Promise<MasterServer> {
-  const token = Buffer.from(checkString(options.token, 'token'), 'utf8');
+  const token = Buffer.from(checkNonEmptyString(options.token, 'token'), 'utf8');
   const host = options.host ?? '127.0.0.1';
   // An IPv6 literal needs brackets in a host:port string.
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
@@ -149,7 +149,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   // The three dispatch calls build their replies as literals: `create` walks the schema on every
   // call and costs as much as the dispatch decision.
   const getTask = (r: In<'getTask'>): GetTaskResponse => {
-    const reply = master.getTask(checkString(r.workerId, 'workerId'));
+    const reply = master.getTask(checkNonEmptyString(r.workerId, 'workerId'));
     return {
       $typeName: 'edl.v1.GetTaskResponse',
       task: reply.task ? toTaskMessage(reply.task) : undefined,
@@ -160,7 +160,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   const reportTaskResult = (r: In<'reportTaskResult'>): ReportTaskResultResponse => ({
     $typeName: 'edl.v1.ReportTaskResultResponse',
     accepted: master.reportTaskResult(
-      checkString(r.workerId, 'workerId'),
+      checkNonEmptyString(r.workerId, 'workerId'),
       toSafeNumber(r.taskId, 'taskId'),
       toSafeNumber(r.recordsDone, 'recordsDone'),
       r.error,
@@ -168,7 +168,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   });
   const heartbeat = (r: In<'heartbeat'>): HeartbeatResponse => {
     const reply = master.heartbeat(
-      checkString(r.workerId, 'workerId'),
+      checkNonEmptyString(r.workerId, 'workerId'),
       r.stats === undefined ? undefined : fromWorkerStatsMessage(r.stats),
     );
     return {
@@ -264,7 +264,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     }),
     reportVariables: unary((r: In<'reportVariables'>) => {
       const result = master.reportVariables(
-        checkString(r.workerId, 'workerId'),
+        checkNonEmptyString(r.workerId, 'workerId'),
         r.variables.map(fromTensorMessage),
       );
       return create(ReportVariablesResponseSchema, {
@@ -274,7 +274,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     }),
     reportGradient: unary((r: In<'reportGradient'>) => {
       const reply = master.reportGradient({
-        workerId: checkString(r.workerId, 'workerId'),
+        workerId: checkNonEmptyString(r.workerId, 'workerId'),
         taskId: toSafeNumber(r.taskId, 'taskId'),
         rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
         rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
@@ -293,7 +293,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
       const reply = master.reportEvaluationMetrics({
-        workerId: checkString(r.workerId, 'workerId'),
+        workerId: checkNonEmptyString(r.workerId, 'workerId'),
         taskId: toSafeNumber(r.taskId, 'taskId'),
         rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
         rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),

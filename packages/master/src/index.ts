@@ -12,7 +12,13 @@ export {
   readCheckpoint,
   writeCheckpoint,
 } from './checkpoint.js';
-export { CheckpointError, JobFailedError, MasterError, MasterStateError } from './errors.js';
+export {
+  CheckpointError,
+  JobFailedError,
+  MasterError,
+  type MasterErrorCode,
+  MasterStateError,
+} from './errors.js';
 export { auc, MetricsAccumulator } from './evaluation-metrics.js';
 export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';

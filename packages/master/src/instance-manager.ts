@@ -1,3 +1,5 @@
+import type { MasterErrorCode } from './errors.js';
+
 /**
  * Starts and watches the worker instances of a job. `local` runs processes on this machine; a
  * Kubernetes implementation (a later issue) creates pods. Both report through {@link InstanceEvents}.
@@ -23,7 +25,7 @@ export interface InstanceEvents {
    */
   workerLost(workerId: string, reason: string, crashed: boolean): void;
   /** The manager gave up (restart limit): the job must fail with this message. */
-  giveUp(code: string, message: string): void;
+  giveUp(code: MasterErrorCode, message: string): void;
   /** True once the job ended: exits are then expected and nothing is restarted. */
   jobEnded(): boolean;
   /** Asks a worker to leave through its heartbeats (before signals). */

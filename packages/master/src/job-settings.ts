@@ -4,6 +4,8 @@
  * tasks, parameter store with its optimizer, checkpoints, metrics and the live view. Front ends
  * add the readers, the logger and the workers (local processes or pods).
  */
+
+import { checkOneOf } from '@edl/common';
 import { checkOptimizerParams, type OptimizerConfig } from './optimizers.js';
 import {
   defaultMaxStaleness,
@@ -12,7 +14,6 @@ import {
 } from './parameter-store.js';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './task-manager.js';
-import { checkOneOf } from './validate.js';
 
 /**
  * An optimizer as a model definition names it (`@edl/worker`'s `OptimizerSpec`): `sgd`,

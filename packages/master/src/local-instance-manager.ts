@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { checkInteger, checkNonEmptyString } from '@edl/common';
 import type { InstanceEvents, InstanceManager } from './instance-manager.js';
-import { checkInteger, checkString } from './validate.js';
 
 /** Options of {@link LocalInstanceManager}. */
 export interface LocalInstanceManagerOptions {
@@ -81,8 +81,8 @@ export class LocalInstanceManager implements InstanceManager {
     };
     this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);
     this.#maxRestarts = checkInteger(options.maxRestarts ?? 3, 'maxRestarts', 0);
-    checkString(options.masterAddress, 'masterAddress');
-    checkString(options.token, 'token');
+    checkNonEmptyString(options.masterAddress, 'masterAddress');
+    checkNonEmptyString(options.token, 'token');
   }
 
   /** Connects a manager built without events to its master, telling it what happened so far. */

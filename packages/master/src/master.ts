@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { checkInteger } from '@edl/common';
 import {
   type EvaluationMetricsReport,
   type GetTaskResult,
@@ -9,7 +10,7 @@ import {
   type WorkerStatsReport,
 } from '@edl/proto';
 import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
-import { CheckpointError, type JobFailedError, MasterStateError } from './errors.js';
+import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
@@ -20,7 +21,6 @@ import {
   type TaskManagerOptions,
   type TaskManagerStatus,
 } from './task-manager.js';
-import { checkInteger } from './validate.js';
 
 /** Options of {@link Master}: the task manager's, plus the parameter store, checkpoints and metrics. */
 export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' | 'onEvent'> {
@@ -354,7 +354,7 @@ export class Master {
   }
 
   /** Fails the job from outside (the instance manager ran out of restarts). */
-  fail(code: string, message: string): void {
+  fail(code: MasterErrorCode, message: string): void {
     this.taskManager.fail(code, message);
   }
 

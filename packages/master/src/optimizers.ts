@@ -1,4 +1,4 @@
-import { checkNumber, checkOneOf, describeValue } from './validate.js';
+import { checkNumber, checkOneOf, describeValue } from '@edl/common';
 
 /** The optimizers the master applies, with ElasticDL's (Keras') defaults. */
 export type OptimizerConfig =

@@ -1,7 +1,7 @@
+import { checkInteger, checkOneOf } from '@edl/common';
 import { GradientStatus, type NamedTensor, shapeSize } from '@edl/proto';
 import { MasterStateError } from './errors.js';
 import { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
-import { checkInteger, checkOneOf } from './validate.js';
 
 /** How the parameter store takes gradients. */
 export type ParameterStoreMode = 'sync' | 'async';

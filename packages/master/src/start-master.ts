@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { checkInteger } from '@edl/common';
 import type { DataReader, Shard } from '@edl/data';
+import type { MasterErrorCode } from './errors.js';
 import { type MasterServer, serveMaster } from './grpc-server.js';
 import { type LiveViewServer, serveLiveView } from './http/live-view-server.js';
 import { createJobMetrics } from './http/metrics.js';
@@ -8,7 +10,6 @@ import { JobStatusTracker } from './job-status.js';
 import { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
 import { type JobResult, Master, type MasterOptions } from './master.js';
 import { TensorBoardWriter } from './tensorboard.js';
-import { checkInteger } from './validate.js';
 
 /** Options of {@link startMaster}: the master's, where to listen, the data readers and the workers. */
 export interface StartMasterOptions extends MasterOptions {
@@ -127,7 +128,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     workerLost: (workerId: string, reason: string, crashed: boolean) => {
       master.workerLost(workerId, reason, crashed);
     },
-    giveUp: (code: string, message: string) => master.fail(code, message),
+    giveUp: (code: MasterErrorCode, message: string) => master.fail(code, message),
     jobEnded: () => master.taskManager.finished,
     requestStop: (workerId: string) => master.requestStop(workerId),
     workerStarted: (workerId: string, restarts: number) => master.workerStarted(workerId, restarts),

@@ -1,3 +1,4 @@
+import { checkInteger, checkNonEmptyString, checkOneOf, SeededRandom } from '@edl/common';
 import type { Shard } from '@edl/data';
 import {
   fatalTaskErrorCode,
@@ -7,10 +8,8 @@ import {
   TaskType,
   taskTypeOf,
 } from '@edl/proto';
-import { JobFailedError, MasterStateError } from './errors.js';
-import { SeededRandom } from './seeded-random.js';
+import { JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { TaskQueue } from './task-queue.js';
-import { checkInteger, checkOneOf, checkString } from './validate.js';
 
 /** ElasticDL's four job types. */
 export type JobType = 'training' | 'training-with-evaluation' | 'evaluation' | 'prediction';
@@ -194,7 +193,7 @@ export interface TaskManagerState {
    */
   readonly failed?: string;
   /** The failure's stable code (added in issue 15; older checkpoints: TASK_FAILED). */
-  readonly failedCode?: string;
+  readonly failedCode?: MasterErrorCode;
 }
 
 /** Records of each kind of task. */
@@ -359,7 +358,7 @@ export class TaskManager {
    * when todo is empty but tasks are in flight, or `undefined` once the job is over.
    */
   getTask(workerId: string): TaskAssignment | undefined {
-    checkString(workerId, 'workerId');
+    checkNonEmptyString(workerId, 'workerId');
     this.#start();
     this.#lastSeen.set(workerId, this.#now());
     for (;;) {
@@ -587,7 +586,7 @@ export class TaskManager {
   }
 
   /** Fails the job from outside (the instance manager gave up); idempotent. */
-  fail(code: string, message: string): void {
+  fail(code: MasterErrorCode, message: string): void {
     this.#transition('failed', new JobFailedError(code, message));
   }
 
@@ -1031,7 +1030,7 @@ function checkShards(shards: readonly Shard[], name: string): readonly Shard[] {
   if (!Array.isArray(shards))
     throw new TypeError(`Expected an array of shards for ${name} but received ${typeof shards}`);
   shards.forEach((shard, i) => {
-    checkString(shard?.name, `${name}[${i}].name`);
+    checkNonEmptyString(shard?.name, `${name}[${i}].name`);
     checkInteger(shard.start, `${name}[${i}].start`, 0);
     checkInteger(shard.count, `${name}[${i}].count`, 0);
   });

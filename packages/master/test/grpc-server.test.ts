@@ -47,7 +47,7 @@ describe('gRPC server', () => {
       expect(error).toMatchObject({
         code: 'INVALID_ARGUMENT',
         message:
-          "reportTaskResult failed with INVALID_ARGUMENT: Expected a non-empty string for workerId but received string ''",
+          'reportTaskResult failed with INVALID_ARGUMENT: Expected a non-empty string for workerId but received ""',
       });
       client.close();
     });

@@ -8,19 +8,19 @@ describe('createOptimizer', () => {
   it('rejects a key its optimizer does not take, naming the key, the accepted ones and the one meant', () => {
     expect(() => createOptimizer({ type: 'sgd', learning_rate: 0.5 } as never)).toThrow(
       new TypeError(
-        "Expected one of 'learningRate' for a parameter of the sgd optimizer but received string 'learning_rate' (did you mean 'learningRate'?)",
+        `Expected one of 'learningRate' for a parameter of the sgd optimizer but received "learning_rate" (did you mean 'learningRate'?)`,
       ),
     );
     expect(() => createOptimizer({ type: 'adam', learningRate: 0.1, momentum: 0.9 } as never)).toThrow(
       new TypeError(
-        "Expected one of 'learningRate', 'beta1', 'beta2', 'epsilon' for a parameter of the adam optimizer but received string 'momentum'",
+        `Expected one of 'learningRate', 'beta1', 'beta2', 'epsilon' for a parameter of the adam optimizer but received "momentum"`,
       ),
     );
   });
 
   it('so does the parameter store built on it; a key left undefined is no key', () => {
     expect(() => new ParameterStore({ optimizer: { type: 'momentum', Momentum: 0.5 } as never })).toThrow(
-      /received string 'Momentum' \(did you mean 'momentum'\?\)$/,
+      /received "Momentum" \(did you mean 'momentum'\?\)$/,
     );
     expect(createOptimizer({ type: 'sgd', learningRate: undefined }).config).toEqual({
       type: 'sgd',
@@ -45,11 +45,11 @@ describe('optimizerConfigFromSpec', () => {
       optimizerConfigFromSpec({ name: 'sgd', params: { learning_rate: 0.1 } }, 'model.ts'),
     ).toThrow(
       new TypeError(
-        "Expected one of 'learningRate' for a parameter of the sgd optimizer in model.ts but received string 'learning_rate' (did you mean 'learningRate'?)",
+        `Expected one of 'learningRate' for a parameter of the sgd optimizer in model.ts but received "learning_rate" (did you mean 'learningRate'?)`,
       ),
     );
     expect(() => optimizerConfigFromSpec({ name: 'rmsprop' }, 'model.ts')).toThrow(
-      /^Expected one of 'sgd', 'momentum', 'adam' for optimizer.name in model.ts but received string 'rmsprop'$/,
+      /^Expected one of 'sgd', 'momentum', 'adam' for optimizer.name in model.ts but received "rmsprop"$/,
     );
   });
 });

@@ -41,9 +41,7 @@ describe('optimizers', () => {
 
   it('rejects unknown optimizers', () => {
     expect(() => createOptimizer({ type: 'rmsprop' } as never)).toThrow(
-      new TypeError(
-        "Expected one of 'sgd', 'momentum', 'adam' for optimizer.type but received string 'rmsprop'",
-      ),
+      new RangeError(`Expected one of 'sgd', 'momentum', 'adam' for optimizer.type but received "rmsprop"`),
     );
   });
 });

@@ -293,7 +293,7 @@ describe('TaskManager: job types', () => {
           trainingShards: [{ name: 'a', start: 0, count: 1 }],
           minibatchSize: 0,
         }),
-    ).toThrow(new RangeError('Expected an integer >= 1 for minibatchSize but received number 0'));
+    ).toThrow(new RangeError('Expected a positive integer for minibatchSize but received 0'));
   });
 });
 

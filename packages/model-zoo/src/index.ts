@@ -5,6 +5,8 @@
  *
  * @packageDocumentation
  */
+
+export { SeededRandom } from '@edl/common';
 export {
   buildCensusModel,
   type CensusRecord,
@@ -70,7 +72,6 @@ export {
   MNIST_RECORD_BYTES,
   MNIST_SIDE,
 } from './mnist/record-format.js';
-export { SeededRandom } from './seeded-random.js';
 export {
   buildTfExampleModel,
   encodeTfExample,

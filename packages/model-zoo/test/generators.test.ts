@@ -67,7 +67,7 @@ describe('generateCifar10Like', () => {
 
   it('rejects bad options with the standard message', async () => {
     await expect(generateCifar10Like({ dir, records: 0 })).rejects.toThrow(
-      new RangeError('Expected an integer >= 1 for options.records but received 0'),
+      new RangeError('Expected a positive integer for options.records but received 0'),
     );
   });
 });

@@ -1,21 +1,25 @@
+import { EdlError } from '@edl/common';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
+/** The name of a gRPC status, e.g. `'UNAVAILABLE'`. */
+export type GrpcStatusName = keyof typeof GrpcStatus;
+
+/**
+ * Stable codes of {@link EdlProtoError}: the gRPC status name of a failed call to the master
+ * (`STATUS_<n>` for a number gRPC does not name), or `BAD_EXAMPLE` for an Example that does not
+ * parse as its spec asks.
+ */
+export type ProtoErrorCode = GrpcStatusName | `STATUS_${number}` | 'BAD_EXAMPLE';
+
 /** Base of every non-argument error of @edl/proto: `code` is stable and safe to switch on. */
-export class EdlProtoError extends Error {
+export class EdlProtoError extends EdlError<ProtoErrorCode> {
   override readonly name: string = 'EdlProtoError';
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** Status names by number, e.g. 16 -> 'UNAUTHENTICATED'. */
-const statusNames = new Map<number, string>(
+const statusNames = new Map<number, GrpcStatusName>(
   Object.entries(GrpcStatus)
-    .filter((entry): entry is [string, number] => typeof entry[1] === 'number')
+    .filter((entry): entry is [GrpcStatusName, number] => typeof entry[1] === 'number')
     .map(([name, value]) => [value, name]),
 );
 
@@ -47,6 +51,6 @@ export class MasterRpcError extends EdlProtoError {
 }
 
 /** The name of a gRPC status number, for messages and logs. */
-export function grpcStatusName(code: number): string {
+export function grpcStatusName(code: number): GrpcStatusName | `STATUS_${number}` {
   return statusNames.get(code) ?? `STATUS_${code}`;
 }

@@ -3,7 +3,13 @@
  * protoc-gen-es into src/generated/, the gRPC service definition for @grpc/grpc-js, and a typed client.
  */
 
-export { EdlProtoError, grpcStatusName, MasterRpcError } from './errors.js';
+export {
+  EdlProtoError,
+  type GrpcStatusName,
+  grpcStatusName,
+  MasterRpcError,
+  type ProtoErrorCode,
+} from './errors.js';
 export * as example from './example/index.js';
 export * from './generated/edl/v1/master_pb.js';
 export {

@@ -1,4 +1,5 @@
 import { create } from '@bufbuild/protobuf';
+import { describeValue, invalidArgument } from '@edl/common';
 import { type Tensor, TensorSchema } from './generated/edl/v1/master_pb.js';
 
 /** A dense float32 tensor with its name: how variables and gradients look outside the wire format. */
@@ -10,20 +11,12 @@ export interface NamedTensor {
 
 const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
-function describe(value: unknown): string {
-  if (Array.isArray(value)) return `array [${value.join(', ')}]`;
-  return `${typeof value} ${String(value)}`;
-}
-
 /** Number of elements of a shape (1 for a scalar), after checking every dimension. */
 export function shapeSize(shape: readonly number[], name = 'shape'): number {
   let size = 1;
-  for (const dim of shape) {
-    if (!Number.isSafeInteger(dim) || dim < 0) {
-      throw new RangeError(
-        `Expected non-negative integer dimensions for ${name} but received ${describe(shape)}`,
-      );
-    }
+  for (const [i, dim] of shape.entries()) {
+    if (!Number.isSafeInteger(dim) || dim < 0)
+      invalidArgument('a non-negative integer', `${name}[${i}]`, dim, 'range');
     size *= dim;
   }
   return size;
@@ -37,7 +30,7 @@ export function shapeSize(shape: readonly number[], name = 'shape'): number {
 export function toTensorMessage(tensor: NamedTensor, options: { readonly copy?: boolean } = {}): Tensor {
   if (!(tensor.values instanceof Float32Array)) {
     throw new TypeError(
-      `Expected a Float32Array for tensor '${tensor.name}' values but received ${describe(tensor.values)}`,
+      `Expected a Float32Array for tensor '${tensor.name}' values but received ${describeValue(tensor.values)}`,
     );
   }
   const size = shapeSize(tensor.shape, `tensor '${tensor.name}' shape`);

@@ -1,3 +1,4 @@
+import { EdlError } from '@edl/common';
 import type { NativeFault } from './native/addon-types.js';
 
 /**
@@ -43,18 +44,22 @@ const KNOWN_CODES: ReadonlySet<string> = new Set<RecordIOErrorCode>([
   'NOT_SEEKABLE',
 ]);
 
-/** Where a {@link RecordIOError} happened; every field is optional because not every error has it. */
-export interface RecordIOErrorLocation {
+/** Where a fault happened, as every error of @edl/recordio can tell it; each field is optional. */
+export interface FaultLocation {
   /** The file concerned. */
   readonly path?: string | undefined;
-  /** Index of the chunk concerned. */
-  readonly chunk?: number | undefined;
   /** Byte offset in the file (of the chunk header, or of the fault when known). */
   readonly offset?: number | undefined;
-  /** Records of the chunk that were not delivered because of this fault. */
-  readonly records?: number | undefined;
   /** The underlying error, if any. */
   readonly cause?: unknown;
+}
+
+/** Where a {@link RecordIOError} happened; every field is optional because not every error has it. */
+export interface RecordIOErrorLocation extends FaultLocation {
+  /** Index of the chunk concerned. */
+  readonly chunk?: number | undefined;
+  /** Records of the chunk that were not delivered because of this fault. */
+  readonly records?: number | undefined;
 }
 
 /**
@@ -62,10 +67,8 @@ export interface RecordIOErrorLocation {
  * the byte offset and the file, e.g. `CHECKSUM: chunk 0 at byte 0 of /data/x.rio: ...`, so a log
  * line alone says where to look.
  */
-export class RecordIOError extends Error {
+export class RecordIOError extends EdlError<RecordIOErrorCode> {
   override readonly name: string = 'RecordIOError';
-  /** Stable code to branch on. */
-  readonly code: RecordIOErrorCode;
   /** The file concerned, when there is one. */
   readonly path: string | undefined;
   /** Index of the chunk concerned, when there is one. */
@@ -86,11 +89,10 @@ export class RecordIOError extends Error {
    * @param location - the file, chunk, offset and cause.
    */
   constructor(code: RecordIOErrorCode, detail: string, location: RecordIOErrorLocation = {}) {
-    super(
-      formatMessage(code, detail, location),
-      location.cause === undefined ? undefined : { cause: location.cause },
-    );
-    this.code = code;
+    const where: string[] = [];
+    if (location.chunk !== undefined) where.push(`chunk ${location.chunk}`);
+    if (location.offset !== undefined) where.push(`at byte ${location.offset}`);
+    super(code, faultMessage(code, detail, where, location.path), { cause: location.cause });
     this.detail = detail;
     this.path = location.path;
     this.chunk = location.chunk;
@@ -166,12 +168,17 @@ function toCode(code: string): RecordIOErrorCode {
   return KNOWN_CODES.has(code) ? (code as RecordIOErrorCode) : 'IO';
 }
 
-function formatMessage(code: RecordIOErrorCode, detail: string, location: RecordIOErrorLocation): string {
-  const where: string[] = [];
-  if (location.chunk !== undefined) where.push(`chunk ${location.chunk}`);
-  if (location.offset !== undefined) where.push(`at byte ${location.offset}`);
-  if (location.path !== undefined) where.push(where.length > 0 ? `of ${location.path}` : location.path);
-  // One line, always: the CLI prints messages as single-line errors.
+/**
+ * `CODE: <where> of <path>: <detail>` on one line (the CLI prints messages as single-line errors),
+ * e.g. `CHECKSUM: chunk 0 at byte 0 of /data/x.rio: ...`.
+ */
+export function faultMessage(
+  code: RecordIOErrorCode,
+  detail: string,
+  where: readonly string[],
+  path: string | undefined,
+): string {
+  const parts = path === undefined ? where : [...where, where.length > 0 ? `of ${path}` : path];
   const text = detail.replace(/\s*\n\s*/g, ' ');
-  return where.length > 0 ? `${code}: ${where.join(' ')}: ${text}` : `${code}: ${text}`;
+  return parts.length > 0 ? `${code}: ${parts.join(' ')}: ${text}` : `${code}: ${text}`;
 }

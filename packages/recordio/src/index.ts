@@ -6,7 +6,12 @@
  */
 export type { ChunkInfo } from './chunk-info.js';
 export { COMPRESSORS, type CompressorName } from './compressor.js';
-export { RecordIOError, type RecordIOErrorCode, type RecordIOErrorLocation } from './errors.js';
+export {
+  type FaultLocation,
+  RecordIOError,
+  type RecordIOErrorCode,
+  type RecordIOErrorLocation,
+} from './errors.js';
 export {
   getAddon,
   type LoadAddonOptions,

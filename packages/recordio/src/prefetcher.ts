@@ -1,11 +1,11 @@
 import { availableParallelism } from 'node:os';
+import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
 import { captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import { getAddon } from './native/load-addon.js';
 import type { NativePrefetcher, NativePrefetchItem, NativePrefetchStats } from './native/prefetch-types.js';
 import { type PrefetchRange, PrefetchRangeError, skippedFault } from './prefetch-error.js';
 import { PrefetchedBatch } from './prefetched-batch.js';
 import type { BatchRecycler } from './record-batch.js';
-import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
 
 /** Options of {@link Prefetcher.create}. */
 export interface PrefetcherOptions {
@@ -204,7 +204,7 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
    */
   enqueue(range: { readonly path: string; readonly start: number; readonly count: number }): PrefetchRange {
     const r = checkOptions(range, 'range', RANGE_KEYS);
-    const path = checkPath(r.path, 'range.path');
+    const path = checkNonEmptyString(r.path, 'range.path');
     const start = checkInteger(r.start, 'range.start', 0, Number.MAX_SAFE_INTEGER);
     const count = checkInteger(r.count, 'range.count', 0, Number.MAX_SAFE_INTEGER - start);
     if (this.#closed || this.#ended) {

@@ -1,3 +1,4 @@
+import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
 import { type ChunkInfo, chunkInfosFromTable, planChunkAlignedRanges } from './chunk-info.js';
 import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
@@ -5,7 +6,6 @@ import { getAddon } from './native/load-addon.js';
 import { type BatchRecycler, RecordBatch } from './record-batch.js';
 import { type ChunkCacheStats, RecordCache } from './record-cache.js';
 import { RecordIterator } from './record-iterator.js';
-import { checkInteger, checkOneOf, checkOptions, checkPath } from './validate.js';
 
 /** Options of {@link RecordIOReader.open}. */
 export interface RecordIOReaderOptions {
@@ -135,7 +135,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   static #open(path: unknown, options: unknown, callSite: CallSite): RecordIOReader {
-    const file = checkPath(path, 'path');
+    const file = checkNonEmptyString(path, 'path');
     const opts = checkOptions(options, 'options', OPTION_KEYS);
     const onCorruptChunk =
       opts.onCorruptChunk === undefined

@@ -1,4 +1,4 @@
-import { expectedMessage } from './validate.js';
+import { expectedMessage } from '@edl/common';
 
 /**
  * Takes back the buffers of a released batch for a later read to decode into (see
@@ -101,7 +101,7 @@ export class RecordBatch implements Iterable<Uint8Array> {
   /** Record `i` (0-based within the batch) as a view into {@link RecordBatch.data}. */
   get(i: number): Uint8Array {
     if (!(Number.isInteger(i) && i >= 0 && i < this.#length)) {
-      throw new RangeError(expectedMessage(`an integer between 0 and ${this.length - 1}`, 'index', i));
+      throw new RangeError(expectedMessage(`an integer in [0, ${this.length - 1}]`, 'index', i));
     }
     const bounds = this.#bounds;
     const data = this.#data;
@@ -112,7 +112,7 @@ export class RecordBatch implements Iterable<Uint8Array> {
   /** Byte length of record `i`, without creating a view. */
   byteLength(i: number): number {
     if (!(Number.isInteger(i) && i >= 0 && i < this.#length)) {
-      throw new RangeError(expectedMessage(`an integer between 0 and ${this.length - 1}`, 'index', i));
+      throw new RangeError(expectedMessage(`an integer in [0, ${this.length - 1}]`, 'index', i));
     }
     return (this.#bounds[2 * i + 1] as number) - (this.#bounds[2 * i] as number);
   }

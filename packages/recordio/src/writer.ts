@@ -1,15 +1,9 @@
+import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions, expectedMessage } from '@edl/common';
+import { checkRecord } from './check-record.js';
 import { COMPRESSORS, type CompressorName, compressorId } from './compressor.js';
 import { type CallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeWriter } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
-import {
-  checkInteger,
-  checkOneOf,
-  checkOptions,
-  checkPath,
-  checkRecord,
-  expectedMessage,
-} from './validate.js';
 
 /** Options of {@link RecordIOWriter.create}. */
 export interface RecordIOWriterOptions {
@@ -100,7 +94,7 @@ export class RecordIOWriter implements Disposable, AsyncDisposable {
   }
 
   static #create(path: unknown, options: unknown, callSite: CallSite): RecordIOWriter {
-    const file = checkPath(path, 'path');
+    const file = checkNonEmptyString(path, 'path');
     const opts = checkOptions(options, 'options', OPTION_KEYS);
     const compressor =
       opts.compressor === undefined

@@ -27,7 +27,7 @@ describe('argument validation', () => {
       ),
     );
     await expect(RecordIOReader.open(hello, { batchBytes: 0 })).rejects.toThrow(
-      new RangeError('Expected an integer between 1 and 2147483648 for options.batchBytes but received 0'),
+      new RangeError('Expected an integer in [1, 2147483648] for options.batchBytes but received 0'),
     );
     await expect(RecordIOReader.open(hello, null as never)).rejects.toThrow(
       new TypeError('Expected an object for options but received null'),
@@ -50,7 +50,7 @@ describe('argument validation', () => {
     );
     const batch = await reader.read(0, 3);
     expect(() => batch.get(3)).toThrow(
-      new RangeError('Expected an integer between 0 and 2 for index but received 3'),
+      new RangeError('Expected an integer in [0, 2] for index but received 3'),
     );
     reader.close();
   });
@@ -61,10 +61,10 @@ describe('argument validation', () => {
       new RangeError("Expected one of 'none', 'snappy', 'gzip' for options.compressor but received \"lz4\""),
     );
     await expect(RecordIOWriter.create(path, { maxChunkBytes: 0 })).rejects.toThrow(
-      new RangeError('Expected an integer between 1 and 4294967295 for options.maxChunkBytes but received 0'),
+      new RangeError('Expected an integer in [1, 4294967295] for options.maxChunkBytes but received 0'),
     );
     await expect(RecordIOWriter.create(path, { gzipLevel: 10 })).rejects.toThrow(
-      new RangeError('Expected an integer between 1 and 9 for options.gzipLevel but received 10'),
+      new RangeError('Expected an integer in [1, 9] for options.gzipLevel but received 10'),
     );
     await expect(RecordIOWriter.create(path, { maxChunkSize: 5 } as never)).rejects.toThrow(
       new TypeError(
@@ -76,7 +76,7 @@ describe('argument validation', () => {
       new TypeError('Expected a Uint8Array or a string for record but received 5'),
     );
     expect(() => writer.writeBatch(['a', {} as Uint8Array])).toThrow(
-      new TypeError('Expected a Uint8Array or a string for records[1] but received an object'),
+      new TypeError('Expected a Uint8Array or a string for records[1] but received {}'),
     );
     expect(() => writer.writeBatch({ data: new Uint8Array(4), bounds: Uint32Array.of(0, 5) })).toThrow(
       new RangeError(

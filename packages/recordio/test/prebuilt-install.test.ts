@@ -112,8 +112,11 @@ function prepare(): void {
     JSON.stringify({
       private: true,
       dependencies: { '@edl/recordio': `file:${tarball('@edl/recordio')}` },
-      // Stands in for the registry: the optional dependency resolves to our tarball.
-      overrides: { [platformPackage]: `file:${tarball(platformPackage)}` },
+      // Stand in for the registry: @edl/common and the optional dependency resolve to our tarballs.
+      overrides: {
+        '@edl/common': `file:${tarball('@edl/common')}`,
+        [platformPackage]: `file:${tarball(platformPackage)}`,
+      },
     }),
   );
   writeFileSync(
@@ -160,7 +163,14 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
 
   it('pack:all made every tarball with one version, and none has an install script', () => {
     const files = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
-    for (const name of ['@edl/recordio', '@edl/data', '@edl/cli', platformPackage, '@edl/native-source']) {
+    for (const name of [
+      '@edl/common',
+      '@edl/recordio',
+      '@edl/data',
+      '@edl/cli',
+      platformPackage,
+      '@edl/native-source',
+    ]) {
       expect(files).toContain(tarball(name).slice(packDir.length + 1));
     }
     for (const file of files) {

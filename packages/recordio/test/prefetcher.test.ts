@@ -325,7 +325,7 @@ describe('Prefetcher', () => {
 
   it('checks its arguments', () => {
     expect(() => Prefetcher.create({ threads: -1 })).toThrow(
-      'Expected an integer between 0 and 64 for options.threads but received -1',
+      'Expected an integer in [0, 64] for options.threads but received -1',
     );
     expect(() => Prefetcher.create({ batchSize: 0 })).toThrow(RangeError);
     expect(() => Prefetcher.create({ onCorruptChunk: 'drop' as 'skip' })).toThrow(RangeError);

@@ -103,7 +103,7 @@ describe('TFRecordWriter -> TFRecordReader', () => {
       records.slice(40, 45),
     );
     expect(() => reader.readSync(299, 2)).toThrow(
-      new RangeError('Expected an integer between 0 and 1 for count but received 2'),
+      new RangeError('Expected an integer in [0, 1] for count but received 2'),
     );
     reader.close();
     expect(() => reader.readSync(0, 1)).toThrow(TFRecordError);

@@ -1,4 +1,4 @@
-import { describeValue } from './errors.js';
+import { describeValue } from '@edl/common';
 
 /**
  * Groups records into arrays of `size` (the last one may be shorter), in order: the batching step

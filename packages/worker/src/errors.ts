@@ -1,3 +1,4 @@
+import { EdlError } from '@edl/common';
 import { FATAL_TASK_ERROR_CODES } from '@edl/proto';
 
 /** Stable codes of the errors @edl/worker throws (besides TypeError / RangeError for bad arguments). */
@@ -12,25 +13,8 @@ export type WorkerErrorCode =
   | 'NON_FINITE';
 
 /** Base class of every non-argument error of @edl/worker; `code` is stable across releases. */
-export class WorkerError extends Error {
+export class WorkerError extends EdlError<WorkerErrorCode> {
   override readonly name: string = 'WorkerError';
-  readonly code: WorkerErrorCode;
-
-  constructor(code: WorkerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
-}
-
-/** Formats a value for the "Expected <what> for <name> but received <value>" argument errors. */
-export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null || value === undefined || typeof value !== 'object') return String(value);
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
 }
 
 /** The error text a worker reports for a failed task: `CODE: message` for @edl/proto's fatal codes. */

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { describeValue } from '@edl/common';
 import { assertSingleTfjs } from './duplicate-tfjs.js';
-import { describeValue, WorkerError } from './errors.js';
+import { WorkerError } from './errors.js';
 import type { ModelDefinition } from './model-definition.js';
 import { shareWorkerPackages } from './shared-packages.js';
 

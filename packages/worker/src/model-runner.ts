@@ -1,7 +1,8 @@
+import { describeValue } from '@edl/common';
 import { accuracyPartial, aucPartial, type MetricPartial, msePartial, type NamedTensor } from '@edl/proto';
 import type * as tfl from '@tensorflow/tfjs-layers';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
-import { describeValue, WorkerError } from './errors.js';
+import { WorkerError } from './errors.js';
 import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
 
 /** Where a training minibatch came from, for the error of a non-finite loss or gradient. */

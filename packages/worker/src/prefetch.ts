@@ -1,4 +1,4 @@
-import { describeValue } from './errors.js';
+import { describeValue } from '@edl/common';
 
 /**
  * Pulls up to `depth` elements of `source` ahead of the consumer, so that producing the next

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
 import {
   GradientStatus,
@@ -10,7 +11,7 @@ import {
   taskKindOf,
 } from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
-import { describeValue, taskErrorText, WorkerError } from './errors.js';
+import { taskErrorText, WorkerError } from './errors.js';
 import { LiveStats } from './live-stats.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection } from './master-connection.js';

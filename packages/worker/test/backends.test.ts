@@ -34,7 +34,7 @@ async function trainingStep(): Promise<{ loss: number; grads: Record<string, Flo
 describe('selectBackend', () => {
   it('rejects an unknown backend name', async () => {
     await expect(selectBackend({ backend: 'tpu' as never })).rejects.toThrow(
-      new TypeError("Expected one of auto, webgpu, tensorflow, wasm, cpu for backend but received 'tpu'"),
+      new TypeError('Expected one of auto, webgpu, tensorflow, wasm, cpu for backend but received "tpu"'),
     );
   });
 

@@ -1,3 +1,4 @@
+import { EdlError } from '@edl/common';
 import { exampleToJson } from '@edl/proto/example';
 
 /** How `edl recordio cat` and `edl tfrecord cat` print a record. */
@@ -53,13 +54,19 @@ export function formatRecord(
 }
 
 /** A record printed with `--format example` that does not decode as a `tf.train.Example`. */
-export class NotAnExample extends Error {
+export class NotAnExample extends EdlError<'NOT_AN_EXAMPLE'> {
   override readonly name = 'NotAnExample';
+  constructor(message: string) {
+    super('NOT_AN_EXAMPLE', message);
+  }
 }
 
 /** A line of input that is not valid in the chosen format. */
-export class BadInputLine extends Error {
+export class BadInputLine extends EdlError<'BAD_INPUT_LINE'> {
   override readonly name = 'BadInputLine';
+  constructor(message: string) {
+    super('BAD_INPUT_LINE', message);
+  }
 }
 
 const HEX = /^(?:[0-9a-fA-F]{2})*$/;

@@ -1,9 +1,9 @@
+import { checkInteger, invalidArgument } from '@edl/common';
 import type { JsonObject } from '../protocols.js';
 import { DatasetIteratorBase, DONE } from './dataset-iterator-base.js';
 import type { MapDataset } from './map-dataset.js';
 import { checkShardOptions } from './shard.js';
 import { expectStateObject, stateCount } from './state.js';
-import { expectInteger, invalidArgument } from './validate.js';
 
 /** Options of an `ElasticIterator`. */
 export interface ElasticIteratorOptions {
@@ -36,7 +36,7 @@ export class ElasticIterator<T> extends DatasetIteratorBase<T[]> {
 
   constructor(dataset: MapDataset<T>, options: ElasticIteratorOptions) {
     super();
-    const globalBatchSize = expectInteger(options?.globalBatchSize, 'options.globalBatchSize', 1);
+    const globalBatchSize = checkInteger(options?.globalBatchSize, 'options.globalBatchSize', 1);
     const shard = checkShardOptions(options.shard ?? { index: 0, count: 1 });
     if (globalBatchSize % shard.count !== 0) {
       invalidArgument(

@@ -1,3 +1,5 @@
+import { EdlError } from '@edl/common';
+
 /**
  * Errors of the dataset layer that are not bad arguments. Bad arguments throw `TypeError` /
  * `RangeError`; everything else is a `DatasetError` whose `code` is stable, so callers can branch on
@@ -14,12 +16,6 @@ export type DatasetErrorCode =
   | 'ERR_MAP_WORKER';
 
 /** Base error of `@edl/data` datasets, with a stable `code`. */
-export class DatasetError extends Error {
-  readonly code: DatasetErrorCode;
-
-  constructor(code: DatasetErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'DatasetError';
-    this.code = code;
-  }
+export class DatasetError extends EdlError<DatasetErrorCode> {
+  override readonly name: string = 'DatasetError';
 }

@@ -1,5 +1,5 @@
+import { checkInteger, checkSafeInteger, invalidArgument } from '@edl/common';
 import { fmix32, hashIntegers } from './hash.js';
-import { expectInteger, expectSeed, invalidArgument } from './validate.js';
 
 /** Largest supported domain: 2^53 - 1, so every index and result is a safe integer. */
 export const MAX_SHUFFLE_LENGTH = Number.MAX_SAFE_INTEGER;
@@ -76,12 +76,12 @@ export class IndexShuffler {
    *   `length`) is only useful to verify the cipher, see `overDomain`.
    */
   constructor(length: number, seed: number, domain: FeistelDomain = feistelDomain(length)) {
-    expectInteger(length, 'length', 0, MAX_SHUFFLE_LENGTH);
+    checkInteger(length, 'length', 0, MAX_SHUFFLE_LENGTH);
     this.length = length;
-    this.seed = expectSeed(seed, 'seed');
+    this.seed = checkSafeInteger(seed, 'seed');
     const { highBits, modulus } = domain;
-    expectInteger(highBits, 'domain.highBits', 0, 26);
-    expectInteger(modulus, 'domain.modulus', 1, 2 ** 27);
+    checkInteger(highBits, 'domain.highBits', 0, 26);
+    checkInteger(modulus, 'domain.modulus', 1, 2 ** 27);
     if (2 ** highBits * modulus < length)
       invalidArgument(`a domain covering length ${length}`, 'domain', domain);
     this.#highMask = 2 ** highBits - 1;
@@ -109,7 +109,7 @@ export class IndexShuffler {
   /** The position `index` is moved to: a bijection of `[0, length)`. */
   get(index: number): number {
     if (!(index >= 0 && index < this.length && Math.floor(index) === index)) {
-      expectInteger(index, 'index', 0, Math.max(0, this.length - 1));
+      checkInteger(index, 'index', 0, Math.max(0, this.length - 1));
       throw new RangeError(`Expected an index below length ${this.length} for index but received ${index}`);
     }
     const m = this.#modulus;

@@ -1,3 +1,4 @@
+import { checkFunction, checkInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, IterDatasetLike } from '../protocols.js';
 import { MixSchedule } from './mix-schedule.js';
 import { BatchIterator, type BatchOptions } from './transforms/batch.js';
@@ -13,7 +14,6 @@ import {
 } from './transforms/parallel-map.js';
 import { PrefetchIterator } from './transforms/prefetch.js';
 import { TakeIterator } from './transforms/take.js';
-import { expectFunction, expectInteger, invalidArgument } from './validate.js';
 
 /**
  * A lazy, immutable, sequential dataset (Grain's `IterDataset`). Every `iterator()` starts a fresh
@@ -42,7 +42,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
    * a fresh `DatasetIterator` at the start of the sequence on every call.
    */
   static fromIterator<T>(makeIterator: () => DatasetIterator<T>, name = 'IterDataset'): IterDataset<T> {
-    return new IterDataset(expectFunction(makeIterator, 'makeIterator'), name);
+    return new IterDataset(checkFunction(makeIterator, 'makeIterator'), name);
   }
 
   /**
@@ -51,7 +51,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
    * the same sequence on every call.
    */
   static fromIterable<T>(factory: IterableFactory<T>, name = 'IterableDataset'): IterDataset<T> {
-    expectFunction(factory, 'factory');
+    checkFunction(factory, 'factory');
     return new IterDataset(() => new FromIterableIterator(factory, name), name);
   }
 
@@ -82,7 +82,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
 
   /** Applies `fn` to every element. */
   map<U>(fn: MapFn<T, U>): IterDataset<U> {
-    expectFunction(fn, 'fn');
+    checkFunction(fn, 'fn');
     return this.#then((parent) => new MapIterator(parent, fn), 'Map');
   }
 
@@ -97,26 +97,26 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
 
   /** Keeps the elements for which `predicate` is true. */
   filter(predicate: Predicate<T>): IterDataset<T> {
-    expectFunction(predicate, 'predicate');
+    checkFunction(predicate, 'predicate');
     return this.#then((parent) => new FilterIterator(parent, predicate), 'Filter');
   }
 
   /** Groups consecutive elements into arrays of `size` (the last may be shorter unless dropped). */
   batch(size: number, options: BatchOptions = {}): IterDataset<T[]> {
-    expectInteger(size, 'size', 1);
+    checkInteger(size, 'size', 1);
     return this.#then((parent) => new BatchIterator(parent, size, options), `Batch(${size})`);
   }
 
   /** Reads up to `bufferSize` elements ahead in the background; the state stays exact. */
   prefetch(bufferSize: number): IterDataset<T> {
-    expectInteger(bufferSize, 'bufferSize', 1);
+    checkInteger(bufferSize, 'bufferSize', 1);
     return this.#then((parent) => new PrefetchIterator(parent, bufferSize), `Prefetch(${bufferSize})`);
   }
 
   /** Replaces each element by the dataset `fn` makes of it, reading `cycleLength` of them in turn. */
   interleave<U>(fn: InterleaveFn<T, U>, cycleLength: number): IterDataset<U> {
-    expectFunction(fn, 'fn');
-    expectInteger(cycleLength, 'cycleLength', 1);
+    checkFunction(fn, 'fn');
+    checkInteger(cycleLength, 'cycleLength', 1);
     return new IterDataset(
       () => new InterleaveIterator(() => this.iterator(), fn, cycleLength),
       `${this} -> Interleave(cycleLength=${cycleLength})`,
@@ -125,7 +125,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
 
   /** The first `count` elements. */
   take(count: number): IterDataset<T> {
-    expectInteger(count, 'count');
+    checkInteger(count, 'count');
     return this.#then((parent) => new TakeIterator(parent, count), `Take(${count})`);
   }
 

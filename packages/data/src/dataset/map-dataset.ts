@@ -1,4 +1,6 @@
+import { checkFunction, checkInteger, checkSafeInteger, invalidArgument } from '@edl/common';
 import type { RandomAccessDataSource } from '../protocols.js';
+import { expectFinite } from './expect-finite.js';
 import { checkMix, IterDataset } from './iter-dataset.js';
 import type { MapNode } from './map-node.js';
 import { MixSchedule } from './mix-schedule.js';
@@ -16,7 +18,6 @@ import { ShuffleNode } from './transforms/shuffle.js';
 import { SliceNode } from './transforms/slice.js';
 import { SourceNode } from './transforms/source.js';
 import { type ReadOptions, ToIterDatasetIterator } from './transforms/to-iter-dataset.js';
-import { expectFinite, expectFunction, expectInteger, expectSeed, invalidArgument } from './validate.js';
 
 /**
  * A lazy, immutable dataset with random access (Grain's `MapDataset`): `get(i)` computes element `i`
@@ -93,14 +94,14 @@ export class MapDataset<T> implements AsyncIterable<T> {
 
   /** Element `index` (`undefined` for a hole); indices past `length` address later epochs. */
   async get(index: number): Promise<T | undefined> {
-    expectInteger(index, 'index');
+    checkInteger(index, 'index');
     if (this.#node.length === 0) invalidArgument('an index into a non-empty dataset', 'index', index);
     return this.#node.get(index);
   }
 
   /** Applies `fn` to every element (it must not return `undefined`, the hole marker). */
   map<U>(fn: MapFn<T, U>): MapDataset<U> {
-    return new MapDataset(new MapNodeMap(this.#node, expectFunction(fn, 'fn')));
+    return new MapDataset(new MapNodeMap(this.#node, checkFunction(fn, 'fn')));
   }
 
   /**
@@ -108,37 +109,39 @@ export class MapDataset<T> implements AsyncIterable<T> {
    * gets the same randomness, in any order or process, and a new epoch gets new randomness.
    */
   randomMap<U>(fn: RandomMapFn<T, U>, seed: number): MapDataset<U> {
-    return new MapDataset(new RandomMapNode(this.#node, expectFunction(fn, 'fn'), expectSeed(seed, 'seed')));
+    return new MapDataset(
+      new RandomMapNode(this.#node, checkFunction(fn, 'fn'), checkSafeInteger(seed, 'seed')),
+    );
   }
 
   /** Turns the elements for which `predicate` is false into holes (length and indices are kept). */
   filter(predicate: Predicate<T>): MapDataset<T> {
-    return new MapDataset(new FilterNode(this.#node, expectFunction(predicate, 'predicate')));
+    return new MapDataset(new FilterNode(this.#node, checkFunction(predicate, 'predicate')));
   }
 
   /** Groups consecutive elements of an epoch into arrays of `size`; holes are left out of a batch. */
   batch(size: number, options: BatchOptions = {}): MapDataset<T[]> {
-    return new MapDataset(new BatchNode(this.#node, expectInteger(size, 'size', 1), options));
+    return new MapDataset(new BatchNode(this.#node, checkInteger(size, 'size', 1), options));
   }
 
   /** A global shuffle by index permutation: O(1) memory, a new order every epoch. */
   shuffle(seed: number): MapDataset<T> {
     expectFinite(this.#node.length, 'the dataset to shuffle');
-    return new MapDataset(new ShuffleNode(this.#node, expectSeed(seed, 'seed')));
+    return new MapDataset(new ShuffleNode(this.#node, checkSafeInteger(seed, 'seed')));
   }
 
   /** Elements `start, start + step, ...` below `stop` (clamped to the length), like `array.slice`. */
   slice(start = 0, stop = this.#node.length, step = 1): MapDataset<T> {
-    expectInteger(start, 'start');
-    if (stop !== Number.POSITIVE_INFINITY) expectInteger(stop, 'stop');
-    expectInteger(step, 'step', 1);
+    checkInteger(start, 'start');
+    if (stop !== Number.POSITIVE_INFINITY) checkInteger(stop, 'stop');
+    checkInteger(step, 'step', 1);
     const length = this.#node.length;
     return new MapDataset(new SliceNode(this.#node, Math.min(start, length), Math.min(stop, length), step));
   }
 
   /** `numEpochs` passes over the dataset (forever when omitted). */
   repeat(numEpochs?: number): MapDataset<T> {
-    if (numEpochs !== undefined) expectInteger(numEpochs, 'numEpochs');
+    if (numEpochs !== undefined) checkInteger(numEpochs, 'numEpochs');
     return new MapDataset(new RepeatNode(this.#node, numEpochs));
   }
 
@@ -152,8 +155,8 @@ export class MapDataset<T> implements AsyncIterable<T> {
    * up to `threads` concurrent `get` calls. Its iterators' state is `{ nextIndex }`.
    */
   toIterDataset(options: ReadOptions = {}): IterDataset<T> {
-    const threads = expectInteger(options.threads ?? 8, 'options.threads', 1);
-    const prefetch = expectInteger(options.prefetch ?? 32, 'options.prefetch');
+    const threads = checkInteger(options.threads ?? 8, 'options.threads', 1);
+    const prefetch = checkInteger(options.prefetch ?? 32, 'options.prefetch');
     const node = this.#node;
     return IterDataset.fromIterator(
       () => new ToIterDatasetIterator(node, { threads, prefetch }),

@@ -1,4 +1,5 @@
-import { expectFinite, expectInteger, invalidArgument } from './validate.js';
+import { checkInteger, invalidArgument } from '@edl/common';
+import { expectFinite } from './expect-finite.js';
 
 /** Which part of a dataset one of `count` consumers reads (Grain's `ShardOptions`). */
 export interface ShardOptions {
@@ -13,8 +14,8 @@ export interface ShardOptions {
 /** Validates shard options: `index` an integer in `[0, count)`, `count` a positive integer. */
 export function checkShardOptions(options: ShardOptions): ShardOptions {
   if (typeof options !== 'object' || options === null) invalidArgument('shard options', 'options', options);
-  expectInteger(options.count, 'options.count', 1);
-  expectInteger(options.index, 'options.index', 0, options.count - 1);
+  checkInteger(options.count, 'options.count', 1);
+  checkInteger(options.index, 'options.index', 0, options.count - 1);
   return options;
 }
 

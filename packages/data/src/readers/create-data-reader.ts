@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkObject, describeValue, expectedMessage } from '@edl/common';
 import type { DataReader, JsonObject, ReaderDescription } from '../protocols.js';
 import { type LoadCustomReaderOptions, loadCustomReader } from './custom-reader.js';
 import { DataReaderError } from './errors.js';
@@ -8,7 +9,6 @@ import { RecordIODataReader } from './recordio-data-reader.js';
 import { TableDataReader } from './table-data-reader.js';
 import { TextDataReader } from './text-data-reader.js';
 import { isTFRecordPath, TFRecordDataReader } from './tfrecord-data-reader.js';
-import { checkObject, describeValue, expectedMessage } from './validate.js';
 
 /** The built-in reader types; any other type is a custom reader spec `<module>[#export]`. */
 export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';

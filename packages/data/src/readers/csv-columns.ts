@@ -1,5 +1,5 @@
+import { expectedMessage } from '@edl/common';
 import { DataReaderError } from './errors.js';
-import { expectedMessage } from './validate.js';
 
 /** The type of a CSV column: what its fields become in the records the text reader yields. */
 export type CsvColumnType = 'float32' | 'int32' | 'string';

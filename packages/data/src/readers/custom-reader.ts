@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describeValue, expectedMessage } from '@edl/common';
 import type { DataReader, JsonObject, RecordRange } from '../protocols.js';
 import { DataReaderError } from './errors.js';
-import { describeValue, expectedMessage } from './validate.js';
 
 /**
  * What a custom reader module exports: a function from the `--data-reader-params` object to a

@@ -1,3 +1,5 @@
+import { EdlError } from '@edl/common';
+
 /**
  * Stable codes of {@link DataReaderError}. Programs branch on these, never on messages.
  *
@@ -44,10 +46,8 @@ export type DataReaderErrorCode =
  * Every failure of the data readers that is not a bad argument. The message starts with the code and
  * names the file, table, shard or module concerned, so a log line alone says where to look.
  */
-export class DataReaderError extends Error {
+export class DataReaderError extends EdlError<DataReaderErrorCode> {
   override readonly name = 'DataReaderError';
-  /** Stable code to branch on. */
-  readonly code: DataReaderErrorCode;
 
   /**
    * @param code - stable error code.
@@ -55,7 +55,6 @@ export class DataReaderError extends Error {
    * @param cause - the underlying error, if any.
    */
   constructor(code: DataReaderErrorCode, message: string, cause?: unknown) {
-    super(`${code}: ${message}`, cause === undefined ? undefined : { cause });
-    this.code = code;
+    super(code, `${code}: ${message}`, { cause });
   }
 }

@@ -1,8 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordRange } from '../protocols.js';
+import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
-import { checkRange } from './validate.js';
 
 /** Code-unit order of paths: shards are listed the same way on every machine and locale. */
 export function compareCodeUnits(a: string, b: string): number {

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import { checkNonEmptyString, checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type {
   DataReader,
@@ -10,11 +11,11 @@ import type {
   Shard,
 } from '../protocols.js';
 import { recordsOfBatches } from '../records-of-batches.js';
+import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { PrefetchedRanges } from './prefetched-ranges.js';
 import { ReaderCache } from './reader-cache.js';
-import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
 
 /** Options of {@link RecordIODataReader.open}: exactly one of `dataDir` and `files`. */
 export type RecordIODataReaderOptions = (
@@ -149,7 +150,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   /** Checks the options and lists the files (a directory is listed now, once). */
   static async open(options: RecordIODataReaderOptions): Promise<RecordIODataReader> {
     const o = checkObject(options, 'options');
-    const maxOpenFiles = checkInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+    const maxOpenFiles = checkOptionalInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
     const onCorruptChunk = o.onCorruptChunk ?? 'error';
     if (onCorruptChunk !== 'error' && onCorruptChunk !== 'skip') {
       throw new TypeError(expectedMessage("'error' or 'skip'", 'options.onCorruptChunk', o.onCorruptChunk));
@@ -323,9 +324,15 @@ function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
     }
   }
   return {
-    threads: checkInteger(o.threads, 'options.prefetch.threads', availableParallelism() > 1 ? 2 : 1, 0, 64),
-    batchSize: checkInteger(o.batchSize, 'options.prefetch.batchSize', 4096, 1, 1 << 20),
-    maxBufferedBytes: checkInteger(
+    threads: checkOptionalInteger(
+      o.threads,
+      'options.prefetch.threads',
+      availableParallelism() > 1 ? 2 : 1,
+      0,
+      64,
+    ),
+    batchSize: checkOptionalInteger(o.batchSize, 'options.prefetch.batchSize', 4096, 1, 1 << 20),
+    maxBufferedBytes: checkOptionalInteger(
       o.maxBufferedBytes,
       'options.prefetch.maxBufferedBytes',
       64 * MIB,

@@ -1,4 +1,4 @@
-import { expectedMessage } from './validate.js';
+import { expectedMessage } from '@edl/common';
 
 /**
  * Quotes one PostgreSQL identifier exactly as given: `"` + name with `"` doubled + `"`. Quoting always

@@ -1,3 +1,4 @@
+import { checkNonEmptyString, checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import type pg from 'pg';
 import type {
   DataReader,
@@ -7,12 +8,12 @@ import type {
   RecordRange,
   Shard,
 } from '../protocols.js';
+import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
 import { PgConnections, PgParams, type PgSession, runStatement } from './pg-connections.js';
 import { isConnectionError } from './pg-retry.js';
 import { quoteIdentifier, quoteQualified } from './sql-identifier.js';
 import { checkFilters, checkUnsafeWhere, filterSql, type TableFilter } from './table-filter.js';
-import { checkInteger, checkNonEmptyString, checkObject, checkRange, expectedMessage } from './validate.js';
 
 export type { FilterOp, FilterValue, TableFilter } from './table-filter.js';
 
@@ -150,8 +151,13 @@ export class TableDataReader implements DataReader<TableRow> {
       options.unsafeWhere === undefined
         ? this.#qualified
         : `(SELECT * FROM ${this.#qualified} WHERE (\n${options.unsafeWhere}\n)) AS edl_rows`;
-    this.#recordsPerShard = checkInteger(options.recordsPerShard, 'options.recordsPerShard', 10_000);
-    this.#pageSize = checkInteger(options.pageSize, 'options.pageSize', 1000, 1, 1_000_000);
+    this.#recordsPerShard = checkOptionalInteger(
+      options.recordsPerShard,
+      'options.recordsPerShard',
+      10_000,
+      1,
+    );
+    this.#pageSize = checkOptionalInteger(options.pageSize, 'options.pageSize', 1000, 1, 1_000_000);
     this.#maxRetries = connections.maxRetries;
     this.#retryDelayMs = connections.retryDelayMs;
     this.metadata = {
@@ -187,12 +193,12 @@ export class TableDataReader implements DataReader<TableRow> {
     if (options.unsafeWhere !== undefined) checkUnsafeWhere(options.unsafeWhere, 'options.unsafeWhere');
     if (options.keyColumn !== undefined) checkNonEmptyString(options.keyColumn, 'options.keyColumn');
     // Checked before any connection is made.
-    checkInteger(options.recordsPerShard, 'options.recordsPerShard', 10_000);
-    checkInteger(options.pageSize, 'options.pageSize', 1000, 1, 1_000_000);
+    checkOptionalInteger(options.recordsPerShard, 'options.recordsPerShard', 10_000, 1);
+    checkOptionalInteger(options.pageSize, 'options.pageSize', 1000, 1, 1_000_000);
     const connections = new PgConnections(
       clientConfig,
-      checkInteger(options.maxRetries, 'options.maxRetries', 5, 0, 100),
-      checkInteger(options.retryDelayMs, 'options.retryDelayMs', 100, 0, 60_000),
+      checkOptionalInteger(options.maxRetries, 'options.maxRetries', 5, 0, 100),
+      checkOptionalInteger(options.retryDelayMs, 'options.retryDelayMs', 100, 0, 60_000),
     );
     const label = typeof options.table === 'string' ? options.table : quoteQualified(options.table);
     try {
@@ -416,7 +422,7 @@ function toClientConfig(options: TableDataReaderOptions): pg.ClientConfig {
     options.applicationName === undefined
       ? 'edl-table-reader'
       : checkNonEmptyString(options.applicationName, 'options.applicationName');
-  const connectionTimeoutMillis = checkInteger(
+  const connectionTimeoutMillis = checkOptionalInteger(
     options.connectTimeoutMs,
     'options.connectTimeoutMs',
     10_000,

@@ -1,6 +1,6 @@
+import { expectedMessage } from '@edl/common';
 import type { PgParams } from './pg-connections.js';
 import { quoteIdentifier } from './sql-identifier.js';
-import { expectedMessage } from './validate.js';
 
 /** A scalar a filter compares with; it always travels as a query parameter, never as SQL text. */
 export type FilterValue = string | number | boolean;

@@ -1,6 +1,14 @@
 import { open, stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
+import {
+  checkBoolean,
+  checkNonEmptyString,
+  checkObject,
+  checkOptionalInteger,
+  expectedMessage,
+} from '@edl/common';
 import type { DataReader, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
+import { checkRange } from './check-range.js';
 import {
   type CsvColumnType,
   type CsvField,
@@ -19,14 +27,6 @@ import {
   type TextIndex,
   type TextLayout,
 } from './text-index.js';
-import {
-  checkBoolean,
-  checkInteger,
-  checkNonEmptyString,
-  checkObject,
-  checkRange,
-  expectedMessage,
-} from './validate.js';
 
 export type { TextFormat } from './record-boundary-scanner.js';
 
@@ -137,12 +137,19 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       );
     }
     const header = checkBoolean(options.header, 'options.header', false);
-    const recordsPerShard = checkInteger(
+    const recordsPerShard = checkOptionalInteger(
       options.recordsPerShard,
       'options.recordsPerShard',
       DEFAULT_RECORDS_PER_SHARD,
+      1,
     );
-    const stride = checkInteger(options.indexStride, 'options.indexStride', DEFAULT_INDEX_STRIDE, 1, 1 << 24);
+    const stride = checkOptionalInteger(
+      options.indexStride,
+      'options.indexStride',
+      DEFAULT_INDEX_STRIDE,
+      1,
+      1 << 24,
+    );
     if (options.onIndexProgress !== undefined && typeof options.onIndexProgress !== 'function') {
       throw new TypeError(expectedMessage('a function', 'options.onIndexProgress', options.onIndexProgress));
     }

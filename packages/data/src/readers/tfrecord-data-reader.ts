@@ -1,4 +1,5 @@
 import { dirname, extname, resolve } from 'node:path';
+import { checkNonEmptyString, checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import {
   type RecordBatch,
   TFRECORD_COMPRESSIONS,
@@ -17,7 +18,6 @@ import { recordsOfBatches } from '../records-of-batches.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
 import { ReaderCache } from './reader-cache.js';
-import { checkInteger, checkNonEmptyString, checkObject, expectedMessage } from './validate.js';
 
 /** File name extensions of TFRecord files (a trailing `.gz`/`.zz`/`.zlib` is allowed after them). */
 export const TFRECORD_EXTENSIONS: readonly string[] = ['.tfrecord', '.tfrecords', '.tfrec'];
@@ -115,8 +115,8 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
         ),
       );
     }
-    const maxOpenFiles = checkInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
-    const batchBytes = checkInteger(o.batchBytes, 'options.batchBytes', MIB, 1, 2 ** 31);
+    const maxOpenFiles = checkOptionalInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+    const batchBytes = checkOptionalInteger(o.batchBytes, 'options.batchBytes', MIB, 1, 2 ** 31);
     if ((o.dataDir === undefined) === (o.files === undefined)) {
       throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
     }

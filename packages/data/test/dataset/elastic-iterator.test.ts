@@ -103,9 +103,7 @@ describe('ElasticIterator', () => {
     expect(
       () => new ElasticIterator(MapDataset.range(4), { globalBatchSize: 10, shard: { index: 0, count: 4 } }),
     ).toThrow(
-      new RangeError(
-        'Expected a multiple of the shard count 4 for options.globalBatchSize but received 10 of type number',
-      ),
+      new RangeError('Expected a multiple of the shard count 4 for options.globalBatchSize but received 10'),
     );
     expect(() => new ElasticIterator(MapDataset.range(4), { globalBatchSize: 0 })).toThrow(RangeError);
   });

@@ -11,10 +11,10 @@ describe('IterDataset', () => {
   it('errors: exact messages, busy iterators and bad states', async () => {
     const ds = counting(5);
     expect(() => ds.batch(1.5)).toThrow(
-      new RangeError('Expected a positive integer for size but received 1.5 of type number'),
+      new RangeError('Expected a positive integer for size but received 1.5'),
     );
     expect(() => ds.prefetch(0)).toThrow(
-      new RangeError('Expected a positive integer for bufferSize but received 0 of type number'),
+      new RangeError('Expected a positive integer for bufferSize but received 0'),
     );
     expect(() => ds.interleave((x) => counting(x), 0)).toThrow(RangeError);
     expect(() => IterDataset.mix([], [])).toThrow(

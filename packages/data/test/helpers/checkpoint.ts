@@ -1,3 +1,4 @@
+import { mulberry32 } from '@edl/common';
 import { expect } from 'vitest';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../src/protocols.js';
 
@@ -12,15 +13,7 @@ export interface CheckpointRoundTripOptions {
 }
 
 /** A small deterministic generator for choosing restore points. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 };
 
 /** Throws unless `a` and `b` have the same keys and array lengths at every level (null matches any object). */
 export function expectSameShape(a: JsonValue, b: JsonValue, path = 'state'): void {

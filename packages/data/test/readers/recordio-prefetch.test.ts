@@ -1,6 +1,7 @@
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mulberry32 } from '@edl/common';
 import { type CompressorName, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordRange } from '../../src/protocols.js';
@@ -33,21 +34,9 @@ async function write(name: string, records: Uint8Array[], compressor: Compressor
   return path;
 }
 
-/** A small deterministic generator (mulberry32), so that a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Random task ranges over the files, with repeats of one file and of one exact range. */
 function randomTasks(seed: number, count: number): RecordRange[] {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const tasks: RecordRange[] = [];
   for (let i = 0; i < count; i++) {
     const shardName = files[Math.floor(next() * files.length)] as string;

@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mulberry32 } from '@edl/common';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataReaderError, TextDataReader } from '../../src/readers/index.js';
@@ -12,18 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** A small deterministic PRNG (mulberry32) so failures reproduce. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = [
   '',
@@ -104,7 +93,7 @@ describe('TextDataReader (csv)', () => {
     { seed: 3, delimiter: '\t', stride: 256, perShard: 1000, trailing: true },
     { seed: 4, delimiter: '|', stride: 16, perShard: 1, trailing: false },
   ])('reads every record as csv-parse does (seed $seed, delimiter $delimiter, stride $stride)', async (c) => {
-    const text = randomCsv(rng(c.seed), 600, c.delimiter, c.trailing);
+    const text = randomCsv(mulberry32(c.seed), 600, c.delimiter, c.trailing);
     const path = join(dir, `random-${c.seed}.csv`);
     await writeFile(path, text);
     const expected = referenceParse(text, c.delimiter);
@@ -124,7 +113,7 @@ describe('TextDataReader (csv)', () => {
     expect(shards.map((s) => s.start)).toEqual(shards.map((_, i) => i * c.perShard));
     expect(await readAll<string[]>(reader, shards)).toEqual(expected);
     // Sub-ranges of shards, starting anywhere inside an index block.
-    const random = rng(c.seed + 100);
+    const random = mulberry32(c.seed + 100);
     for (let i = 0; i < 30; i++) {
       const shard = shards[Math.floor(random() * shards.length)]!;
       const start = shard.start + Math.floor(random() * shard.count);
@@ -156,7 +145,7 @@ describe('TextDataReader (csv)', () => {
   });
 
   it('finds records that cross the read and index buffer boundaries', async () => {
-    const random = rng(9);
+    const random = mulberry32(9);
     const rows: string[][] = [];
     for (let i = 0; i < 400; i++) {
       const size = Math.floor(random() * 40_000);
@@ -208,7 +197,7 @@ describe('TextDataReader (lines)', () => {
   });
 
   it('matches split on newlines for random text, with a header line', async () => {
-    const random = rng(5);
+    const random = mulberry32(5);
     const lines: string[] = ['the header'];
     for (let i = 0; i < 3000; i++)
       lines.push(i % 17 === 0 ? '' : `line ${i} ${'z'.repeat(Math.floor(random() * 300))}`);

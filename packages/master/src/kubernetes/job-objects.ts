@@ -1,3 +1,4 @@
+import { checkInteger, checkNonEmptyString } from '@edl/common';
 import type {
   V1EnvVar,
   V1Pod,
@@ -10,7 +11,6 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
-import { checkInteger, checkString } from '../validate.js';
 import { APP_NAME, checkJobName, LABELS } from './labels.js';
 
 /** Sizes of a container: `cpu` and `memory` are requested and limited alike, `gpu` is a limit. */
@@ -97,11 +97,11 @@ function labels(jobName: string, role: string): Record<string, string> {
  */
 export function buildJobObjects(options: JobObjectsOptions): JobObjects {
   const jobName = checkJobName(options.jobName);
-  const namespace = checkString(options.namespace, 'namespace');
-  const image = checkString(options.image, 'image');
+  const namespace = checkNonEmptyString(options.namespace, 'namespace');
+  const image = checkNonEmptyString(options.image, 'image');
   const numWorkers = checkInteger(options.numWorkers, 'numWorkers', 0, 10_000);
   const port = checkInteger(options.port ?? 50001, 'port', 1, 65_535);
-  checkString(options.token, 'token');
+  checkNonEmptyString(options.token, 'token');
   const edl = [...(options.edlCommand ?? DEFAULT_EDL_COMMAND)];
   const secretName = `${jobName}-token`;
   const mountPath = options.dataMountPath ?? '/data';

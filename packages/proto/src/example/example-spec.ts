@@ -1,3 +1,4 @@
+import { describeValue } from '@edl/common';
 /** The value types of a `tf.train.Example` feature, as `tf.io.parse_example` names them. */
 export type FeatureType = 'float32' | 'int64' | 'bytes';
 
@@ -74,36 +75,29 @@ export interface CompiledFeature {
 const TYPES: readonly FeatureType[] = ['float32', 'int64', 'bytes'];
 const encoder = new TextEncoder();
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return `an array of length ${value.length}`;
-  if (value === null || typeof value !== 'object') return String(value);
-  return 'an object';
-}
-
 /** Checks `spec` and lays it out for the parser. */
 export function compileSpec(spec: ExampleSpec): CompiledFeature[] {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-    throw new TypeError(`Expected an object of feature specs for spec but received ${describe(spec)}`);
+    throw new TypeError(`Expected an object of feature specs for spec but received ${describeValue(spec)}`);
   }
   const out: CompiledFeature[] = [];
   for (const [name, feature] of Object.entries(spec)) {
     const where = `spec[${JSON.stringify(name)}]`;
     if (feature === null || typeof feature !== 'object') {
       throw new TypeError(
-        `Expected { type, shape?, default? } for ${where} but received ${describe(feature)}`,
+        `Expected { type, shape?, default? } for ${where} but received ${describeValue(feature)}`,
       );
     }
     if (!TYPES.includes(feature.type)) {
       throw new TypeError(
-        `Expected one of 'float32', 'int64', 'bytes' for ${where}.type but received ${describe(feature.type)}`,
+        `Expected one of 'float32', 'int64', 'bytes' for ${where}.type but received ${describeValue(feature.type)}`,
       );
     }
     let size = -1;
     if (feature.shape !== undefined) {
       if (!Array.isArray(feature.shape) || !feature.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
         throw new TypeError(
-          `Expected an array of non-negative integers for ${where}.shape but received ${describe(feature.shape)}`,
+          `Expected an array of non-negative integers for ${where}.shape but received ${describeValue(feature.shape)}`,
         );
       }
       size = feature.shape.reduce((a, b) => a * b, 1);
@@ -122,7 +116,7 @@ export function compileSpec(spec: ExampleSpec): CompiledFeature[] {
           return v;
         }
         throw new TypeError(
-          `Expected ${feature.type === 'bytes' ? 'strings or Uint8Arrays' : 'numbers'} for ${where}.default but received ${describe(v)}`,
+          `Expected ${feature.type === 'bytes' ? 'strings or Uint8Arrays' : 'numbers'} for ${where}.default but received ${describeValue(v)}`,
         );
       });
       if (values.length !== 1 && values.length !== size) {

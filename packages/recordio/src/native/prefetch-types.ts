@@ -4,6 +4,7 @@
  *
  * @packageDocumentation
  */
+import type { PrefetcherStats } from '../prefetcher.js';
 import type { NativeFault, NativeReader } from './addon-types.js';
 
 /** Options of `createPrefetcher`, already validated by TypeScript. */
@@ -33,23 +34,8 @@ export interface NativePrefetchItem {
   readonly error: NativeFault | null;
 }
 
-/** Counters of a prefetcher (zeros after close). */
-export interface NativePrefetchStats {
-  readonly bufferedBytes: number;
-  readonly peakBufferedBytes: number;
-  readonly bufferedBatches: number;
-  readonly peakBufferedBatches: number;
-  readonly rangesEnqueued: number;
-  readonly rangesDone: number;
-  readonly batchesDelivered: number;
-  readonly piecesDecoded: number;
-  readonly openFiles: number;
-  readonly fileOpens: number;
-  /** Batches assembled into storage handed back with `recycle`. */
-  readonly batchesRecycled: number;
-  /** Handed-back blocks (data and bounds) waiting for a batch now. */
-  readonly spareBlocks: number;
-}
+/** Counters of a prefetcher: the public {@link PrefetcherStats}, as the addon returns them. */
+export type NativePrefetchStats = PrefetcherStats;
 
 export interface NativePrefetcher {
   /** Queues records [start, start + count) of `path`; returns the range id (0, 1, ...). */

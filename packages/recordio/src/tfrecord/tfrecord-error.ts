@@ -1,16 +1,12 @@
-import { RecordIOError, type RecordIOErrorCode } from '../errors.js';
+import { type FaultLocation, faultMessage, RecordIOError, type RecordIOErrorCode } from '../errors.js';
 import type { NativeFault } from '../native/addon-types.js';
 
-/** Where a {@link TFRecordError} happened. */
-export interface TFRecordErrorLocation {
-  readonly path?: string | undefined;
+/** Where a {@link TFRecordError} happened (`offset`: of the bad frame). */
+export interface TFRecordErrorLocation extends FaultLocation {
   /** Index of the record whose frame is bad (every record before it was delivered). */
   readonly record?: number | undefined;
-  /** Byte offset of the bad frame: in the file, or in the decompressed stream when `compressed`. */
-  readonly offset?: number | undefined;
   /** Whether `offset` counts bytes of the decompressed stream of a gzip or zlib file. */
   readonly compressed?: boolean | undefined;
-  readonly cause?: unknown;
 }
 
 /**
@@ -34,9 +30,7 @@ export class TFRecordError extends RecordIOError {
     if (location.offset !== undefined) {
       where.push(`at byte ${location.offset}${this.compressed ? ' of the decompressed stream' : ''}`);
     }
-    if (location.path !== undefined) where.push(where.length > 0 ? `of ${location.path}` : location.path);
-    const text = detail.replace(/\s*\n\s*/g, ' ');
-    this.message = where.length > 0 ? `${code}: ${where.join(' ')}: ${text}` : `${code}: ${text}`;
+    this.message = faultMessage(code, detail, where, location.path);
   }
 
   /** Rebuilds a fault of the addon (its offset is absolute) for `path`. */

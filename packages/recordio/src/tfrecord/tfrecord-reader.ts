@@ -10,10 +10,10 @@ import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip, createInflate } from 'node:zlib';
+import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
 import type { NativeTFRecordDecode } from '../native/addon-types.js';
 import { getAddon } from '../native/load-addon.js';
 import { type BatchRecycler, RecordBatch } from '../record-batch.js';
-import { checkInteger, checkOneOf, checkOptions, checkPath } from '../validate.js';
 import {
   detectCompression,
   TFRECORD_COMPRESSIONS,
@@ -123,7 +123,7 @@ export class TFRecordReader implements AsyncDisposable {
    * be read, `BAD_COMPRESSION` when `auto` cannot tell what the file is.
    */
   static async open(path: string, options?: TFRecordReaderOptions): Promise<TFRecordReader> {
-    const file = checkPath(path, 'path');
+    const file = checkNonEmptyString(path, 'path');
     const o = checkOptions(options, 'options', OPTION_KEYS);
     const wanted = checkOneOf(o.compression ?? 'auto', 'options.compression', TFRECORD_COMPRESSIONS);
     const batchBytes = checkInteger(o.batchBytes ?? MIB, 'options.batchBytes', 1, 2 ** 31);

@@ -1,15 +1,9 @@
 import { closeSync, createWriteStream, openSync, writeSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { createDeflate, createGzip, type Deflate, type Gzip } from 'node:zlib';
+import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions, expectedMessage } from '@edl/common';
+import { checkRecord } from '../check-record.js';
 import { getAddon } from '../native/load-addon.js';
-import {
-  checkInteger,
-  checkOneOf,
-  checkOptions,
-  checkPath,
-  checkRecord,
-  expectedMessage,
-} from '../validate.js';
 import type { TFRecordCompression } from './compression.js';
 import { TFRecordError } from './tfrecord-error.js';
 
@@ -78,7 +72,7 @@ export class TFRecordWriter {
 
   /** Creates (truncates) `path`. */
   static create(path: string, options?: TFRecordWriterOptions): TFRecordWriter {
-    const file = checkPath(path, 'path');
+    const file = checkNonEmptyString(path, 'path');
     const o = checkOptions(options, 'options', OPTION_KEYS);
     const compression = checkOneOf(o.compression ?? 'none', 'options.compression', [
       'none',

@@ -1,14 +1,7 @@
+import { mulberry32 } from '@edl/common';
+
 /** Deterministic PRNG (mulberry32) so failing round trips can be replayed from their seed. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 };
 
 /**
  * Random records with the shapes that break codecs: empty records, one-byte records, compressible

@@ -1,7 +1,8 @@
+import { describeValue } from '@edl/common';
 // Loads tfjs-backend-cpu and tfjs-layers too: tfjs-core's Node bundle registers no gradients,
 // tfjs-layers' bundle registers them all.
 import { tf } from '../../hooks/tfjs-commonjs.mjs';
-import { describeValue, WorkerError } from '../errors.js';
+import { WorkerError } from '../errors.js';
 import { silentLogger, type WorkerLogger } from '../logger.js';
 import { BACKEND_ORDER, type BackendName, isBackendName } from './backend-name.js';
 import { activateTensorflow } from './tensorflow.js';

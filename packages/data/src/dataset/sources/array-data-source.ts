@@ -1,5 +1,5 @@
+import { invalidArgument } from '@edl/common';
 import type { RandomAccessDataSource } from '../../protocols.js';
-import { invalidArgument } from '../validate.js';
 
 /**
  * A random-access source over any array or array-like (typed arrays included), the analogue of

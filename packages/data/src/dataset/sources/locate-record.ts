@@ -1,4 +1,4 @@
-import { expectInteger } from '../validate.js';
+import { checkInteger } from '@edl/common';
 
 /**
  * Where record `index` of files read one after another lives: the file, and the index within it.
@@ -8,7 +8,7 @@ import { expectInteger } from '../validate.js';
 export function locateRecord(starts: readonly number[], index: number): [file: number, local: number] {
   const length = starts[starts.length - 1] as number;
   if (!(Number.isInteger(index) && index >= 0 && index < length)) {
-    expectInteger(index, 'index', 0, Math.max(0, length - 1));
+    checkInteger(index, 'index', 0, Math.max(0, length - 1));
   }
   let lo = 0;
   let hi = starts.length - 2;

@@ -1,5 +1,5 @@
+import { checkSafeInteger, invalidArgument } from '@edl/common';
 import type { RandomAccessDataSource } from '../../protocols.js';
-import { expectSeed, invalidArgument } from '../validate.js';
 
 /** The integers `start, start + step, ...` below `stop` (above it for a negative step), like `range()`. */
 export class RangeDataSource implements RandomAccessDataSource<number> {
@@ -14,9 +14,9 @@ export class RangeDataSource implements RandomAccessDataSource<number> {
    * @param step - distance between values, non-zero (default 1).
    */
   constructor(start: number, stop: number, step = 1) {
-    this.start = expectSeed(start, 'start');
-    this.stop = expectSeed(stop, 'stop');
-    this.step = expectSeed(step, 'step');
+    this.start = checkSafeInteger(start, 'start');
+    this.stop = checkSafeInteger(stop, 'stop');
+    this.step = checkSafeInteger(step, 'step');
     if (step === 0) invalidArgument('a non-zero integer', 'step', step);
     this.length = Math.max(0, Math.ceil((stop - start) / step));
   }

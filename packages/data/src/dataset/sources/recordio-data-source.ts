@@ -1,7 +1,7 @@
+import { checkInteger, invalidArgument } from '@edl/common';
 import { type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
 import { DatasetError } from '../errors.js';
-import { expectInteger, invalidArgument } from '../validate.js';
 import { locateRecord } from './locate-record.js';
 
 /** Options of `RecordIODataSource.open`. */
@@ -49,7 +49,7 @@ export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
     if (!Array.isArray(list) || list.length === 0 || list.some((p) => typeof p !== 'string')) {
       invalidArgument('a path or a non-empty array of paths', 'paths', paths, 'type');
     }
-    const cacheChunks = expectInteger(options.cacheChunks ?? 8, 'options.cacheChunks', 1);
+    const cacheChunks = checkInteger(options.cacheChunks ?? 8, 'options.cacheChunks', 1);
     const readers: CachedReader[] = [];
     try {
       for (const path of list) readers.push(await RecordIOReader.open(path));

@@ -1,7 +1,7 @@
+import { invalidArgument } from '@edl/common';
 import { TFRecordReader } from '@edl/recordio';
 import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
 import { DatasetError } from '../errors.js';
-import { invalidArgument } from '../validate.js';
 import { locateRecord } from './locate-record.js';
 
 /**

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { checkInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
@@ -8,7 +9,6 @@ import { ParentChain } from '../parent-chain.js';
 import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
 import { notAFunctionMessage } from '../thread-pool/messages.js';
 import { ThreadPool } from '../thread-pool/thread-pool.js';
-import { expectInteger, invalidArgument } from '../validate.js';
 
 /**
  * Options of `IterDataset.mapParallel`. Functions cannot cross threads, so the function is named by
@@ -78,13 +78,13 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
     argsJson = undefined;
   }
   if (argsJson === undefined) invalidArgument('plain JSON', 'options.args', args);
-  const workers = expectInteger(
+  const workers = checkInteger(
     options.workers ?? Math.max(1, availableParallelism() - 1),
     'options.workers',
     0,
     1024,
   );
-  const bufferSize = expectInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
+  const bufferSize = checkInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
   if (options.ordered !== undefined && options.ordered !== true)
     invalidArgument('true (only ordered output is supported)', 'options.ordered', options.ordered);
   if (options.transferInputs !== undefined && typeof options.transferInputs !== 'boolean')

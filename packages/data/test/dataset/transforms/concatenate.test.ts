@@ -14,9 +14,7 @@ describe('concatenate', () => {
     const endless = MapDataset.concatenate([MapDataset.range(2), MapDataset.range(5, 7).repeat()]);
     expect(await endless.toIterDataset().take(6).toArray()).toEqual([0, 1, 5, 6, 5, 6]);
     expect(() => MapDataset.concatenate([MapDataset.range(2).repeat(), MapDataset.range(2)])).toThrow(
-      new RangeError(
-        'Expected a dataset of finite length for datasets[0].length but received Infinity of type number',
-      ),
+      new RangeError('Expected a dataset of finite length for datasets[0].length but received Infinity'),
     );
   });
 });

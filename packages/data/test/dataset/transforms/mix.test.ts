@@ -48,7 +48,7 @@ describe('mix', () => {
     );
     expect(await endless.toIterDataset().take(9).toArray()).toEqual([0, 100, 1, 2, 101, 0, 1, 102, 2]);
     expect(() => MapDataset.mix([MapDataset.range(3)], [0])).toThrow(
-      new RangeError('Expected a positive finite number for weights[0] but received 0 of type number'),
+      new RangeError('Expected a positive finite number for weights[0] but received 0'),
     );
   });
 

@@ -152,7 +152,7 @@ describe('IterDataset.mapParallel', () => {
     const base = MapDataset.range(3).toIterDataset();
     expect(() => base.mapParallel({ module: './fns.mjs' })).toThrow(
       new TypeError(
-        "Expected an absolute path, a file: URL or a URL for options.module but received './fns.mjs' of type string",
+        'Expected an absolute path, a file: URL or a URL for options.module but received "./fns.mjs"',
       ),
     );
     expect(() => base.mapParallel({ module: FNS, ordered: false })).toThrow(TypeError);

@@ -24,7 +24,7 @@ describe('MapDataset.source', () => {
     expect(String(new RangeDataSource(0, 10, 2))).toBe('RangeDataSource(0, 10, 2)');
     expect(new RangeDataSource(1, 4).describe()).toEqual({ type: 'range', start: 1, stop: 4, step: 1 });
     expect(() => new RangeDataSource(0, 10, 0)).toThrow(
-      new RangeError('Expected a non-zero integer for step but received 0 of type number'),
+      new RangeError('Expected a non-zero integer for step but received 0'),
     );
   });
 
@@ -34,7 +34,7 @@ describe('MapDataset.source', () => {
     expect(await all(MapDataset.source(['a', 'b']))).toEqual(['a', 'b']);
     expect(await all(MapDataset.source({ length: 2, 0: 'x', 1: 'y' }))).toEqual(['x', 'y']);
     expect(() => new ArrayDataSource(42 as unknown as ArrayLike<number>)).toThrow(
-      new TypeError('Expected an array or array-like for items but received 42 of type number'),
+      new TypeError('Expected an array or array-like for items but received 42'),
     );
   });
 

@@ -1,0 +1,24 @@
+/**
+ * @edl/common: what every elasticdl-ts package shares, at the bottom of the package order (it
+ * imports no other @edl package): the argument checks with one message format, the {@link EdlError}
+ * base class with a typed UPPER_SNAKE `code`, and a seeded PRNG.
+ */
+export {
+  type ArgumentErrorKind,
+  argumentError,
+  checkBoolean,
+  checkFunction,
+  checkInteger,
+  checkNonEmptyString,
+  checkNumber,
+  checkObject,
+  checkOneOf,
+  checkOptionalInteger,
+  checkOptions,
+  checkSafeInteger,
+  integerRange,
+  invalidArgument,
+} from './checks.js';
+export { describeValue, expectedMessage } from './describe-value.js';
+export { EdlError, type EdlErrorOptions, hasErrorCode } from './edl-error.js';
+export { mulberry32, SeededRandom } from './seeded-random.js';
