@@ -211,3 +211,30 @@ describe('gRPC server', () => {
     client.close();
   });
 });
+
+describe('gRPC server HTTP/2 windows', () => {
+  it('lets a client send a whole gradient before it reads again: a 16 MiB stream and connection window', async () => {
+    const { connect } = await import('node:http2');
+    const { MASTER_RECEIVE_WINDOW } = await import('../src/http2-window.js');
+    const master = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 10 }],
+      minibatchSize: 10,
+      logger: silentLogger,
+    });
+    const server = await serveMaster(master, { token: TOKEN });
+    const session = connect(`http://${server.address}`);
+    try {
+      // The server's SETTINGS (per-stream window), then its WINDOW_UPDATE (the connection's).
+      await new Promise<void>((resolve) => session.once('remoteSettings', () => resolve()));
+      expect(session.remoteSettings.initialWindowSize).toBe(MASTER_RECEIVE_WINDOW);
+      for (let i = 0; i < 100 && (session.state.remoteWindowSize ?? 0) < MASTER_RECEIVE_WINDOW; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(session.state.remoteWindowSize).toBeGreaterThanOrEqual(MASTER_RECEIVE_WINDOW);
+    } finally {
+      session.close();
+      await server.shutdown(1_000);
+    }
+  });
+});

@@ -441,7 +441,8 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
       ...Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
     ];
     expect(kept.length).toBe(expected.length);
-    kept.forEach((r, i) => expect(Buffer.from(r).equals(Buffer.from(expected[i] as Uint8Array))).toBe(true));
+    const intact = kept.filter((r, i) => Buffer.from(r).equals(Buffer.from(expected[i] as Uint8Array)));
+    expect(intact.length).toBe(expected.length);
     await reader.close();
   }, 60_000);
 });
