@@ -65,9 +65,12 @@ describe('edl train: what the workers are told of the mode', () => {
     return at < 0 ? undefined : args[at + 1];
   };
 
-  it('lets async workers push ahead (their default) and tells sync workers to wait for each answer', () => {
-    expect(pushAhead([])).toBeUndefined();
-    expect(pushAhead(['--mode', 'async'])).toBeUndefined();
-    expect(pushAhead(['--mode', 'sync'])).toBe('off');
+  it('has workers wait for each answer unless --push-ahead on, and always in sync mode', () => {
+    expect(pushAhead([])).toBe('off');
+    expect(pushAhead(['--mode', 'async', '--push-ahead', 'on'])).toBe('on');
+    expect(pushAhead(['--mode', 'sync', '--push-ahead', 'on'])).toBe('off');
+    expect(() => parseJobOptions([...base, '--push-ahead', 'maybe'])).toThrow(
+      new UsageError("Expected one of on, off for --push-ahead but received 'maybe'"),
+    );
   });
 });

@@ -69,12 +69,13 @@ export interface WorkerOptions<TRecord> {
   /** Train on NaN or infinite losses and gradients instead of failing the job (default false). */
   readonly allowNonFinite?: boolean;
   /**
-   * Push ahead (default 'auto'): send step n's gradient and compute step n+1 while the master
+   * Push ahead (default false): send step n's gradient and compute step n+1 while the master
    * applies it, so that the round trip overlaps compute; each gradient is then computed on a model
-   * one of this worker's own updates older. Right for bounded-staleness async training; a master
-   * that refuses such a gradient as STALE (sync mode) makes 'auto' turn it off for the rest of the
-   * job, after recomputing that minibatch and the one computed meanwhile. `false`: wait for each
-   * push (what `edl train --mode sync` passes).
+   * one of this worker's own updates older, which costs accuracy on short runs (measured: MNIST, 2
+   * workers, 2 epochs: 89.9-92.7% against 93.4-94.2% waiting; a 12-step CIFAR-10-like run: 27%
+   * against 58%). Only for bounded-staleness async training; 'auto' pushes ahead until a master
+   * refuses such a gradient as STALE (sync mode), then stops, after recomputing that minibatch and
+   * the one computed meanwhile.
    */
   readonly pushAhead?: boolean | 'auto';
 }
@@ -173,7 +174,7 @@ class WorkerLoop<TRecord> {
     this.#o = options;
     this.#logger = options.logger ?? silentLogger;
     this.#timers = options.timers ?? new Timers();
-    this.#pushAhead = options.pushAhead !== false;
+    this.#pushAhead = options.pushAhead === true || options.pushAhead === 'auto';
     this.#feed = new TaskFeed({
       master: options.master,
       workerId: options.workerId,

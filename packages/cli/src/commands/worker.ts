@@ -24,9 +24,9 @@ Options:
   --get-model-steps N         pull the model every N steps (default 1)
   --prefetch N                minibatches prepared ahead of compute (default 2)
   --push-ahead auto|on|off    compute the next step while the master applies this one's
-                              gradient (default auto: on until the master refuses such a
-                              gradient as stale, as a sync-mode master does; 'edl train
-                              --mode sync' passes off)
+                              gradient: faster, each gradient one own update staler (default
+                              off; auto: on until the master refuses such a gradient as stale,
+                              as a sync-mode master does)
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
@@ -163,7 +163,7 @@ export const command: Command = {
         minibatchSize: values['minibatch-size'] ?? 64,
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,
-        pushAhead: PUSH_AHEAD[values['push-ahead'] ?? 'auto'],
+        pushAhead: PUSH_AHEAD[values['push-ahead'] ?? 'off'],
         allowNonFinite: values['allow-non-finite'] === true,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,

@@ -45,6 +45,8 @@ export interface JobOptions {
   readonly dataReaderParams: JsonObject;
   readonly backend: string;
   readonly getModelSteps: number;
+  /** Workers compute the next step while the master applies this one's gradient (see `edl worker`). */
+  readonly pushAhead?: 'on' | 'off';
   readonly prefetch: number;
   readonly output?: string;
   readonly metricsFile?: string;
@@ -94,6 +96,7 @@ export const OPTION_SPEC = {
   'data-reader-params': { type: 'string' },
   backend: { type: 'string' },
   'get-model-steps': { type: 'string' },
+  'push-ahead': { type: 'string' },
   prefetch: { type: 'string' },
   output: { type: 'string' },
   'metrics-file': { type: 'string' },
@@ -150,6 +153,9 @@ Parameter store:
 Worker:
   --backend NAME                auto | webgpu | tensorflow | wasm | cpu (default auto)
   --get-model-steps N           pull the model every N steps (default 1)
+  --push-ahead on|off           compute the next step while the master applies this one's gradient:
+                                the round trip overlaps compute, but each gradient is one own
+                                update staler (default: off; sync mode: always off)
   --prefetch N                  minibatches prepared ahead of compute (default 2; 0 = serialized)
 Output:
   --output FILE                 predictions as JSON lines (edl predict; default predictions.jsonl)
@@ -214,6 +220,9 @@ export function parseJobOptions(argv: string[]): JobOptions {
     dataReaderParams,
     backend,
     getModelSteps: integer(values, 'get-model-steps', 1, 1),
+    ...(str('push-ahead') === undefined
+      ? {}
+      : { pushAhead: choiceValue(str('push-ahead') as string, '--push-ahead', ['on', 'off'] as const) }),
     prefetch: integer(values, 'prefetch', 2, 0),
     stats: values.stats === true,
     shuffle: values.shuffle === true,
@@ -286,7 +295,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
-  if (options.mode === 'sync') add('--push-ahead', 'off');
+  add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
   add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.allowNonFinite) args.push('--allow-non-finite');
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
