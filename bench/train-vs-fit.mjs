@@ -161,7 +161,10 @@ console.log(
 await worker.selectBackend({ backend });
 
 const results = [];
+/** Per pass, each run's wall and CPU: ratios within a pass are taken minutes apart, not more. */
+const passes = [];
 for (let pass = 0; pass < repeat; pass++) {
+  passes.push(new Map());
   for (const run of runs) {
     const loadBefore = os.loadavg()[0];
     let r;
@@ -178,6 +181,7 @@ for (let pass = 0; pass < repeat; pass++) {
     console.log(
       `  pass ${pass + 1}: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s, accuracy ${(acc * 100).toFixed(2)}% (load before ${loadBefore.toFixed(2)})`,
     );
+    passes[pass].set(label, { wall: r.wall, cpu: r.cpu });
     const kept = results.find((k) => k.label === label);
     const entry = { label, acc, loadBefore, ...r, walls: [...(kept?.walls ?? []), r.wall] };
     if (kept === undefined) results.push(entry);
@@ -200,6 +204,32 @@ for (const r of results) {
   console.log(
     `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
   );
+}
+// The VM's speed drifts by tens of percent between minutes: the ratio of each pass (fit and edl
+// run back to back) and their median say more than the fastest runs, which may come from
+// different minutes.
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+if (base !== undefined && repeat > 1) {
+  console.log('\nwithin each pass, against that pass\'s model.fit (speed x, CPU per sample x):');
+  for (const r of results) {
+    if (r.label === base.label) continue;
+    const speed = [];
+    const cpu = [];
+    for (const pass of passes) {
+      const fitRun = pass.get(base.label);
+      const run = pass.get(r.label);
+      if (fitRun === undefined || run === undefined) continue;
+      speed.push(fitRun.wall / run.wall);
+      cpu.push(run.cpu / fitRun.cpu);
+    }
+    console.log(
+      `${pad(r.label, 24)}speed ${speed.map((x) => x.toFixed(2)).join(' ')} (median ${median(speed).toFixed(2)}), CPU ${cpu.map((x) => x.toFixed(2)).join(' ')} (median ${median(cpu).toFixed(2)})`,
+    );
+  }
 }
 console.log(
   `load average at the end: ${os
