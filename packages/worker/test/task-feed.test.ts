@@ -316,6 +316,26 @@ describe('TaskFeed batches', () => {
   }, 60_000);
 });
 
+/** `reader`, with each batch it hands out (and its length then) pushed to `seen`. */
+function watchedReader(
+  reader: DataReader<Uint8Array>,
+  seen: { batch: RecordBatch; length: number }[],
+): DataReader<Uint8Array> {
+  return {
+    metadata: reader.metadata,
+    createShards: () => reader.createShards(),
+    readRecords: (range) => reader.readRecords(range),
+    prefetch: (range) => reader.prefetch?.(range),
+    async *readBatches(range) {
+      for await (const batch of reader.readBatches?.(range) ?? []) {
+        seen.push({ batch: batch as RecordBatch, length: batch.length });
+        yield batch;
+      }
+    },
+    describe: () => reader.describe(),
+  };
+}
+
 describe('TaskFeed dataset (what datasetFn receives)', () => {
   it('serves the records a batch at a time, and (reuseBatches) releases each batch once take() has consumed it', async () => {
     const steps: Step[] = [training(0, 0, 250), training(1, 100, 600), training(0, 250, 260)];
@@ -323,19 +343,7 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
     const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
     // The reader's batches, as the feed received them.
     const seen: { batch: RecordBatch; length: number }[] = [];
-    const watched: DataReader<Uint8Array> = {
-      metadata: reader.metadata,
-      createShards: () => reader.createShards(),
-      readRecords: (range) => reader.readRecords(range),
-      prefetch: (range) => reader.prefetch?.(range),
-      async *readBatches(range) {
-        for await (const batch of reader.readBatches(range)) {
-          seen.push({ batch, length: batch.length });
-          yield batch;
-        }
-      },
-      describe: () => reader.describe(),
-    };
+    const watched = watchedReader(reader, seen);
     const feed = new TaskFeed<Uint8Array>({
       master,
       workerId: 'w',
@@ -402,20 +410,8 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
   it('never hands a batch back by default: records kept across minibatches stay intact', async () => {
     const { master } = scriptedMaster([training(0, 0, 250), training(1, 100, 600)], () => 0);
     const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
-    const seen: RecordBatch[] = [];
-    const watched: DataReader<Uint8Array> = {
-      metadata: reader.metadata,
-      createShards: () => reader.createShards(),
-      readRecords: (range) => reader.readRecords(range),
-      prefetch: (range) => reader.prefetch?.(range),
-      async *readBatches(range) {
-        for await (const batch of reader.readBatches(range)) {
-          seen.push(batch);
-          yield batch;
-        }
-      },
-      describe: () => reader.describe(),
-    };
+    const seen: { batch: RecordBatch; length: number }[] = [];
+    const watched = watchedReader(reader, seen);
     const feed = new TaskFeed<Uint8Array>({
       master,
       workerId: 'w',
@@ -435,7 +431,7 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
     feed.take(0);
     feed.take(0);
     expect(seen.length).toBeGreaterThan(3);
-    expect(seen.some((batch) => batch.released)).toBe(false);
+    expect(seen.some(({ batch }) => batch.released)).toBe(false);
     const expected = [
       ...Array.from({ length: 250 }, (_, i) => record(0, i)),
       ...Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
