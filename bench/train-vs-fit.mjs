@@ -214,7 +214,7 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 if (base !== undefined && repeat > 1) {
-  console.log('\nwithin each pass, against that pass\'s model.fit (speed x, CPU per sample x):');
+  console.log("\nwithin each pass, against that pass's model.fit (speed x, CPU per sample x):");
   for (const r of results) {
     if (r.label === base.label) continue;
     const speed = [];
