@@ -259,7 +259,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         version: toWireInt(model.version, 'version'),
         initialized: model.initialized,
         unchanged: model.unchanged,
-        variables: model.variables.map((v) => toTensorMessage(v)),
+        // Views of the store's arrays, not copies: grpc-js serializes the reply within this call,
+        // before any other gradient can change them.
+        variables: model.variables.map((v) => toTensorMessage(v, { copy: false })),
       });
     }),
     reportVariables: unary((r: In<'reportVariables'>) => {
@@ -288,7 +290,8 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
         taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
         hasModel: reply.variables !== undefined,
-        variables: reply.variables?.map((v) => toTensorMessage(v)) ?? [],
+        // Views, as in getModel: serialized before this call returns.
+        variables: reply.variables?.map((v) => toTensorMessage(v, { copy: false })) ?? [],
       });
     }),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
