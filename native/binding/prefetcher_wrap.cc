@@ -1,6 +1,7 @@
 #include "prefetcher_wrap.h"
 
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -48,17 +49,38 @@ struct DeliveredRef {
 
 // Hands `b` to JavaScript without a copy, as an ArrayBuffer over a BatchBlock: the recycled block
 // it was assembled into (`owner`, while b.borrowed()), or a new block taking b's own storage.
+// `*length` receives the bytes of the batch: the ArrayBuffer spans the whole block, so that it can
+// carry later batches assembled into the same block (see Delivered::spares). The bytes past the
+// batch are zeros or records this prefetcher decoded earlier, never other memory.
 Napi::ArrayBuffer TakeBlock(Napi::Env env, recordio::ByteBuffer& b, std::shared_ptr<void>& owner,
-                            const std::shared_ptr<Delivered>& delivered) {
+                            const std::shared_ptr<Delivered>& delivered, size_t* length) {
   const size_t n = b.size();
-  if (n == 0) return Napi::ArrayBuffer::New(env, 0);
+  *length = n;
+  if (n == 0) {
+    owner.reset();
+    return Napi::ArrayBuffer::New(env, 0);
+  }
   std::shared_ptr<BatchBlock> block;
   if (owner != nullptr && b.borrowed()) {
     block = std::static_pointer_cast<BatchBlock>(owner);
     b.Release();  // borrowed: nothing to free
+    owner.reset();
+    auto spare = delivered->spares.find(block->p);
+    if (spare != delivered->spares.end()) {
+      Napi::ArrayBuffer buffer = spare->second.buffer.Value();
+      const uint64_t generation = spare->second.generation;
+      delivered->spares.erase(spare);
+      // Not detached (transferred) meanwhile, and the block's whole span.
+      if (!buffer.IsEmpty() && buffer.Data() == block->p && buffer.ByteLength() >= n) {
+        delivered->blocks[block->p] = {block, generation};
+        return buffer;
+      }
+    }
   } else {
     const size_t cap = b.capacity();
     uint8_t* p = b.Release();
+    // The tail past the batch may be uninitialized: cleared once, for the block's whole life.
+    std::memset(p + n, 0, cap - n);
     block = std::make_shared<BatchBlock>(p, cap);
     Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
   }
@@ -67,7 +89,7 @@ Napi::ArrayBuffer TakeBlock(Napi::Env env, recordio::ByteBuffer& b, std::shared_
   delivered->blocks[block->p] = {block, generation};
   auto* ref = new DeliveredRef{block, delivered, generation};
   return Napi::ArrayBuffer::New(
-      env, block->p, n,
+      env, block->p, block->cap,
       [](Napi::Env e, void* data, DeliveredRef* r) {
         auto it = r->delivered->blocks.find(data);
         if (it != r->delivered->blocks.end() && it->second.generation == r->generation) {
@@ -80,11 +102,13 @@ Napi::ArrayBuffer TakeBlock(Napi::Env env, recordio::ByteBuffer& b, std::shared_
 }
 
 // The block behind a delivered ArrayBuffer, forgotten by the registry (a later delivery of the
-// same block registers it again). Empty for anything else (a detached or foreign buffer).
-prefetch::SpareBlock Reclaim(Napi::ArrayBuffer ab, Delivered& delivered) {
+// same block registers it again), and the generation it was registered with. Empty for anything
+// else (a detached or foreign buffer).
+prefetch::SpareBlock Reclaim(Napi::ArrayBuffer ab, Delivered& delivered, uint64_t* generation) {
   auto it = delivered.blocks.find(ab.Data());
   if (it == delivered.blocks.end()) return prefetch::SpareBlock();
   std::shared_ptr<BatchBlock> block = it->second.block.lock();
+  *generation = it->second.generation;
   delivered.blocks.erase(it);
   if (block == nullptr) return prefetch::SpareBlock();
   return prefetch::SpareBlock{block->p, block->cap, std::move(block)};
@@ -98,10 +122,13 @@ Napi::Object ItemToJs(Napi::Env env, Item& item, const std::shared_ptr<Delivered
   o.Set("firstRecord", Napi::Number::New(env, static_cast<double>(item.first_record)));
   o.Set("records", Napi::Number::New(env, static_cast<double>(item.records)));
   o.Set("rangeDone", Napi::Boolean::New(env, item.range_done));
-  Napi::ArrayBuffer data = TakeBlock(env, item.data, item.data_owner, delivered);
-  o.Set("data", Napi::Uint8Array::New(env, data.ByteLength(), data, 0));
-  Napi::ArrayBuffer bounds = TakeBlock(env, item.bounds, item.bounds_owner, delivered);
-  o.Set("bounds", Napi::Uint32Array::New(env, bounds.ByteLength() / 4, bounds, 0));
+  size_t data_bytes = 0;
+  Napi::ArrayBuffer data = TakeBlock(env, item.data, item.data_owner, delivered, &data_bytes);
+  o.Set("data", Napi::Uint8Array::New(env, data_bytes, data, 0));
+  size_t bounds_bytes = 0;
+  Napi::ArrayBuffer bounds =
+      TakeBlock(env, item.bounds, item.bounds_owner, delivered, &bounds_bytes);
+  o.Set("bounds", Napi::Uint32Array::New(env, bounds_bytes / 4, bounds, 0));
   Napi::Array skipped = Napi::Array::New(env, item.skipped.size());
   for (size_t i = 0; i < item.skipped.size(); ++i) {
     const auto& f = item.skipped[i];
@@ -240,6 +267,8 @@ void PrefetcherWrap::Shutdown() {
     core_->Close();
     core_.reset();
   }
+  // No batch is delivered any more: the spare blocks' buffers may go.
+  delivered_->spares.clear();
   if (has_tsfn_) {
     has_tsfn_ = false;
     on_ready_.Release();
@@ -321,9 +350,23 @@ Napi::Value PrefetcherWrap::Recycle(const Napi::CallbackInfo& info) {
     return ThrowTypeError(env, "(data: ArrayBuffer, bounds: ArrayBuffer)", "recycle");
   }
   SettleExternal(env);
-  prefetch::SpareBlock data = Reclaim(info[0].As<Napi::ArrayBuffer>(), *delivered_);
-  prefetch::SpareBlock bounds = Reclaim(info[1].As<Napi::ArrayBuffer>(), *delivered_);
-  if (core_) core_->Recycle(std::move(data), std::move(bounds));
+  Napi::ArrayBuffer data_buffer = info[0].As<Napi::ArrayBuffer>();
+  Napi::ArrayBuffer bounds_buffer = info[1].As<Napi::ArrayBuffer>();
+  uint64_t data_generation = 0;
+  uint64_t bounds_generation = 0;
+  prefetch::SpareBlock data = Reclaim(data_buffer, *delivered_, &data_generation);
+  prefetch::SpareBlock bounds = Reclaim(bounds_buffer, *delivered_, &bounds_generation);
+  if (!core_) return env.Undefined();
+  const void* data_block = data.p;
+  const void* bounds_block = bounds.p;
+  const prefetch::RecycleResult kept = core_->Recycle(std::move(data), std::move(bounds));
+  // The buffers of kept blocks are held until a batch assembled into their block is delivered.
+  if (kept.data_kept) {
+    delivered_->spares[data_block] = {Napi::Persistent(data_buffer), data_generation};
+  }
+  if (kept.bounds_kept) {
+    delivered_->spares[bounds_block] = {Napi::Persistent(bounds_buffer), bounds_generation};
+  }
   return env.Undefined();
 }
 

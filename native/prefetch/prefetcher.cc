@@ -161,9 +161,10 @@ PopResult Prefetcher::Pop(Item* out, bool wait) {
   }
 }
 
-void Prefetcher::Recycle(SpareBlock data, SpareBlock bounds) {
+RecycleResult Prefetcher::Recycle(SpareBlock data, SpareBlock bounds) {
   // Dropped blocks are freed after the lock is released (by their last owner).
   std::vector<SpareBlock> dropped;
+  RecycleResult kept;
   Lock lock(mu_);
   const uint64_t max_bytes = std::max<uint64_t>(options_.max_buffered_bytes / 4, 1);
   for (auto* pair : {&data, &bounds}) {
@@ -176,9 +177,11 @@ void Prefetcher::Recycle(SpareBlock data, SpareBlock bounds) {
     }
     spare_bytes_ += b.cap;
     list.push_back(std::move(b));
+    (pair == &data ? kept.data_kept : kept.bounds_kept) = true;
   }
   stats_.spare_blocks = spare_data_.size() + spare_bounds_.size();
   lock.unlock();
+  return kept;
 }
 
 SpareBlock Prefetcher::TakeSpare(std::vector<SpareBlock>* list, uint64_t want) {
@@ -501,7 +504,13 @@ void Prefetcher::Assemble(Lock& lock) {
         SpareBlock spare_data;
         SpareBlock spare_bounds;
         if (fresh) {
-          const uint64_t mean = p->out.data.size() / delivered + 1;
+          // The piece's data may hold more than its records (whole chunks are decoded): the mean
+          // comes from the span of the records themselves.
+          const uint64_t first_begin = b[0];
+          const uint64_t last_end = b[2 * (delivered - 1) + 1];
+          const uint64_t mean =
+              (last_end > first_begin ? last_end - first_begin : p->out.data.size()) / delivered +
+              1;
           want_data = std::min<uint64_t>(
               std::min<uint64_t>(mean * batch_records, options_.batch_bytes + batch_records * 4),
               uint64_t{1} << 30);
@@ -516,7 +525,9 @@ void Prefetcher::Assemble(Lock& lock) {
             cur_.data.Borrow(spare_data.p, spare_data.cap);
             cur_.data_owner = std::move(spare_data.owner);
           } else {
-            cur_.data.Reserve(static_cast<size_t>(want_data));
+            // An eighth more than the estimate: batches of the same kind vary a little in size,
+            // and a block that fits only the smallest of them would rarely be reused.
+            cur_.data.Reserve(static_cast<size_t>(want_data + want_data / 8));
           }
           if (spare_bounds.p != nullptr) {
             cur_.bounds.Borrow(spare_bounds.p, spare_bounds.cap);

@@ -65,6 +65,12 @@ struct SpareBlock {
   std::shared_ptr<void> owner;
 };
 
+/// Which blocks handed back with Prefetcher::Recycle were kept for later batches.
+struct RecycleResult {
+  bool data_kept = false;
+  bool bounds_kept = false;
+};
+
 /// What the consumer receives: a batch, or the error that ended a range.
 struct Item {
   enum class Kind : uint8_t { kBatch, kError };
@@ -132,8 +138,12 @@ class Prefetcher {
   /// Hands back the storage of a delivered batch (either block may be empty): later batches are
   /// assembled into it instead of fresh memory, which would cost page faults and an allocation per
   /// batch. At most kMaxSpareBlocks of each kind, and a quarter of max_buffered_bytes in all, are
-  /// kept; the rest is dropped (freed once its other owners let go).
-  void Recycle(SpareBlock data, SpareBlock bounds);
+  /// kept; the rest is dropped (freed once its other owners let go). Says which of the two were
+  /// kept, so that a binding can keep what it holds for a kept block (its JavaScript buffer).
+  RecycleResult Recycle(SpareBlock data, SpareBlock bounds);
+  /// Enough for a full ring of batches (max_buffered_batches is 64 by default, but the byte bound
+  /// usually holds fewer) to come back without any being dropped and allocated again.
+  static constexpr size_t kMaxSpareBlocks = 32;
 
   /// Stops the threads (joins them) and frees every buffer. Idempotent.
   void Close();
@@ -161,8 +171,6 @@ class Prefetcher {
   void NotifyConsumer();
   // The smallest spare block of `list` of at least `want` bytes (empty when none), lock held.
   SpareBlock TakeSpare(std::vector<SpareBlock>* list, uint64_t want);
-
-  static constexpr size_t kMaxSpareBlocks = 8;
 
   const PrefetchOptions options_;
   FileCache files_;

@@ -234,7 +234,7 @@ TEST(BatchesAssembledIntoRecycledStorageAreTheSame) {
       CHECK(d.records == want);
       auto s = p.Stats();
       CHECK(s.batches_recycled > 0);
-      CHECK(s.spare_blocks <= 16);
+      CHECK(s.spare_blocks <= 2 * Prefetcher::kMaxSpareBlocks);
       p.Close();
       CHECK_EQ(p.Stats().spare_blocks, 0u);
     }

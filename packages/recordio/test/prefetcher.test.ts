@@ -119,6 +119,9 @@ describe('Prefetcher', () => {
         for (let start = 0; start < 3000; start += 500) p.enqueue({ path: f.path, start, count: 500 });
         p.end();
         const kept: PrefetchedBatch[] = [];
+        const released = new Set<ArrayBufferLike>();
+        const keptBuffers = new Set<ArrayBufferLike>();
+        let inReleasedBuffers = 0;
         let next = 0;
         for await (const batch of p) {
           expect(batch.firstRecord).toBe(next);
@@ -126,12 +129,23 @@ describe('Prefetcher', () => {
             expect(Buffer.compare(batch.get(i), f.records[next + i] as Uint8Array)).toBe(0);
           }
           next += batch.length;
+          const buffer = batch.data.buffer;
+          // A batch assembled into a released batch's block comes in that batch's ArrayBuffer (no
+          // new ArrayBuffer, whose bytes V8 would count towards its next full collection).
+          if (released.has(buffer)) inReleasedBuffers++;
+          expect(keptBuffers.has(buffer)).toBe(false);
           // Every fifth batch is kept: the others are released and their memory reused.
-          if (kept.length * 5 < next / 64) kept.push(batch);
-          else batch.release();
+          if (kept.length * 5 < next / 64) {
+            kept.push(batch);
+            keptBuffers.add(buffer);
+          } else {
+            released.add(buffer);
+            batch.release();
+          }
         }
         expect(next).toBe(3000);
         expect(p.stats.batchesRecycled).toBeGreaterThan(10);
+        expect(inReleasedBuffers).toBeGreaterThan(10);
         for (const batch of kept) {
           for (let i = 0; i < batch.length; i++) {
             expect(Buffer.compare(batch.get(i), f.records[batch.firstRecord + i] as Uint8Array)).toBe(0);

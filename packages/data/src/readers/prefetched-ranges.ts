@@ -24,7 +24,9 @@ interface Ticket {
   state: 'announced' | 'claimed' | 'dropped';
 }
 
-const keyOf = (r: FileRange): string => `${r.start}:${r.count}:${r.path}`;
+/** A key that tells ranges apart: equal for equal ranges. */
+export const fileRangeKey = (r: FileRange): string => `${r.start}:${r.count}:${r.path}`;
+const keyOf = fileRangeKey;
 
 /**
  * Serves several readers of ranges from one native {@link Prefetcher}, whose batches come out in

@@ -14,7 +14,7 @@ import { recordsOfBatches } from '../records-of-batches.js';
 import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
-import { PrefetchedRanges } from './prefetched-ranges.js';
+import { type FileRange, fileRangeKey, PrefetchedRanges } from './prefetched-ranges.js';
 import { ReaderCache } from './reader-cache.js';
 
 /** Options of {@link RecordIODataReader.open}: exactly one of `dataDir` and `files`. */
@@ -104,6 +104,8 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   readonly #storedDirect: boolean;
   /** Per opened file: whether every chunk is stored uncompressed. */
   readonly #storedOnly = new Map<string, boolean>();
+  /** Ranges announced before their file was open, until it is (see #announceWhenOpen). */
+  readonly #awaitingOpen = new Set<string>();
   #closed = false;
 
   private constructor(
@@ -225,16 +227,44 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       return;
     }
     if (!this.#owns(checked.shardName) || checked.end <= checked.start) return;
-    if (this.#storedDirect && this.#storedOnly.get(checked.shardName) === true) return;
+    const fileRange = { path: checked.shardName, start: checked.start, count: checked.end - checked.start };
+    if (this.#storedDirect) {
+      const storedOnly = this.#storedOnly.get(fileRange.path);
+      if (storedOnly === true) return;
+      if (storedOnly === undefined) {
+        // Whether the file is read directly is known once it is open: a range of a stored file
+        // announced before that would start the prefetcher's threads for nothing.
+        this.#announceWhenOpen(fileRange);
+        return;
+      }
+    }
+    this.#announceNow(fileRange);
+  }
+
+  #announceNow(range: FileRange): void {
     try {
-      this.#ranges.announce({
-        path: checked.shardName,
-        start: checked.start,
-        count: checked.end - checked.start,
-      });
+      this.#ranges?.announce(range);
     } catch {
       // Advisory only: the same failure (a prefetcher that cannot start) comes back from readRecords.
     }
+  }
+
+  /** Opens the file of `range`, then announces the range if the file is compressed and unread. */
+  #announceWhenOpen(range: FileRange): void {
+    const key = fileRangeKey(range);
+    this.#awaitingOpen.add(key);
+    this.#cache.acquire(range.path).then(
+      () => {
+        this.#cache.release(range.path);
+        // Not when its read began meanwhile: it is being read already.
+        if (!this.#awaitingOpen.delete(key) || this.#closed) return;
+        if (this.#storedOnly.get(range.path) === false) this.#announceNow(range);
+      },
+      () => {
+        // The read of the range reports the same failure.
+        this.#awaitingOpen.delete(key);
+      },
+    );
   }
 
   /**
@@ -257,6 +287,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
       const fileRange = { path: shardName, start, count: end - start };
+      this.#awaitingOpen.delete(fileRangeKey(fileRange));
       if (
         this.#ranges === undefined ||
         (this.#storedDirect &&

@@ -154,10 +154,28 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
       announce(reader, task);
       expect(difference(await readAll(reader, task), await readAll(direct, task))).toBeUndefined();
     }
-    // The first range of c.rio was announced before the file was known to be stored only; the
-    // gzip file's ranges all go through the prefetcher.
-    expect(reader.prefetchStats?.rangesEnqueued).toBe(1 + 6);
+    // c.rio's ranges never reach the prefetcher, not even the first one, announced before the file
+    // was open; the gzip file's ranges all go through it.
+    expect(reader.prefetchStats?.rangesEnqueued).toBe(6);
     for (const r of [reader, direct]) await r.close();
+  });
+
+  it('starts no prefetcher thread for files of stored chunks; reads compressed ones announced before they were open ahead', async () => {
+    const stored = files[2] as string;
+    const gzip = files[0] as string;
+    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 2, batchSize: 16 } });
+    const storedTasks = [0, 100, 200].map((start) => ({ shardName: stored, start, end: start + 100 }));
+    for (const task of storedTasks) announce(reader, task);
+    for (const task of storedTasks) expect(await readAll(reader, task)).toEqual(expected(task));
+    expect(reader.prefetchStats).toBeUndefined();
+    // A compressed file's range, announced before anything opened the file: queued once it is.
+    const ahead = { shardName: gzip, start: 10, end: 200 };
+    announce(reader, ahead);
+    expect(reader.prefetchStats).toBeUndefined();
+    await expect.poll(() => reader.prefetchStats?.rangesEnqueued, { timeout: 5000 }).toBe(1);
+    expect(await readAll(reader, ahead)).toEqual(expected(ahead));
+    expect(reader.prefetchStats?.rangesEnqueued).toBe(1);
+    await reader.close();
   });
 
   it('serves ranges read out of order and interleaved, announced or not', async () => {
@@ -199,7 +217,8 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
   it('forgets announced ranges it must pull past beyond maxBufferedBytes, and re-reads them when asked', async () => {
     const reader = await RecordIODataReader.open({
       files,
-      prefetch: { threads: 1, batchSize: 8, maxBufferedBytes: 8 << 10 },
+      // Every file through the prefetcher, c.rio (stored chunks) too: announced ranges are queued at once.
+      prefetch: { threads: 1, batchSize: 8, maxBufferedBytes: 8 << 10, storedFiles: 'prefetch' },
     });
     const never = { shardName: files[0] as string, start: 0, end: 900 };
     const later = { shardName: files[1] as string, start: 0, end: 450 };
