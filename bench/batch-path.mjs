@@ -15,11 +15,17 @@
  * GOAL 2, gzip files (text and image records) through `RecordIODataReader.readBatches` with the
  * reader's default batch size: 2 prefetch threads against 1, records/s by wall time. Goal >= 1.8.
  *
+ * Every path keeps its reader open across its passes, as a worker keeps its reader for the job:
+ * a reader opened per pass would charge each pass with faulting in fresh memory for its first
+ * batches (its spare buffers die with it), which made a pass cost anything from one to three times
+ * the steady figure depending on when V8 last collected. Passes alternate between the paths; the
+ * median pass of each is reported.
+ *
  * Prints the machine and the load average before and after: on a shared machine, compare the
  * per-CPU-second figures (goal 2 is a wall-time ratio and needs two idle cores). Takes about a
  * minute on an idle 2-core machine (plus generating the inputs once, under bench/data/).
- * Environment: EDL_BENCH_BYTES (file size, default 64 MiB), EDL_BENCH_REPEAT (passes, best kept,
- * default 3), EDL_BENCH_GZIP_SETS (default "text,image"), EDL_BENCH_BATCH (records per native
+ * Environment: EDL_BENCH_BYTES (file size, default 64 MiB), EDL_BENCH_REPEAT (passes, median kept,
+ * default 7), EDL_BENCH_GZIP_SETS (default "text,image"), EDL_BENCH_BATCH (records per native
  * prefetch batch; default: the reader's).
  */
 import os from 'node:os';
@@ -29,10 +35,10 @@ import { TaskType } from '../packages/proto/dist/index.js';
 import { TaskFeed } from '../packages/worker/dist/task-feed.js';
 import { Timers } from '../packages/worker/dist/timers.js';
 import { machineLine } from './lib/machine.mjs';
-import { inputFile, touch } from './lib/prefetch-input.mjs';
+import { inputFile, median, touch } from './lib/prefetch-input.mjs';
 
 const fileBytes = Number(process.env.EDL_BENCH_BYTES ?? 2 ** 26);
-const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 3);
+const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 7);
 const gzipSets = (process.env.EDL_BENCH_GZIP_SETS ?? 'text,image').split(',').filter((s) => s !== '');
 const TASK_RECORDS = 8192;
 /** Records per native prefetch batch (the reader's `prefetch.batchSize`; undefined: its default). */
@@ -54,9 +60,8 @@ async function measure(fn) {
   return { records, check, seconds, cpu: (used.user + used.system) / 1e6 };
 }
 
-function readSyncPass(path) {
+function readSyncPass(reader) {
   return measure(async () => {
-    const reader = RecordIOReader.openSync(path);
     let records = 0;
     let check = 0;
     // Chunk-aligned ranges of about 4 MiB of payload.
@@ -74,15 +79,13 @@ function readSyncPass(path) {
         bytes = 0;
       }
     }
-    reader.close();
     return { records, check };
   });
 }
 
 /** readSync + release over the tasks' ranges (chunks cut by two tasks are decoded twice). */
-function readSyncTasksPass(path) {
+function readSyncTasksPass(reader) {
   return measure(async () => {
-    const reader = RecordIOReader.openSync(path);
     let records = 0;
     let check = 0;
     for (let start = 0; start < reader.numRecords; start += TASK_RECORDS) {
@@ -91,7 +94,6 @@ function readSyncTasksPass(path) {
       check += touch(batch);
       batch.release();
     }
-    reader.close();
     return { records, check };
   });
 }
@@ -122,9 +124,8 @@ function scriptedMaster(path, total) {
   };
 }
 
-function feedPass(path, total, mode, prefetch) {
+function feedPass(reader, path, total, mode) {
   return measure(async () => {
-    const reader = await RecordIODataReader.open({ files: [path], prefetch });
     const feed = new TaskFeed({
       master: scriptedMaster(path, total),
       workerId: 'bench',
@@ -158,14 +159,12 @@ function feedPass(path, total, mode, prefetch) {
         if (minibatch > 0) feed.take(minibatch);
       }
     }
-    await reader.close();
     return { records, check };
   });
 }
 
-function readerPass(path, total, threads) {
+function readerPass(reader, path, total) {
   return measure(async () => {
-    const reader = await RecordIODataReader.open({ files: [path], prefetch: prefetchOptions({ threads }) });
     let records = 0;
     let check = 0;
     const ranges = [];
@@ -179,18 +178,18 @@ function readerPass(path, total, threads) {
         batch.release();
       }
     }
-    await reader.close();
     return { records, check };
   });
 }
 
-function best(results) {
+/** The median pass's wall and CPU seconds (each its own median), after checking the passes agree. */
+function typical(results) {
   const checks = new Set(results.map((r) => `${r.records}/${r.check}`));
   if (checks.size !== 1) throw new Error(`passes disagree on the records: ${[...checks].join(', ')}`);
   return {
     ...results[0],
-    seconds: Math.min(...results.map((r) => r.seconds)),
-    cpu: Math.min(...results.map((r) => r.cpu)),
+    seconds: median(results.map((r) => r.seconds)),
+    cpu: median(results.map((r) => r.cpu)),
   };
 }
 
@@ -223,23 +222,31 @@ const variants = [
   ['TaskFeed.batches, prefetch: false', 'batches', false],
 ];
 const runs = { readSync: [], readSyncTasks: [], ...Object.fromEntries(variants.map(([name]) => [name, []])) };
-// One pass of each, not counted: the first pass of a path runs before V8 has optimized it.
-await readSyncPass(text);
-for (const [, mode, prefetch] of variants) await feedPass(text, total, mode, prefetch);
-for (let k = 0; k < repeat; k++) {
-  runs.readSync.push(await readSyncPass(text));
-  runs.readSyncTasks.push(await readSyncTasksPass(text));
-  for (const [name, mode, prefetch] of variants) runs[name].push(await feedPass(text, total, mode, prefetch));
+const syncReader = RecordIOReader.openSync(text);
+const readers = new Map();
+for (const [name, , prefetch] of variants) {
+  readers.set(name, await RecordIODataReader.open({ files: [text], prefetch }));
 }
-const base = best(runs.readSync);
+// One pass of each, not counted: the first pass of a path runs before V8 has optimized it.
+await readSyncPass(syncReader);
+await readSyncTasksPass(syncReader);
+for (const [name, mode] of variants) await feedPass(readers.get(name), text, total, mode);
+for (let k = 0; k < repeat; k++) {
+  runs.readSync.push(await readSyncPass(syncReader));
+  runs.readSyncTasks.push(await readSyncTasksPass(syncReader));
+  for (const [name, mode] of variants) runs[name].push(await feedPass(readers.get(name), text, total, mode));
+}
+syncReader.close();
+for (const reader of readers.values()) await reader.close();
+const base = typical(runs.readSync);
 console.log(
   `text, none, ${total} records of ~100 B, tasks of ${TASK_RECORDS}, prefetch batches of ${batchSize ?? 'the default'}:`,
 );
 console.log(row('readSync + release (baseline)', base));
-console.log(row('readSync + release, task ranges', best(runs.readSyncTasks), base));
+console.log(row('readSync + release, task ranges', typical(runs.readSyncTasks), base));
 let goal1 = 0;
 for (const [name] of variants) {
-  const r = best(runs[name]);
+  const r = typical(runs[name]);
   if (r.check !== base.check) throw new Error(`${name} disagrees with readSync on the records`);
   console.log(row(name, r, base));
   if (name === WORKER_PATH) goal1 = r.records / r.cpu / (base.records / base.cpu);
@@ -250,12 +257,17 @@ for (const set of gzipSets) {
   const path = inputFile(set, 'gzip', fileBytes);
   const n = RecordIOReader.openSync(path).numRecords;
   const byThreads = { 1: [], 2: [] };
-  await readerPass(path, n, 2);
-  for (let k = 0; k < repeat; k++) {
-    for (const t of [1, 2]) byThreads[t].push(await readerPass(path, n, t));
+  const gzipReaders = {};
+  for (const t of [1, 2]) {
+    gzipReaders[t] = await RecordIODataReader.open({ files: [path], prefetch: prefetchOptions({ threads: t }) });
+    await readerPass(gzipReaders[t], path, n);
   }
-  const one = best(byThreads[1]);
-  const two = best(byThreads[2]);
+  for (let k = 0; k < repeat; k++) {
+    for (const t of [1, 2]) byThreads[t].push(await readerPass(gzipReaders[t], path, n));
+  }
+  for (const t of [1, 2]) await gzipReaders[t].close();
+  const one = typical(byThreads[1]);
+  const two = typical(byThreads[2]);
   console.log(`${set}, gzip, ${n} records through RecordIODataReader.readBatches:`);
   console.log(row('1 prefetch thread', one));
   console.log(row('2 prefetch threads', two));

@@ -287,13 +287,9 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
       checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
       const fileRange = { path: shardName, start, count: end - start };
-      this.#awaitingOpen.delete(fileRangeKey(fileRange));
-      if (
-        this.#ranges === undefined ||
-        (this.#storedDirect &&
-          this.#storedOnly.get(shardName) === true &&
-          !this.#ranges.isAnnounced(fileRange))
-      ) {
+      if (this.#awaitingOpen.size > 0) this.#awaitingOpen.delete(fileRangeKey(fileRange));
+      // Ranges of stored files are never announced to the prefetcher with storedFiles: 'direct'.
+      if (this.#ranges === undefined || (this.#storedDirect && this.#storedOnly.get(shardName) === true)) {
         yield* reader.batches(start, end - start);
         return;
       }
