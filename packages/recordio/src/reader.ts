@@ -1,5 +1,5 @@
 import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
-import { type ChunkInfo, chunkInfosFromTable, planChunkAlignedRanges } from './chunk-info.js';
+import { type ChunkInfo, chunkIndexOf, chunkInfosFromTable, planChunkAlignedRanges } from './chunk-info.js';
 import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
@@ -257,8 +257,8 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
 
   /**
    * Yields records `[start, start + count)` one by one (views, no copies), reading chunk-aligned
-   * batches one ahead of the consumer: the first read, which is waited for at once, on the calling
-   * thread, the later ones on the libuv pool while the consumer works. On a corrupt chunk (with `onCorruptChunk: 'error'`) it first
+   * batches one ahead of the consumer: on the libuv pool, except a first read of stored
+   * (uncompressed) chunks, which is waited for at once and runs on the calling thread. On a corrupt chunk (with `onCorruptChunk: 'error'`) it first
    * yields every record before the fault, then throws the RecordIOError.
    *
    * @param start - first record (default 0).
@@ -347,18 +347,18 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       last !== undefined && lastChunkEnd > last[0] + last[1]
         ? ([last[0], lastChunkEnd - last[0]] as const)
         : undefined;
-    // The first read is waited for at once: it runs here, on the calling thread, where a hop to
-    // the libuv pool and back would only add a thread hand-off (for ranges of a few thousand small
-    // records, a third of the CPU time of a worker's read path). Later reads run ahead on the pool
-    // while the consumer works on the batch before.
-    let first: NativeReadResult | undefined =
-      plan.length > 0
-        ? this.#readNow(
-            (plan.length === 1 ? extended : undefined) ?? (plan[0] as readonly [number, number]),
-            callSite,
-          )
-        : undefined;
+    // The first read is waited for at once. Over stored chunks (a copy and a checksum) it runs
+    // here, on the calling thread, where a hop to the libuv pool and back would only add a thread
+    // hand-off: for ranges of a few thousand small records, a third of the CPU time of a worker's
+    // read path. Chunks to decompress are decoded on the pool, which keeps the event loop free.
+    // Later reads run ahead on the pool while the consumer works on the batch before.
+    const firstRange = plan.length === 1 && extended !== undefined ? extended : plan[0];
+    let first: NativeReadResult | undefined;
     let pending: Promise<NativeReadResult> | undefined;
+    if (firstRange !== undefined) {
+      if (this.#allStored(firstRange)) first = this.#readNow(firstRange, callSite);
+      else pending = this.#readAhead(firstRange, callSite);
+    }
     for (let k = 0; k < plan.length; k++) {
       let result = first ?? (await (pending as Promise<NativeReadResult>));
       first = undefined;
@@ -439,6 +439,17 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     const promise = this.#readNative(range[0], range[1], callSite);
     promise.catch(() => {});
     return promise;
+  }
+
+  /** Whether every chunk holding records of `range` is stored uncompressed. */
+  #allStored(range: readonly [number, number]): boolean {
+    const end = range[0] + range[1];
+    for (let i = chunkIndexOf(this.chunks, range[0]); i >= 0 && i < this.chunks.length; i++) {
+      const chunk = this.chunks[i] as ChunkInfo;
+      if (chunk.firstRecord >= end) break;
+      if (chunk.compressor !== 'none') return false;
+    }
+    return true;
   }
 
   /** Reads on the calling thread (see #iterateBatches). */
