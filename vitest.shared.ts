@@ -16,6 +16,7 @@ export function packageProject(name: string, testTimeoutMs = 30_000) {
         { find: /^@edl\/master\/kubernetes$/, replacement: `${packagesDir}master/src/kubernetes/index.ts` },
         { find: /^@edl\/data\/dataset$/, replacement: `${packagesDir}data/src/dataset/index.ts` },
         { find: /^@edl\/data\/readers$/, replacement: `${packagesDir}data/src/readers/index.ts` },
+        { find: /^@edl\/model-zoo\/zoo$/, replacement: `${packagesDir}model-zoo/src/zoo.ts` },
         {
           find: /^@edl\/worker\/backend-name$/,
           replacement: `${packagesDir}worker/src/backends/backend-name.ts`,

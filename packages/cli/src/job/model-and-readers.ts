@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { createDataReader, type DataReader, type JsonObject } from '@edl/data';
 import type { JobType } from '@edl/master';
-import { isZooModel, zooModelPath } from '@edl/model-zoo';
+// The zoo's names only: its index loads every model and data generator (pg included).
+import { isZooModel, zooModelPath } from '@edl/model-zoo/zoo';
 import { loadModelDefinition, type ModelDefinition } from '@edl/worker';
 import type { JobOptions } from './job-options.js';
 
