@@ -18,7 +18,8 @@
  * sample (user + system of the whole process tree, from /usr/bin/time, which counts every reaped
  * child), gradients computed per applied step and wasted gradient computations, the round trip's
  * share of a training step (the workers' report_gradient + get_model time over that plus
- * compute_loss: what compute waits for), and the ratios to `model.fit`; for the many-worker run
+ * compute_loss: what compute waits for), the master's own CPU-seconds (the `edl train` process
+ * alone, sampled from /proc), and the ratios to `model.fit`; for the many-worker run
  * also the ratios to the bound of the same pass. The bound's accuracy is the mean of its models'
  * (each saw 1/N of the data, so it is lower and only shows they trained).
  *
@@ -26,7 +27,7 @@
  * EDL_BENCH_WORKERS (cores), EDL_BENCH_EDL_ARGS (extra `edl train` flags, e.g. "--mode sync"),
  * EDL_BENCH_RUNS (fit,edl1,edlN,bound), EDL_BENCH_REPEAT (2: round-robin passes, each run's fastest kept).
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,19 +62,68 @@ const { files, train, test } = await writeMnistRecordIO(path.join(root, 'bench/d
 const samples = train.length * epochs;
 const model = path.join(root, 'bench/lib/mnist-cnn-model.mjs');
 
-/** Runs a command under /usr/bin/time: wall seconds and CPU-seconds of it and its reaped children. */
-function timed(label, command, args) {
-  const result = spawnSync('/usr/bin/time', ['-f', 'EDL_TIME %e %U %S', command, ...args], {
-    cwd: root,
-    encoding: 'utf8',
-    maxBuffer: 256 * 2 ** 20,
-  });
-  const line = result.stderr.split('\n').find((l) => l.startsWith('EDL_TIME '));
-  if (result.status !== 0 || line === undefined) {
-    throw new Error(`${label} failed (${result.status}):\n${result.stdout}\n${result.stderr.slice(-4000)}`);
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
   }
-  const [wall, user, sys] = line.split(' ').slice(1).map(Number);
-  return { wall, cpu: user + sys, stdout: result.stdout, stderr: result.stderr };
+})();
+
+/** CPU-seconds of one process so far (its own threads, not its children), from /proc; or undefined. */
+function processCpu(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first child of `pid` (Linux), or undefined. */
+function firstChild(pid) {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+    return children[0] ? Number(children[0]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs a command under /usr/bin/time: wall seconds and CPU-seconds of it and its reaped children,
+ * and `ownCpu`: the CPU-seconds of the command's own process alone (for `edl train`: the master),
+ * sampled from /proc every 50 ms (the last 50 ms before it exits are missed; undefined without /proc).
+ */
+function timed(label, command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/time', ['-f', 'EDL_TIME %e %U %S', command, ...args], { cwd: root });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d) => {
+      stderr += d;
+    });
+    let commandPid;
+    let ownCpu;
+    const sampler = setInterval(() => {
+      commandPid ??= firstChild(child.pid);
+      if (commandPid !== undefined) ownCpu = processCpu(commandPid) ?? ownCpu;
+    }, 50);
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearInterval(sampler);
+      const line = stderr.split('\n').find((l) => l.startsWith('EDL_TIME '));
+      if (status !== 0 || line === undefined) {
+        reject(new Error(`${label} failed (${status}):\n${stdout}\n${stderr.slice(-4000)}`));
+        return;
+      }
+      const [wall, user, sys] = line.split(' ').slice(1).map(Number);
+      resolve({ wall, cpu: user + sys, ownCpu, stdout, stderr });
+    });
+  });
 }
 
 async function accuracy(weights) {
@@ -95,11 +145,11 @@ async function accuracy(weights) {
   return right / test.length;
 }
 
-function fit() {
+async function fit() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-fit-'));
   try {
     const out = path.join(dir, 'weights.json');
-    const t = timed('model.fit', process.execPath, [
+    const t = await timed('model.fit', process.execPath, [
       path.join(root, 'bench/lib/fit-mnist.mjs'),
       files.train,
       String(epochs),
@@ -118,7 +168,7 @@ function fit() {
  * The bound: `n` plain model.fit processes at once, each on every n-th record, under one shell so
  * that /usr/bin/time sees the wall time until the last one exits and the CPU of all of them.
  */
-function bound(n) {
+async function bound(n) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-bound-'));
   try {
     const quote = (s) => `'${String(s).replaceAll("'", "'\\''")}'`;
@@ -129,7 +179,7 @@ function bound(n) {
     );
     // Every child is waited for (and reaped, so that its CPU counts) even when one fails.
     const script = `pids=''\n${starts.join('\n')}\nstatus=0\nfor p in $pids; do wait $p || status=1; done\nexit $status\n`;
-    const t = timed(`bound (${n} model.fit processes)`, '/bin/sh', ['-c', script]);
+    const t = await timed(`bound (${n} model.fit processes)`, '/bin/sh', ['-c', script]);
     const saved = outs.map((out) => JSON.parse(readFileSync(out, 'utf8')));
     const steps = saved.reduce((sum, one) => sum + one.steps, 0);
     return { ...t, models: saved.map((one) => one.weights), steps, computed: steps, wasted: 0 };
@@ -141,7 +191,7 @@ function bound(n) {
 async function edlTrain(workers) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edl-train-'));
   try {
-    const t = timed(`edl train (${workers} workers)`, process.execPath, [
+    const t = await timed(`edl train (${workers} workers)`, process.execPath, [
       edl,
       'train',
       '--model-def',
@@ -177,6 +227,8 @@ async function edlTrain(workers) {
       computed,
       wasted: computed - steps,
       roundTrip,
+      // The `edl train` process itself: the master (its workers are its children, not counted here).
+      master: t.ownCpu,
       summary,
     };
   } finally {
@@ -206,10 +258,10 @@ for (let pass = 0; pass < repeat; pass++) {
     let label;
     if (run === 'fit') {
       label = 'tfjs model.fit';
-      r = fit();
+      r = await fit();
     } else if (run === 'bound') {
       label = `bound, ${manyWorkers} x model.fit`;
-      r = bound(manyWorkers);
+      r = await bound(manyWorkers);
     } else {
       const n = run === 'edl1' ? 1 : manyWorkers;
       label = `edl train, ${n} worker${n > 1 ? 's' : ''}`;
@@ -225,10 +277,11 @@ for (let pass = 0; pass < repeat; pass++) {
       r.models === undefined
         ? ''
         : ` (mean of ${r.models.length} models, each on 1/${r.models.length} of the data)`;
+    const masterNote = r.master === undefined ? '' : ` (master ${r.master.toFixed(1)})`;
     console.log(
-      `  pass ${pass + 1}: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s, accuracy ${(acc * 100).toFixed(2)}%${accNote} (load before ${loadBefore.toFixed(2)})`,
+      `  pass ${pass + 1}: ${label}: ${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} CPU-s${masterNote}, accuracy ${(acc * 100).toFixed(2)}%${accNote} (load before ${loadBefore.toFixed(2)})`,
     );
-    passes[pass].set(label, { wall: r.wall, cpu: r.cpu });
+    passes[pass].set(label, { wall: r.wall, cpu: r.cpu, master: r.master });
     const kept = results.find((k) => k.label === label);
     const entry = { label, acc, loadBefore, ...r, walls: [...(kept?.walls ?? []), r.wall] };
     if (kept === undefined) results.push(entry);
@@ -282,6 +335,17 @@ if (base !== undefined) {
       `${pad(r.label, 24)}speed ${speed.map((x) => x.toFixed(2)).join(' ')} (median ${median(speed).toFixed(2)}), CPU ${cpu.map((x) => x.toFixed(2)).join(' ')} (median ${median(cpu).toFixed(2)})`,
     );
   }
+}
+// The master's own CPU (the `edl train` process, sampled from /proc), against the whole run's.
+let masterHeader = false;
+for (const r of results) {
+  const shares = passes.map((pass) => pass.get(r.label)).filter((run) => run?.master !== undefined);
+  if (shares.length === 0) continue;
+  if (!masterHeader) console.log("\nthe master's own CPU per pass (the `edl train` process, from /proc):");
+  masterHeader = true;
+  console.log(
+    `${pad(r.label, 24)}master CPU-s ${shares.map((run) => run.master.toFixed(2)).join(' ')} (median ${median(shares.map((run) => run.master)).toFixed(2)}, ${(100 * median(shares.map((run) => run.master / run.cpu))).toFixed(1)}% of the run's CPU)`,
+  );
 }
 // How close the many-worker run gets to what the machine allows: its speed and CPU against the
 // bound's in the same pass (the bound's CPU per sample is model.fit's plus the slowdown of sharing).
