@@ -178,6 +178,31 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     };
   };
 
+  /**
+   * ReportGradient, unary or on a GradientStream. `copy: false` (the unary call) sends views of the
+   * store's arrays, serialized within the call; a stream's reply may wait behind the one before it
+   * in its Writable and be serialized later, after other gradients changed the arrays, so it copies.
+   */
+  const reportGradient = (r: In<'reportGradient'>, copy = false) => {
+    const reply = master.reportGradient({
+      workerId: checkNonEmptyString(r.workerId, 'workerId'),
+      taskId: toSafeNumber(r.taskId, 'taskId'),
+      rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
+      rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
+      modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
+      gradients: r.gradients.map(fromTensorMessage),
+      moreRanges: r.moreRanges.map(fromRangeMessage),
+      wantModel: r.wantModel,
+    });
+    return create(ReportGradientResponseSchema, {
+      status: reply.status,
+      modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
+      taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
+      hasModel: reply.variables !== undefined,
+      variables: reply.variables?.map((v) => toTensorMessage(v, { copy })) ?? [],
+    });
+  };
+
   /** Ends each open TaskStream / TaskBatchStream (at shutdown: they would hold it for the whole grace). */
   const openStreams = new Set<() => void>();
 
@@ -228,7 +253,19 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       // After `end` (shutdown), a call still on its way is not run: its client sees the stream
       // end and fails it as UNAVAILABLE, so it is retried, never half-done.
       call.on('data', (request: Req) => {
-        if (!ended) call.write(answer(request));
+        if (ended) return;
+        let response: Res;
+        try {
+          response = answer(request);
+        } catch (error) {
+          // A call that cannot be answered alone (GradientStream: no error slot in its reply) ends
+          // the stream with its status; nothing after it on this stream runs.
+          ended = true;
+          openStreams.delete(end);
+          call.emit('error', toStatus(error));
+          return;
+        }
+        call.write(response);
       });
       call.on('end', end);
       call.on('error', () => {
@@ -238,6 +275,13 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       call.on('close', () => openStreams.delete(end));
     };
   }
+
+  /**
+   * ReportGradient on one stream per worker, answered in order. A refused report ends the stream
+   * with the status its unary call would get: the worker sees that error for that report and opens
+   * a new stream.
+   */
+  const gradientStream = callStream((request: In<'reportGradient'>) => reportGradient(request, true));
 
   /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
   const taskStream = callStream<TaskStreamRequest, TaskStreamResponse>(streamCall);
@@ -274,26 +318,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         version: toWireInt(result.version, 'version'),
       });
     }),
-    reportGradient: unary((r: In<'reportGradient'>) => {
-      const reply = master.reportGradient({
-        workerId: checkNonEmptyString(r.workerId, 'workerId'),
-        taskId: toSafeNumber(r.taskId, 'taskId'),
-        rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
-        rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
-        modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
-        gradients: r.gradients.map(fromTensorMessage),
-        moreRanges: r.moreRanges.map(fromRangeMessage),
-        wantModel: r.wantModel,
-      });
-      return create(ReportGradientResponseSchema, {
-        status: reply.status,
-        modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
-        taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
-        hasModel: reply.variables !== undefined,
-        // Views, as in getModel: serialized before this call returns.
-        variables: reply.variables?.map((v) => toTensorMessage(v, { copy: false })) ?? [],
-      });
-    }),
+    reportGradient: unary((r: In<'reportGradient'>) => reportGradient(r)),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
       const reply = master.reportEvaluationMetrics({
         workerId: checkNonEmptyString(r.workerId, 'workerId'),
@@ -350,6 +375,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     ping: unary((_r: In<'ping'>) => create(PingResponseSchema, {})),
     taskStream,
     taskBatchStream,
+    gradientStream,
   };
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 

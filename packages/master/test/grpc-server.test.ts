@@ -113,6 +113,62 @@ describe('gRPC server', () => {
     client.close();
   });
 
+  it('answers gradient reports on a GradientStream in order, as the unary call would', async () => {
+    const fresh = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 80 }],
+      minibatchSize: 10,
+      numMinibatchesPerTask: 4,
+      logger: silentLogger,
+      parameterStore: { mode: 'sync', optimizer: { type: 'sgd', learningRate: 0.5 } },
+    });
+    fresh.reportVariables('g', [{ name: 'w', shape: [2], values: new Float32Array([1, 1]) }]);
+    const freshServer = await serveMaster(fresh, { token: TOKEN });
+    const client = await MasterClient.connect(freshServer.address, TOKEN, { gradientTransport: 'stream' });
+    const { task } = await client.getTask('g');
+    const range = (i: number) => ({ rangeStart: task!.start + 10 * i, rangeEnd: task!.start + 10 * (i + 1) });
+    const report = (i: number, modelVersion: number, values: number[]) => ({
+      workerId: 'g',
+      taskId: task!.id,
+      ...range(i),
+      modelVersion,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array(values) }],
+      wantModel: true,
+    });
+    // Two reports in flight at once: each reply carries the model right after its own update.
+    const [first, second] = await Promise.all([
+      client.reportGradient(report(0, 0, [2, -2])),
+      client.reportGradient(report(1, 0, [2, -2])),
+    ]);
+    expect(first).toMatchObject({ status: GradientStatus.ACCEPTED, modelVersion: 1 });
+    expect(Array.from(first.variables![0]!.values)).toEqual([0, 2]);
+    expect(second).toMatchObject({ status: GradientStatus.STALE, modelVersion: 1 });
+    expect((await client.reportGradient(report(0, 1, [0, 0]))).status).toBe(GradientStatus.ALREADY_APPLIED);
+    // A refused report fails alone, with the unary call's status; the next one opens a new stream.
+    await expect(
+      client.reportGradient({
+        ...report(1, 1, [0]),
+        gradients: [{ name: 'zz', shape: [1], values: new Float32Array(1) }],
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining("'zz'") });
+    const accepted = await client.reportGradient(report(1, 1, [2, -2]));
+    expect(accepted).toMatchObject({
+      status: GradientStatus.ACCEPTED,
+      modelVersion: 2,
+      taskProgress: range(1).rangeEnd,
+    });
+    expect(Array.from(accepted.variables![0]!.values)).toEqual([-1, 3]);
+    const wrong = new MasterClient(freshServer.address, 'wrong', { gradientTransport: 'stream' });
+    await expect(wrong.reportGradient(report(2, 2, [0, 0]))).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED',
+    });
+    wrong.close();
+    // A stream still open at shutdown is ended: the report in flight fails as UNAVAILABLE (retried).
+    await freshServer.shutdown(1_000);
+    await expect(client.reportGradient(report(2, 2, [0, 0]))).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    client.close();
+  });
+
   it('carries the extra ranges of a minibatch that spans tasks', async () => {
     const fresh = new Master({
       jobType: 'training',

@@ -92,6 +92,10 @@ function buildDefinition<
       requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
       responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
     },
+    gradientStream: {
+      requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
+      responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
+    },
     getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
     reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },
   };

@@ -81,6 +81,21 @@ describe('MasterClient over real gRPC', () => {
         }),
       );
     };
+    // The GradientStream answers as reportGradient does, in order; a report of 'silent' gets none.
+    handlers.gradientStream = (call: ServerDuplexStream<ReportGradientRequest, unknown>) => {
+      call.on('data', (request: ReportGradientRequest) => {
+        if (request.workerId === 'silent') return;
+        lastGradient = request;
+        call.write(
+          create(ReportGradientResponseSchema, {
+            status: GradientStatus.ACCEPTED,
+            modelVersion: 5n,
+            taskProgress: request.rangeEnd,
+          }),
+        );
+      });
+      call.on('end', () => call.end());
+    };
     handlers.taskStream = (call: ServerDuplexStream<TaskStreamRequest, TaskStreamResponse>) => {
       call.on('data', (request: TaskStreamRequest) => {
         const response = answer(request);
@@ -169,6 +184,36 @@ describe('MasterClient over real gRPC', () => {
     await client.heartbeat('d');
     expect(batchSizes).toEqual([1, 3, 1]);
     client.close();
+  });
+
+  it('carries gradients on a GradientStream, and fails a report never answered with DEADLINE_EXCEEDED', async () => {
+    const client = await MasterClient.connect(address, 'secret', {
+      gradientTransport: 'stream',
+      deadlineMs: 300,
+    });
+    const report = (workerId: string, rangeEnd: number) => ({
+      workerId,
+      taskId: 3,
+      rangeStart: 10,
+      rangeEnd,
+      modelVersion: 4,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array([0.5, -1]) }],
+    });
+    expect(await client.reportGradient(report('w', 14))).toEqual({
+      status: GradientStatus.ACCEPTED,
+      modelVersion: 5,
+      taskProgress: 14,
+    });
+    expect(Array.from(fromTensorMessage(lastGradient!.gradients[0]!).values)).toEqual([0.5, -1]);
+    const t0 = performance.now();
+    const error = await client.reportGradient(report('silent', 16)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MasterRpcError);
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', method: 'reportGradient', retryable: true });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
+    // The stream that lost its order was dropped: the next report goes on a new one.
+    expect((await client.reportGradient(report('w', 18))).taskProgress).toBe(18);
+    client.close();
+    await expect(client.reportGradient(report('w', 20))).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 
   for (const transport of ['stream', 'batch'] as const) {
