@@ -52,7 +52,11 @@ async function startWithWorkers(
           running++;
           done.push(
             (async () => {
-              const client = await MasterClient.connect(address, token);
+              // The transports of `edl worker`: dispatch on a TaskBatchStream, gradients on a GradientStream.
+              const client = await MasterClient.connect(address, token, {
+                transport: 'batch',
+                gradientTransport: 'stream',
+              });
               try {
                 return await worker(i, client);
               } finally {
