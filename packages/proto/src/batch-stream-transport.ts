@@ -1,10 +1,4 @@
-import {
-  type Client,
-  type ClientDuplexStream,
-  status as grpcStatus,
-  Metadata,
-  type ServiceError,
-} from '@grpc/grpc-js';
+import { type Client, type ClientDuplexStream, status as grpcStatus } from '@grpc/grpc-js';
 import { MasterRpcError } from './errors.js';
 import type {
   TaskBatchStreamRequest,
@@ -12,7 +6,7 @@ import type {
   TaskStreamRequest,
   TaskStreamResponse,
 } from './generated/edl/v1/master_pb.js';
-import { JOB_TOKEN_METADATA_KEY, masterServiceDefinition } from './grpc-service.js';
+import { openMasterStream } from './master-stream.js';
 
 /** One call on the stream: getTask, reportTaskResult or heartbeat. */
 export type StreamCall = NonNullable<TaskStreamRequest['call']>;
@@ -117,25 +111,19 @@ export class BatchStreamTransport {
   }
 
   #open(): BatchStream {
-    const metadata = new Metadata();
-    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
-    const definition = masterServiceDefinition.taskBatchStream;
-    const stream = this.#client.makeBidiStreamRequest(
-      definition.path,
-      definition.requestSerialize as (value: TaskBatchStreamRequest) => Buffer,
-      definition.responseDeserialize as (bytes: Buffer) => TaskBatchStreamResponse,
-      metadata,
-      {},
+    const stream: BatchStream = openMasterStream(
+      this.#client,
+      this.#token,
+      'taskBatchStream',
+      'task stream',
+      (response: TaskBatchStreamResponse) => {
+        for (const result of response.results) this.#settle(result);
+      },
+      (code, details) => {
+        if (this.#stream === stream) this.#stream = undefined;
+        this.#failPending(code, details);
+      },
     );
-    stream.on('data', (response: TaskBatchStreamResponse) => {
-      for (const result of response.results) this.#settle(result);
-    });
-    const broken = (code: number, details: string) => {
-      if (this.#stream === stream) this.#stream = undefined;
-      this.#failPending(code, details);
-    };
-    stream.on('error', (error: ServiceError) => broken(error.code, error.details || error.message));
-    stream.on('end', () => broken(grpcStatus.UNAVAILABLE, 'task stream ended'));
     return stream;
   }
 

@@ -1,13 +1,7 @@
-import {
-  type Client,
-  type ClientDuplexStream,
-  status as grpcStatus,
-  Metadata,
-  type ServiceError,
-} from '@grpc/grpc-js';
+import { type Client, type ClientDuplexStream, status as grpcStatus } from '@grpc/grpc-js';
 import { MasterRpcError } from './errors.js';
 import type { ReportGradientRequest, ReportGradientResponse } from './generated/edl/v1/master_pb.js';
-import { JOB_TOKEN_METADATA_KEY, masterServiceDefinition } from './grpc-service.js';
+import { openMasterStream } from './master-stream.js';
 
 interface PendingReport {
   readonly resolve: (response: ReportGradientResponse) => void;
@@ -66,30 +60,24 @@ export class GradientStreamTransport {
   }
 
   #open(): GradientStream {
-    const metadata = new Metadata();
-    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
-    const definition = masterServiceDefinition.gradientStream;
-    const stream = this.#client.makeBidiStreamRequest(
-      definition.path,
-      definition.requestSerialize as (value: ReportGradientRequest) => Buffer,
-      definition.responseDeserialize as (bytes: Buffer) => ReportGradientResponse,
-      metadata,
-      {},
+    const stream: GradientStream = openMasterStream(
+      this.#client,
+      this.#token,
+      'gradientStream',
+      'gradient stream',
+      (response: ReportGradientResponse) => {
+        if (this.#stream !== stream) return;
+        const pending = this.#pending.shift();
+        if (this.#pending.length === 0) this.#clearDeadline();
+        else this.#armDeadline(true);
+        pending?.resolve(response);
+      },
+      (code, details) => {
+        if (this.#stream !== stream) return;
+        this.#stream = undefined;
+        this.#fail(code, details);
+      },
     );
-    stream.on('data', (response: ReportGradientResponse) => {
-      if (this.#stream !== stream) return;
-      const pending = this.#pending.shift();
-      if (this.#pending.length === 0) this.#clearDeadline();
-      else this.#armDeadline(true);
-      pending?.resolve(response);
-    });
-    const broken = (code: number, details: string) => {
-      if (this.#stream !== stream) return;
-      this.#stream = undefined;
-      this.#fail(code, details);
-    };
-    stream.on('error', (error: ServiceError) => broken(error.code, error.details || error.message));
-    stream.on('end', () => broken(grpcStatus.UNAVAILABLE, 'gradient stream ended'));
     return stream;
   }
 
