@@ -259,7 +259,10 @@ for (const set of gzipSets) {
   const byThreads = { 1: [], 2: [] };
   const gzipReaders = {};
   for (const t of [1, 2]) {
-    gzipReaders[t] = await RecordIODataReader.open({ files: [path], prefetch: prefetchOptions({ threads: t }) });
+    gzipReaders[t] = await RecordIODataReader.open({
+      files: [path],
+      prefetch: prefetchOptions({ threads: t }),
+    });
     await readerPass(gzipReaders[t], path, n);
   }
   for (let k = 0; k < repeat; k++) {
