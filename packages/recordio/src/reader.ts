@@ -258,8 +258,9 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   /**
    * Yields records `[start, start + count)` one by one (views, no copies), reading chunk-aligned
    * batches one ahead of the consumer: on the libuv pool, except a first read of stored
-   * (uncompressed) chunks, which is waited for at once and runs on the calling thread. On a corrupt chunk (with `onCorruptChunk: 'error'`) it first
-   * yields every record before the fault, then throws the RecordIOError.
+   * (uncompressed) chunks, which is waited for at once and runs on the calling thread. On a
+   * corrupt chunk (with `onCorruptChunk: 'error'`) it first yields every record before the fault,
+   * then throws the RecordIOError.
    *
    * @param start - first record (default 0).
    * @param count - number of records (default: to the end of the file).

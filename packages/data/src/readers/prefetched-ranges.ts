@@ -26,7 +26,6 @@ interface Ticket {
 
 /** A key that tells ranges apart: equal for equal ranges. */
 export const fileRangeKey = (r: FileRange): string => `${r.start}:${r.count}:${r.path}`;
-const keyOf = fileRangeKey;
 
 /**
  * Serves several readers of ranges from one native {@link Prefetcher}, whose batches come out in
@@ -72,11 +71,6 @@ export class PrefetchedRanges {
     else list.push(ticket);
   }
 
-  /** Whether `range` was announced and is not claimed yet (its batches are being read ahead). */
-  isAnnounced(range: FileRange): boolean {
-    return this.#announced.has(keyOf(range));
-  }
-
   /**
    * The batches of `range`, in order: those of the oldest announced, unclaimed range equal to it,
    * or of a range queued now. Throws the range's {@link PrefetchRangeError} after the batches before
@@ -118,7 +112,7 @@ export class PrefetchedRanges {
     const { id } = this.#prefetcher.enqueue({ path: range.path, start: range.start, count: range.count });
     const ticket: Ticket = {
       id,
-      key: keyOf(range),
+      key: fileRangeKey(range),
       batches: [],
       bytes: 0,
       error: undefined,
@@ -130,7 +124,7 @@ export class PrefetchedRanges {
   }
 
   #claim(range: FileRange): Ticket | undefined {
-    const key = keyOf(range);
+    const key = fileRangeKey(range);
     const list = this.#announced.get(key);
     const ticket = list?.shift();
     if (list !== undefined && list.length === 0) this.#announced.delete(key);
