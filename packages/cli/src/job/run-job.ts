@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +8,6 @@ import {
   createStreamLogger,
   type JobResult,
   LocalInstanceManager,
-  type MasterHandle,
   type MasterLogger,
   type StartMasterOptions,
   startMaster,
@@ -18,6 +16,7 @@ import { createLogger, formatPrettyLine } from '@edl/proto';
 import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
+import { withFreeLoopbackPort } from './loopback-port.js';
 import { jobMasterOptions } from './master-options.js';
 import { loadModel, openJobReaders, resolveModelDef } from './model-and-readers.js';
 import { ProgressBar } from './progress.js';
@@ -58,18 +57,6 @@ function edlBin(): string {
     return fileURLToPath(new URL('../../dist/bin/edl.js', import.meta.url));
   }
   return bin;
-}
-
-/** A port of 127.0.0.1 that is free now (the kernel's pick), for a master that listens shortly. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
@@ -148,43 +135,47 @@ async function runJobIn(
 
   // The workers start first, on a port chosen now: their start-up (TensorFlow.js, the backend, the
   // model) overlaps the master's (the model definition, the readers, sharding). They retry their
-  // first call until the master listens.
-  const port = await freeLoopbackPort();
-  const localWorkers = new LocalInstanceManager({
-    command: process.execPath,
-    args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
-    numWorkers: options.numWorkers,
-    maxRestarts: options.maxRestarts,
-    onOutput,
-    masterAddress: `127.0.0.1:${port}`,
-    token,
-    env: { EDL_JOB_ID: jobId },
-  });
-  await localWorkers.start();
-  let handle: MasterHandle;
-  let closeReaders: () => Promise<void>;
-  try {
-    const definition = await loadModel(options.modelDef);
-    const { close, ...readers } = await openJobReaders(jobType, options, definition);
-    closeReaders = close;
-    const masterOptions: StartMasterOptions = {
-      ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
-      ...readers,
-      logger: masterLogger(io, bar, options, jobId),
-      jobId,
-      host: '127.0.0.1',
-      port,
+  // first call until the master listens. Should the port be taken before the master binds it, the
+  // workers started for it go and everything starts again on another port.
+  let definition: Awaited<ReturnType<typeof loadModel>> | undefined;
+  const { handle, closeReaders } = await withFreeLoopbackPort(async (port) => {
+    workersMuted = false;
+    const localWorkers = new LocalInstanceManager({
+      command: process.execPath,
+      args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
+      numWorkers: options.numWorkers,
+      maxRestarts: options.maxRestarts,
+      onOutput,
+      masterAddress: `127.0.0.1:${port}`,
       token,
-      localWorkers,
-    };
-    handle = await startMaster(masterOptions);
-  } catch (error) {
-    // A model or data error found by the master: the workers started for it go at once, and what
-    // they say of the same error is not repeated.
-    workersMuted = true;
-    await localWorkers.stop(0);
-    throw error;
-  }
+      env: { EDL_JOB_ID: jobId },
+    });
+    await localWorkers.start();
+    let close: (() => Promise<void>) | undefined;
+    try {
+      definition ??= await loadModel(options.modelDef);
+      const { close: closeJobReaders, ...readers } = await openJobReaders(jobType, options, definition);
+      close = closeJobReaders;
+      const masterOptions: StartMasterOptions = {
+        ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
+        ...readers,
+        logger: masterLogger(io, bar, options, jobId),
+        jobId,
+        host: '127.0.0.1',
+        port,
+        token,
+        localWorkers,
+      };
+      return { handle: await startMaster(masterOptions), closeReaders: closeJobReaders };
+    } catch (error) {
+      // A model or data error found by the master: the workers started for it go at once, and what
+      // they say of the same error is not repeated.
+      workersMuted = true;
+      await localWorkers.stop(0);
+      await close?.().catch(() => {});
+      throw error;
+    }
+  });
   if (handle.liveView !== undefined && !options.quiet) {
     const line = `live view: ${handle.liveView.url}`;
     if (bar !== undefined) bar.log(line);
