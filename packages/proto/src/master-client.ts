@@ -9,7 +9,9 @@ import {
   type HeartbeatRequest,
   PingRequestSchema,
   ReportEvaluationMetricsRequestSchema,
+  type ReportGradientRequest,
   ReportGradientRequestSchema,
+  type ReportGradientResponse,
   type ReportTaskResultRequest,
   ReportVariablesRequestSchema,
   ScaleWorkersRequestSchema,
@@ -77,6 +79,8 @@ export class MasterClient {
   readonly #stream: BatchStreamTransport | undefined;
   /** The gradient reports' stream, unless they go as unary calls. */
   readonly #gradients: GradientStreamTransport | undefined;
+  /** The master answered the GradientStream with UNIMPLEMENTED: reports go as unary calls. */
+  #gradientStreamMissing = false;
 
   constructor(
     readonly address: string,
@@ -221,15 +225,31 @@ export class MasterClient {
       moreRanges: toRangeMessages(report.moreRanges),
       wantModel: report.wantModel === true,
     });
-    const response = this.#gradients
-      ? await this.#gradients.call(request)
-      : await this.#unary.call('reportGradient', request);
+    const response = await this.#sendGradient(request);
     return {
       status: response.status,
       modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
       taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
       ...(response.hasModel ? { variables: response.variables.map(fromTensorMessage) } : {}),
     };
+  }
+
+  /**
+   * On the GradientStream when asked for, else (or once the master said it has none: a master from
+   * before the stream answers UNIMPLEMENTED) as a unary call.
+   */
+  async #sendGradient(request: ReportGradientRequest): Promise<ReportGradientResponse> {
+    const stream = this.#gradients;
+    if (stream === undefined || this.#gradientStreamMissing)
+      return this.#unary.call('reportGradient', request);
+    try {
+      return await stream.call(request);
+    } catch (error) {
+      if (!(error instanceof MasterRpcError) || error.code !== 'UNIMPLEMENTED') throw error;
+      this.#gradientStreamMissing = true;
+      stream.close();
+      return this.#unary.call('reportGradient', request);
+    }
   }
 
   /** Pushes the metric partial sums of a range of an evaluation task. */

@@ -216,6 +216,51 @@ describe('MasterClient over real gRPC', () => {
     await expect(client.reportGradient(report('w', 20))).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 
+  it('falls back to unary reports when the master has no GradientStream (a master from before it)', async () => {
+    const old = new Server();
+    let unaryReports = 0;
+    // Only what that master had: no gradientStream handler, so grpc-js answers it UNIMPLEMENTED.
+    old.addService(masterServiceDefinition, {
+      ping: (_call: unknown, callback: sendUnaryData<unknown>) =>
+        callback(null, create(PingResponseSchema, {})),
+      reportGradient: (
+        call: ServerUnaryCall<ReportGradientRequest, unknown>,
+        callback: sendUnaryData<unknown>,
+      ) => {
+        unaryReports++;
+        callback(
+          null,
+          create(ReportGradientResponseSchema, {
+            status: GradientStatus.ACCEPTED,
+            modelVersion: 5n,
+            taskProgress: call.request.rangeEnd,
+          }),
+        );
+      },
+    } as never);
+    const port = await new Promise<number>((resolve, reject) =>
+      old.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, p) =>
+        error ? reject(error) : resolve(p),
+      ),
+    );
+    const client = await MasterClient.connect(`127.0.0.1:${port}`, 'secret', { gradientTransport: 'stream' });
+    const report = (rangeEnd: number) => ({
+      workerId: 'w',
+      taskId: 3,
+      rangeStart: 10,
+      rangeEnd,
+      modelVersion: 4,
+      gradients: [{ name: 'w', shape: [2], values: new Float32Array([0.5, -1]) }],
+    });
+    // Two in flight when the stream is refused (a worker pushing ahead): both arrive, as unary calls.
+    const replies = await Promise.all([client.reportGradient(report(12)), client.reportGradient(report(14))]);
+    expect(replies.map((r) => r.taskProgress)).toEqual([12, 14]);
+    expect((await client.reportGradient(report(16))).taskProgress).toBe(16);
+    expect(unaryReports).toBe(3);
+    client.close();
+    old.forceShutdown();
+  });
+
   for (const transport of ['stream', 'batch'] as const) {
     it(`fails a ${transport} call the master never answers with DEADLINE_EXCEEDED, and only that call`, async () => {
       const client = await MasterClient.connect(address, 'secret', { transport, deadlineMs: 300 });
