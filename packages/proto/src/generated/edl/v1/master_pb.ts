@@ -1209,6 +1209,10 @@ export const MasterService: GenService<{
     output: typeof ReportVariablesResponseSchema;
   },
   /**
+   * The GradientStream below carries the same two messages: a report is one message whichever
+   * way it travels, decoded by the same code.
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   *
    * @generated from rpc edl.v1.MasterService.ReportGradient
    */
   reportGradient: {
@@ -1283,6 +1287,9 @@ export const MasterService: GenService<{
    * ReportGradient would answer it, without a new HTTP/2 stream, headers and metadata per step. A
    * request the master refuses (INVALID_ARGUMENT, FAILED_PRECONDITION) ends the stream with that
    * status; the client opens a new one for its next report.
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    *
    * @generated from rpc edl.v1.MasterService.GradientStream
    */
