@@ -60,12 +60,11 @@ export interface RecordIOPrefetchOptions {
   readonly maxBufferedBytes?: number;
   /**
    * How files whose chunks are all stored uncompressed are read. `'direct'` (default): each range
-   * when it is asked for, as chunk-aligned batches decoded on the libuv pool one batch ahead
-   * (`RecordIOReader.batches`), never announced to the prefetcher: decoding them is a copy, and
-   * the prefetcher's hand-off between threads costs more CPU per record than it saves (see
-   * bench/RESULTS.md, batch-path). `'prefetch'`: through the prefetcher like compressed files. A
-   * file is known to be stored-only once it has been opened (its first range may still be read
-   * ahead).
+   * when it is asked for, as chunk-aligned batches (`RecordIOReader.batches`: the first on the
+   * calling thread, later ones read ahead on the libuv pool), never announced to the prefetcher:
+   * decoding them is a copy, and a hand-off between threads costs more CPU per record than it
+   * saves (see bench/RESULTS.md, batch-path). A range announced before its file was open waits
+   * for the open to tell. `'prefetch'`: through the prefetcher like compressed files.
    */
   readonly storedFiles?: 'direct' | 'prefetch';
 }
