@@ -36,6 +36,9 @@ describe('MasterClient over real gRPC', () => {
   let lastGradient: ReportGradientRequest | undefined;
   /** Number of calls in each TaskBatchStreamRequest received. */
   const batchSizes: number[] = [];
+  /** The reply to an accepted gradient report of a range ending at `taskProgress`. */
+  const accepted = (taskProgress: bigint) =>
+    create(ReportGradientResponseSchema, { status: GradientStatus.ACCEPTED, modelVersion: 5n, taskProgress });
   /** Answers a stream call with a WAIT-free heartbeat reply; a worker named 'silent' gets no answer. */
   const answer = (request: TaskStreamRequest): TaskStreamResponse | undefined => {
     const c = request.call;
@@ -72,27 +75,14 @@ describe('MasterClient over real gRPC', () => {
       callback: sendUnaryData<unknown>,
     ) => {
       lastGradient = call.request;
-      callback(
-        null,
-        create(ReportGradientResponseSchema, {
-          status: GradientStatus.ACCEPTED,
-          modelVersion: 5n,
-          taskProgress: call.request.rangeEnd,
-        }),
-      );
+      callback(null, accepted(call.request.rangeEnd));
     };
     // The GradientStream answers as reportGradient does, in order; a report of 'silent' gets none.
     handlers.gradientStream = (call: ServerDuplexStream<ReportGradientRequest, unknown>) => {
       call.on('data', (request: ReportGradientRequest) => {
         if (request.workerId === 'silent') return;
         lastGradient = request;
-        call.write(
-          create(ReportGradientResponseSchema, {
-            status: GradientStatus.ACCEPTED,
-            modelVersion: 5n,
-            taskProgress: request.rangeEnd,
-          }),
-        );
+        call.write(accepted(request.rangeEnd));
       });
       call.on('end', () => call.end());
     };
@@ -228,14 +218,7 @@ describe('MasterClient over real gRPC', () => {
         callback: sendUnaryData<unknown>,
       ) => {
         unaryReports++;
-        callback(
-          null,
-          create(ReportGradientResponseSchema, {
-            status: GradientStatus.ACCEPTED,
-            modelVersion: 5n,
-            taskProgress: call.request.rangeEnd,
-          }),
-        );
+        callback(null, accepted(call.request.rangeEnd));
       },
     } as never);
     const port = await new Promise<number>((resolve, reject) =>
