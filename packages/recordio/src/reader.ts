@@ -200,20 +200,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     const callSite = this.readSync;
     this.#checkRange(start, count, callSite);
     if (count === 0) return RecordBatch.empty(start);
-    this.#checkOpen(callSite);
-    let result: NativeReadResult;
-    try {
-      result = this.#native.readSync(
-        start,
-        count,
-        this.#skipCorrupt,
-        this.#spareData.pop(),
-        this.#spareBounds.pop(),
-      );
-    } catch (error) {
-      throw fromThrown(error, callSite, this.path);
-    }
-    return this.#toBatch(result, start, callSite, true);
+    return this.#toBatch(this.#readNow(start, count, callSite), start, callSite, true);
   }
 
   /**
@@ -357,7 +344,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     let first: NativeReadResult | undefined;
     let pending: Promise<NativeReadResult> | undefined;
     if (firstRange !== undefined) {
-      if (this.#allStored(firstRange)) first = this.#readNow(firstRange, callSite);
+      if (this.#allStored(firstRange)) first = this.#readNow(firstRange[0], firstRange[1], callSite);
       else pending = this.#readAhead(firstRange, callSite);
     }
     for (let k = 0; k < plan.length; k++) {
@@ -453,13 +440,13 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return true;
   }
 
-  /** Reads on the calling thread (see #iterateBatches). */
-  #readNow(range: readonly [number, number], callSite: Error): NativeReadResult {
+  /** Reads on the calling thread, into the spare buffers of released batches if any. */
+  #readNow(start: number, count: number, callSite: CallSite): NativeReadResult {
     this.#checkOpen(callSite);
     try {
       return this.#native.readSync(
-        range[0],
-        range[1],
+        start,
+        count,
         this.#skipCorrupt,
         this.#spareData.pop(),
         this.#spareBounds.pop(),
