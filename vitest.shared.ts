@@ -14,6 +14,10 @@ export function packageProject(name: string, testTimeoutMs = 30_000) {
       alias: [
         // Subpath exports first: the package aliases below match whole names only.
         { find: /^@edl\/master\/kubernetes$/, replacement: `${packagesDir}master/src/kubernetes/index.ts` },
+        {
+          find: /^@edl\/master\/local-workers$/,
+          replacement: `${packagesDir}master/src/local-instance-manager.ts`,
+        },
         { find: /^@edl\/data\/dataset$/, replacement: `${packagesDir}data/src/dataset/index.ts` },
         { find: /^@edl\/data\/readers$/, replacement: `${packagesDir}data/src/readers/index.ts` },
         { find: /^@edl\/model-zoo\/zoo$/, replacement: `${packagesDir}model-zoo/src/zoo.ts` },

@@ -73,4 +73,16 @@ describe('edl train: what the workers are told of the mode', () => {
       new UsageError("Expected one of on, off for --push-ahead but received 'maybe'"),
     );
   });
+
+  it("has workers mirror the master's updates unless --mirror-updates off", () => {
+    const mirror = (argv: string[]) => {
+      const args = workerArgs(parseJobOptions([...base, ...argv]), '/m.js', '/tmp/stats');
+      return args[args.indexOf('--mirror-updates') + 1];
+    };
+    expect(mirror([])).toBe('on');
+    expect(mirror(['--mirror-updates', 'off'])).toBe('off');
+    expect(() => parseJobOptions([...base, '--mirror-updates', 'yes'])).toThrow(
+      new UsageError("Expected one of on, off for --mirror-updates but received 'yes'"),
+    );
+  });
 });

@@ -10,8 +10,15 @@ import path from 'node:path';
 import { createDataReader } from '@edl/data';
 import { type StartMasterOptions, silentLogger as silentMasterLogger, startMaster } from '@edl/master';
 import { censusDefinition, generateCensusCsv } from '@edl/model-zoo';
-import { MasterClient } from '@edl/proto';
-import { runWorker, selectBackend, tf, type WorkerResult, withRetries } from '@edl/worker';
+import { MasterClient, type NamedTensor } from '@edl/proto';
+import {
+  type MasterConnection,
+  runWorker,
+  selectBackend,
+  tf,
+  type WorkerResult,
+  withRetries,
+} from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let dir: string;
@@ -72,7 +79,13 @@ async function startWithWorkers(
     }),
   });
   const results = await Promise.all(done);
-  return { job: await handle.wait(), results, gradients: handle.master.gradientOutcomes };
+  const job = await handle.wait();
+  return {
+    job,
+    results,
+    gradients: handle.master.gradientOutcomes,
+    model: handle.master.store.getModel().variables,
+  };
 }
 
 async function runJob(options: Partial<StartMasterOptions>, workers: number, predictionOutput?: string) {
@@ -244,7 +257,11 @@ describe('runWorker: minibatches that do not line up with tasks', () => {
 
 describe('runWorker: pushing gradients ahead of compute', () => {
   it('computes each step while the master applies the previous one, training every record once', async () => {
-    const { job, results, gradients } = await runJobWith({ pushAhead: true }, { numEpochs: 2 });
+    // Without a replica, each step is computed on a model that lacks the step still in flight.
+    const { job, results, gradients } = await runJobWith(
+      { pushAhead: true, mirrorUpdates: false },
+      { numEpochs: 2 },
+    );
     expect(job.state).toBe('succeeded');
     expect(results[0]?.records.training).toBe(2 * 2000);
     const steps = results[0]?.steps as number;
@@ -266,7 +283,7 @@ describe('runWorker: pushing gradients ahead of compute', () => {
 
   it("turns itself off ('auto') when a sync-mode master refuses a gradient pushed ahead", async () => {
     const { job, results, gradients } = await runJobWith(
-      { pushAhead: 'auto' },
+      { pushAhead: 'auto', mirrorUpdates: false },
       {
         numEpochs: 1,
         parameterStore: { mode: 'sync', optimizer: { type: 'adam', learningRate: 0.02 } },
@@ -283,7 +300,95 @@ describe('runWorker: pushing gradients ahead of compute', () => {
   }, 60_000);
 });
 
-async function runJobWith(worker: Record<string, unknown>, master: Partial<StartMasterOptions>) {
+describe("runWorker: mirroring the master's updates on a replica", () => {
+  /** The variables' bit patterns, to compare models exactly (-0 and NaN included). */
+  const bits = (model: readonly NamedTensor[]) =>
+    model.map((v) => [v.name, Array.from(new Uint32Array(v.values.slice().buffer))]);
+
+  it('trains one worker on its replica: every gradient mirrored, none wasted, the very model of waiting for each answer', async () => {
+    const mirrored = await runJobWith({}, { numEpochs: 2 });
+    const waiting = await runJobWith({ mirrorUpdates: false }, { numEpochs: 2 });
+    for (const run of [mirrored, waiting]) {
+      expect(run.job.state).toBe('succeeded');
+      expect(run.results[0]?.records.training).toBe(2 * 2000);
+    }
+    const steps = mirrored.results[0]?.steps as number;
+    expect(mirrored.gradients).toMatchObject({ applied: steps, stale: 0, mirrored: steps });
+    expect(mirrored.gradients.stalenessHistogram[0]).toBe(steps);
+    expect(mirrored.results[0]?.timers.gradients).toEqual({ computed: steps, wasted: 0 });
+    expect(waiting.gradients.mirrored).toBe(0);
+    // Each step of the mirroring worker was computed on exactly the model the master held.
+    expect(bits(mirrored.model)).toEqual(bits(waiting.model));
+  }, 90_000);
+
+  it("stops mirroring when a checksum does not match, and goes on from the master's model", async () => {
+    const warnings: string[] = [];
+    const logger = { info: () => {}, warn: (event: string) => void warnings.push(event) };
+    let mirroredAnswers = 0;
+    // A master connection whose fourth mirrored answer carries a wrong checksum, as a replica
+    // that drifted from the master's model would see it.
+    const tampered = (client: MasterClient): MasterConnection => ({
+      getTask: (...a) => client.getTask(...a),
+      reportTaskResult: (...a) => client.reportTaskResult(...a),
+      getModel: (...a) => client.getModel(...a),
+      reportVariables: (...a) => client.reportVariables(...a),
+      reportEvaluationMetrics: (...a) => client.reportEvaluationMetrics(...a),
+      heartbeat: (...a) => client.heartbeat(...a),
+      reportGradient: async (report) => {
+        const answer = await client.reportGradient(report);
+        if (answer.mirrored !== true || ++mirroredAnswers !== 4) return answer;
+        return { ...answer, modelChecksum: ((answer.modelChecksum ?? 0) ^ 1) >>> 0 };
+      },
+    });
+    const run = await runJobWith({ logger }, { numEpochs: 1 }, tampered);
+    const waiting = await runJobWith({ mirrorUpdates: false }, { numEpochs: 1 });
+    expect(run.job.state).toBe('succeeded');
+    expect(run.results[0]?.records.training).toBe(2000);
+    expect(warnings).toEqual(['replica.mismatch']);
+    // Four mirrored steps, then none; the step computed on the doubted replica is computed again.
+    expect(run.gradients.mirrored).toBe(4);
+    const steps = run.results[0]?.steps as number;
+    expect(run.results[0]?.timers.gradients).toEqual({ computed: steps + 1, wasted: 1 });
+    expect(bits(run.model)).toEqual(bits(waiting.model));
+  }, 90_000);
+
+  it('trains two mirroring workers, each record once, wasting no more than 5% of the steps', async () => {
+    const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
+    const { job, results, gradients } = await startWithWorkers(
+      {
+        jobType: 'training',
+        numEpochs: 2,
+        minibatchSize: 50,
+        numMinibatchesPerTask: 4,
+        logger: silentMasterLogger,
+        parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
+        trainingReader,
+      } as StartMasterOptions,
+      2,
+      (i, client) =>
+        runWorker({
+          workerId: `worker-${i}`,
+          master: client,
+          modelDefinition: definition as never,
+          reader: trainingReader as never,
+          minibatchSize: 50,
+        }),
+    );
+    expect(job.state).toBe('succeeded');
+    expect(results.reduce((n, r) => n + r.records.training, 0)).toBe(2 * 2000);
+    const steps = results.reduce((n, r) => n + r.steps, 0);
+    const wasted = results.reduce((n, r) => n + (r.timers.gradients?.wasted ?? 0), 0);
+    expect(gradients.applied).toBe(steps);
+    // The issue's bound: at most 5% of the applied steps computed in vain (stale or on a replica).
+    expect(wasted).toBeLessThanOrEqual(0.05 * steps);
+  }, 90_000);
+});
+
+async function runJobWith(
+  worker: Record<string, unknown>,
+  master: Partial<StartMasterOptions>,
+  connect: (client: MasterClient) => MasterConnection = (client) => client,
+) {
   const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
   return startWithWorkers(
     {
@@ -299,7 +404,7 @@ async function runJobWith(worker: Record<string, unknown>, master: Partial<Start
     (_, client) =>
       runWorker({
         workerId: 'worker-0',
-        master: client,
+        master: connect(client),
         modelDefinition: definition as never,
         reader: trainingReader as never,
         minibatchSize: 50,

@@ -1,7 +1,8 @@
 /**
  * @edl/common: what every elasticdl-ts package shares, at the bottom of the package order (it
  * imports no other @edl package): the argument checks with one message format, the {@link EdlError}
- * base class with a typed UPPER_SNAKE `code`, and a seeded PRNG.
+ * base class with a typed UPPER_SNAKE `code`, the optimizers (shared by the master and the workers
+ * that mirror its updates), and a seeded PRNG.
  */
 export {
   type ArgumentErrorKind,
@@ -21,4 +22,12 @@ export {
 } from './checks.js';
 export { describeValue, expectedMessage } from './describe-value.js';
 export { EdlError, type EdlErrorOptions, hasErrorCode } from './edl-error.js';
+export {
+  checkOptimizerParams,
+  createOptimizer,
+  OPTIMIZER_PARAMS,
+  type Optimizer,
+  type OptimizerConfig,
+  type OptimizerSlots,
+} from './optimizers.js';
 export { mulberry32, SeededRandom } from './seeded-random.js';

@@ -2,9 +2,9 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import type { OptimizerConfig, OptimizerSlots } from '@edl/common';
 import type { NamedTensor } from '@edl/proto';
 import { CheckpointError } from './errors.js';
-import type { OptimizerConfig, OptimizerSlots } from './optimizers.js';
 import type { ParameterStoreSnapshot } from './parameter-store.js';
 import type { TaskManagerState } from './task-manager.js';
 

@@ -12,6 +12,7 @@ import {
   type HeartbeatResponse,
   JOB_TOKEN_METADATA_KEY,
   masterServiceDefinition,
+  type NamedTensor,
   PingResponseSchema,
   ReportEvaluationMetricsResponseSchema,
   ReportGradientResponseSchema,
@@ -22,6 +23,7 @@ import {
   type TaskBatchStreamResponse,
   type TaskStreamRequest,
   type TaskStreamResponse,
+  type Tensor,
   toSafeNumber,
   toTaskMessage,
   toTensorMessage,
@@ -42,6 +44,8 @@ import { MasterError } from './errors.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';
 
+/** Gradient names whose decoding arrays are kept for reuse (more than any model has variables). */
+const MAX_SCRATCH_GRADIENTS = 4096;
 /** Options of {@link serveMaster}. */
 export interface MasterServerOptions {
   /** Interface to listen on (default 127.0.0.1: reachable from this machine only). */
@@ -183,6 +187,21 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
    * store's arrays, serialized within the call; a stream's reply may wait behind the one before it
    * in its Writable and be serialized later, after other gradients changed the arrays, so it copies.
    */
+  /**
+   * Decoding arrays of gradients, reused from one report to the next: the master reads a gradient
+   * only within its synchronous reportGradient call (the store applies it, or copies it into a
+   * sync batch), and a fresh 4-bytes-per-weight array per step was most of the master's garbage.
+   */
+  const gradientScratch = new Map<string, Float32Array>();
+  const decodeGradient = (message: Tensor): NamedTensor => {
+    const decoded = fromTensorMessage(message, gradientScratch.get(message.name));
+    // Bounded: names beyond a model's worth (a worker sending junk) get arrays of their own.
+    if (gradientScratch.has(message.name) || gradientScratch.size < MAX_SCRATCH_GRADIENTS) {
+      gradientScratch.set(message.name, decoded.values);
+    }
+    return decoded;
+  };
+
   const reportGradient = (r: In<'reportGradient'>, copy = false) => {
     const reply = master.reportGradient({
       workerId: checkNonEmptyString(r.workerId, 'workerId'),
@@ -190,9 +209,10 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
       rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
       modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
-      gradients: r.gradients.map(fromTensorMessage),
+      gradients: r.gradients.map(decodeGradient),
       moreRanges: r.moreRanges.map(fromRangeMessage),
       wantModel: r.wantModel,
+      mirror: r.mirror,
     });
     return create(ReportGradientResponseSchema, {
       status: reply.status,
@@ -200,6 +220,8 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
       hasModel: reply.variables !== undefined,
       variables: reply.variables?.map((v) => toTensorMessage(v, { copy })) ?? [],
+      mirrored: reply.mirrored === true,
+      modelChecksum: reply.modelChecksum ?? 0,
     });
   };
 
@@ -298,7 +320,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       const model = master.getModel(
         toSafeNumber(r.version, 'version'),
         r.haveVersion === undefined ? undefined : toSafeNumber(r.haveVersion, 'haveVersion'),
+        r.wantOptimizer,
       );
+      const { optimizer } = model;
       return create(GetModelResponseSchema, {
         version: toWireInt(model.version, 'version'),
         initialized: model.initialized,
@@ -306,12 +330,22 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         // Views of the store's arrays, not copies: grpc-js serializes the reply within this call,
         // before any other gradient can change them.
         variables: model.variables.map((v) => toTensorMessage(v, { copy: false })),
+        ...(optimizer === undefined
+          ? {}
+          : {
+              optimizer: {
+                configJson: JSON.stringify(optimizer.config),
+                step: toWireInt(optimizer.step, 'optimizer.step'),
+                // Copies already (ParameterStore.optimizerState).
+                slots: optimizer.slots.map((v) => toTensorMessage(v, { copy: false })),
+              },
+            }),
       });
     }),
     reportVariables: unary((r: In<'reportVariables'>) => {
       const result = master.reportVariables(
         checkNonEmptyString(r.workerId, 'workerId'),
-        r.variables.map(fromTensorMessage),
+        r.variables.map((t) => fromTensorMessage(t)),
       );
       return create(ReportVariablesResponseSchema, {
         accepted: result.accepted,

@@ -5,6 +5,14 @@
  * job's Kubernetes objects are at `@edl/master/kubernetes`, so that importing the master does not
  * load the Kubernetes client.
  */
+
+export {
+  createOptimizer,
+  OPTIMIZER_PARAMS,
+  type Optimizer,
+  type OptimizerConfig,
+  type OptimizerSlots,
+} from '@edl/common';
 export {
   type Checkpoint,
   listCheckpoints,
@@ -57,13 +65,6 @@ export {
   type TaskReply,
 } from './master.js';
 export type { MasterObserver } from './master-observer.js';
-export {
-  createOptimizer,
-  OPTIMIZER_PARAMS,
-  type Optimizer,
-  type OptimizerConfig,
-  type OptimizerSlots,
-} from './optimizers.js';
 export {
   DEFAULT_ASYNC_MAX_STALENESS,
   defaultMaxStaleness,

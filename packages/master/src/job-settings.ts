@@ -5,8 +5,7 @@
  * add the readers, the logger and the workers (local processes or pods).
  */
 
-import { checkOneOf } from '@edl/common';
-import { checkOptimizerParams, type OptimizerConfig } from './optimizers.js';
+import { checkOneOf, checkOptimizerParams, type OptimizerConfig } from '@edl/common';
 import {
   defaultMaxStaleness,
   type ParameterStoreMode,

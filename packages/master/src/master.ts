@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { checkInteger } from '@edl/common';
+import { checkInteger, type OptimizerConfig } from '@edl/common';
 import {
   type EvaluationMetricsReport,
   type GetTaskResult,
@@ -78,6 +78,10 @@ export interface ReportReply {
   readonly taskProgress: number;
   /** With `wantModel`: the variables at `modelVersion` (the store's own arrays: serialize at once). */
   readonly variables?: readonly NamedTensor[];
+  /** With `mirror`: the gradient was applied alone onto its own version (see GradientReport). */
+  readonly mirrored?: boolean;
+  /** With `mirrored`: the store's checksum at `modelVersion`. */
+  readonly modelChecksum?: number;
 }
 
 /** What became of the gradients workers pushed, for the job's statistics. */
@@ -88,6 +92,11 @@ export interface GradientOutcomes {
   readonly stale: number;
   /** Refused for their ranges (task not held, already applied, out of order). */
   readonly rejected: number;
+  /**
+   * Applied gradients whose worker mirrored the update on its replica: answered with a checksum
+   * instead of the model (see `mirror` in GradientReport).
+   */
+  readonly mirrored: number;
   /** Applied gradients by staleness (index s: s versions old; the last bucket: that many or more). */
   readonly stalenessHistogram: readonly number[];
 }
@@ -108,6 +117,7 @@ export class Master {
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
   #rejectedGradients = 0;
+  #mirroredGradients = 0;
   #lastCheckpoint: string | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -203,7 +213,14 @@ export class Master {
   getModel(
     version: number,
     haveVersion?: number,
-  ): { version: number; initialized: boolean; unchanged: boolean; variables: NamedTensor[] } {
+    wantOptimizer = false,
+  ): {
+    version: number;
+    initialized: boolean;
+    unchanged: boolean;
+    variables: NamedTensor[];
+    optimizer?: { config: OptimizerConfig; step: number; slots: NamedTensor[] };
+  } {
     if (!this.store.initialized) {
       return { version: this.store.version, initialized: false, unchanged: false, variables: [] };
     }
@@ -211,13 +228,17 @@ export class Master {
     if (haveVersion !== undefined && haveVersion === wanted) {
       return { version: wanted, initialized: true, unchanged: true, variables: [] };
     }
-    return { ...this.store.getModel(version), initialized: true, unchanged: false };
+    const model = { ...this.store.getModel(version), initialized: true, unchanged: false };
+    // The optimizer's state is the latest version's: only that model comes with it.
+    const optimizer =
+      wantOptimizer && model.version === this.store.version ? this.store.optimizerState() : undefined;
+    return optimizer === undefined ? model : { ...model, optimizer };
   }
 
   /** What became of the gradients pushed so far. */
   get gradientOutcomes(): GradientOutcomes {
     const counts = this.store.gradientCounts;
-    return { ...counts, rejected: this.#rejectedGradients };
+    return { ...counts, rejected: this.#rejectedGradients, mirrored: this.#mirroredGradients };
   }
 
   reportVariables(
@@ -249,15 +270,25 @@ export class Master {
     }
     // An evaluation round may still need the version this update replaces.
     if (this.taskManager.evaluationVersion === this.store.version) this.store.pinCurrentVersion();
+    // A worker that mirrors the updates reaches the next version by itself when its gradient is
+    // the whole update (one gradient per update) onto the version it was computed on (staleness 0,
+    // so no learning-rate scaling): the reply then needs no model, only a checksum to check against.
+    const mirrored =
+      report.mirror === true && this.store.mirrorable && report.modelVersion === this.store.version;
     const bumped = this.store.applyGradient(report.gradients, report.modelVersion);
     const progress = this.#advance(report);
     this.#options.onGradientApplied?.(report);
     if (bumped) this.#onNewVersion();
-    return this.#withModel(report, {
+    const reply = {
       status: GradientStatus.ACCEPTED,
       modelVersion: this.store.version,
       taskProgress: progress,
-    });
+    };
+    if (mirrored) {
+      this.#mirroredGradients++;
+      return { ...reply, mirrored: true, modelChecksum: this.store.checksum() };
+    }
+    return this.#withModel(report, reply);
   }
 
   #withModel(report: GradientReport, reply: ReportReply): ReportReply {

@@ -1,7 +1,13 @@
-import { checkInteger, checkOneOf } from '@edl/common';
-import { GradientStatus, type NamedTensor, shapeSize } from '@edl/proto';
+import {
+  checkInteger,
+  checkOneOf,
+  createOptimizer,
+  type Optimizer,
+  type OptimizerConfig,
+  type OptimizerSlots,
+} from '@edl/common';
+import { GradientStatus, modelChecksum, type NamedTensor, shapeSize } from '@edl/proto';
 import { MasterStateError } from './errors.js';
-import { createOptimizer, type Optimizer, type OptimizerConfig, type OptimizerSlots } from './optimizers.js';
 
 /** How the parameter store takes gradients. */
 export type ParameterStoreMode = 'sync' | 'async';
@@ -173,6 +179,36 @@ export class ParameterStore {
     };
   }
 
+  /**
+   * Whether every update applies exactly one gradient (async mode, or sync mode with one gradient
+   * to wait for): only then can a worker holding this store's optimizer state apply its own
+   * gradient and arrive at the store's next version (see {@link optimizerState}).
+   */
+  get mirrorable(): boolean {
+    return this.mode === 'async' || this.gradsToWait === 1;
+  }
+
+  /**
+   * The optimizer's configuration, step and slots (copies), for a worker that mirrors this store's
+   * updates; undefined when they cannot be mirrored.
+   */
+  optimizerState(): { config: OptimizerConfig; step: number; slots: NamedTensor[] } | undefined {
+    if (!this.mirrorable) return undefined;
+    const slots: NamedTensor[] = [];
+    for (const [variable, byName] of this.optimizer.slots) {
+      const shape = this.#variables.get(variable)?.shape ?? [];
+      for (const [name, values] of byName) {
+        slots.push({ name: `${variable}/${name}`, shape, values: Float32Array.from(values) });
+      }
+    }
+    return { config: { ...this.optimizer.config }, step: this.optimizer.step, slots };
+  }
+
+  /** `modelChecksum` of the current variables, in the store's order. */
+  checksum(): number {
+    return modelChecksum([...this.#variables.values()].map((v) => v.values));
+  }
+
   /** Keeps a copy of the current version for an evaluation round. */
   pinCurrentVersion(): number {
     if (!this.#pinned.has(this.#version)) {
@@ -203,7 +239,12 @@ export class ParameterStore {
         `Expected a model version <= ${this.#version} for modelVersion but received ${version}`,
       );
     }
+    const seen = new Set<string>();
     for (const g of gradients) {
+      if (seen.has(g.name)) {
+        throw new RangeError(`Expected one gradient per variable but received '${g.name}' twice`);
+      }
+      seen.add(g.name);
       const variable = this.#variables.get(g.name);
       if (variable === undefined) {
         throw new RangeError(`Expected the name of a model variable for a gradient but received '${g.name}'`);

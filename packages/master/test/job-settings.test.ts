@@ -1,7 +1,8 @@
 /** The mapping from a job's settings to the master's options, and the optimizer keys it checks. */
+
+import { createOptimizer } from '@edl/common';
 import { describe, expect, it } from 'vitest';
 import { masterOptionsFor, optimizerConfigFromSpec, parameterStoreOptionsFor } from '../src/job-settings.js';
-import { createOptimizer } from '../src/optimizers.js';
 import { ParameterStore } from '../src/parameter-store.js';
 
 describe('createOptimizer', () => {

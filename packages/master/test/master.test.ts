@@ -177,6 +177,7 @@ describe('Master: one round trip per step', () => {
       applied: 2,
       stale: 1,
       rejected: 1,
+      mirrored: 0,
       stalenessHistogram: [2, ...new Array(16).fill(0)],
     });
   });
@@ -186,5 +187,79 @@ describe('Master: one round trip per step', () => {
     expect(m.getModel(-1, 0)).toEqual({ version: 0, initialized: true, unchanged: true, variables: [] });
     expect(m.getModel(-1, 5).variables).toHaveLength(1);
     expect(m.getModel(-1).unchanged).toBe(false);
+  });
+
+  it('hands its optimizer to a mirroring worker, and answers its gradient with a checksum when it was the whole update', () => {
+    const m = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 8 }],
+      minibatchSize: 2,
+      numMinibatchesPerTask: 1,
+      trainEndCallback: false,
+      logger: silentLogger,
+      parameterStore: { mode: 'async', maxStaleness: 4, optimizer: { type: 'adam', learningRate: 0.5 } },
+    });
+    m.reportVariables('w0', grad([0, 1]));
+    const state = m.getModel(-1, undefined, true);
+    expect(state.optimizer).toEqual({
+      config: { type: 'adam', learningRate: 0.5, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 },
+      step: 0,
+      slots: [],
+    });
+    // Without asking, no optimizer comes.
+    expect(m.getModel(-1).optimizer).toBeUndefined();
+    const tasks = [m.getTask('w').task!, m.getTask('w').task!, m.getTask('w').task!];
+    const report = (i: number, modelVersion: number) =>
+      m.reportGradient({
+        workerId: 'w',
+        taskId: tasks[i]!.id,
+        rangeStart: tasks[i]!.start,
+        rangeEnd: tasks[i]!.end,
+        modelVersion,
+        gradients: grad([1, -2]),
+        wantModel: true,
+        mirror: true,
+      });
+    const first = report(0, 0);
+    expect(first).toMatchObject({ status: GradientStatus.ACCEPTED, modelVersion: 1, mirrored: true });
+    expect(first.variables).toBeUndefined();
+    expect(first.modelChecksum).toBe(m.store.checksum());
+    // The state after one update: Adam's step and both slots, named VARIABLE/SLOT.
+    const after = m.getModel(-1, undefined, true).optimizer!;
+    expect(after.step).toBe(1);
+    expect(after.slots.map((slot) => slot.name).sort()).toEqual(['w/m', 'w/v']);
+    // A gradient of version 0 applied onto version 1 is not the whole update of version 2: the
+    // worker's replica lacks version 1, so the model comes back.
+    const late = report(1, 0);
+    expect(late).toMatchObject({ status: GradientStatus.ACCEPTED, modelVersion: 2 });
+    expect(late.mirrored).toBeUndefined();
+    expect(late.variables).toHaveLength(1);
+    expect(m.gradientOutcomes).toMatchObject({ applied: 2, mirrored: 1 });
+  });
+
+  it('offers no optimizer, and mirrors nothing, when an update averages several gradients', () => {
+    const m = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: 8 }],
+      minibatchSize: 2,
+      numMinibatchesPerTask: 1,
+      trainEndCallback: false,
+      logger: silentLogger,
+      parameterStore: { mode: 'sync', gradsToWait: 2, optimizer: { type: 'sgd', learningRate: 1 } },
+    });
+    m.reportVariables('w0', grad([0]));
+    expect(m.getModel(-1, undefined, true).optimizer).toBeUndefined();
+    const task = m.getTask('w').task!;
+    const reply = m.reportGradient({
+      workerId: 'w',
+      taskId: task.id,
+      rangeStart: task.start,
+      rangeEnd: task.end,
+      modelVersion: 0,
+      gradients: grad([1]),
+      mirror: true,
+    });
+    expect(reply.status).toBe(GradientStatus.ACCEPTED);
+    expect(reply.mirrored).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
+import { createOptimizer } from '@edl/common';
 import { GradientStatus } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
 import { MasterStateError } from '../src/errors.js';
-import { createOptimizer } from '../src/optimizers.js';
 import { DEFAULT_ASYNC_MAX_STALENESS, defaultMaxStaleness, ParameterStore } from '../src/parameter-store.js';
 
 const w = (values: number[]) => ({ name: 'w', shape: [values.length], values: new Float32Array(values) });
@@ -87,6 +87,10 @@ describe('ParameterStore', () => {
     );
     expect(() => store.checkGradient(0, [{ ...w([1, 2]), name: 'nope' }])).toThrow(
       new RangeError("Expected the name of a model variable for a gradient but received 'nope'"),
+    );
+    // Two gradients of one variable would both be applied (and share one decoding array).
+    expect(() => store.checkGradient(0, [w([1, 2]), w([3, 4])])).toThrow(
+      new RangeError("Expected one gradient per variable but received 'w' twice"),
     );
   });
 

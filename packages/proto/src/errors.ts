@@ -6,10 +6,10 @@ export type GrpcStatusName = keyof typeof GrpcStatus;
 
 /**
  * Stable codes of {@link EdlProtoError}: the gRPC status name of a failed call to the master
- * (`STATUS_<n>` for a number gRPC does not name), or `BAD_EXAMPLE` for an Example that does not
- * parse as its spec asks.
+ * (`STATUS_<n>` for a number gRPC does not name), `BAD_EXAMPLE` for an Example that does not
+ * parse as its spec asks, or `BAD_RESPONSE` for a master's reply that does not make sense.
  */
-export type ProtoErrorCode = GrpcStatusName | `STATUS_${number}` | 'BAD_EXAMPLE';
+export type ProtoErrorCode = GrpcStatusName | `STATUS_${number}` | 'BAD_EXAMPLE' | 'BAD_RESPONSE';
 
 /** Base of every non-argument error of @edl/proto: `code` is stable and safe to switch on. */
 export class EdlProtoError extends EdlError<ProtoErrorCode> {

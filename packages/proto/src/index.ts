@@ -37,11 +37,13 @@ export type {
   GradientReport,
   JobStatusInfo,
   ModelSnapshot,
+  OptimizerSnapshot,
   ReportResult,
   TaskRangeRef,
   TaskResultReport,
 } from './master-reports.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';
+export { modelChecksum } from './model-checksum.js';
 export {
   fromTaskMessage,
   type TaskAssignment,

@@ -1,7 +1,8 @@
 import { create } from '@bufbuild/protobuf';
+import { describeValue } from '@edl/common';
 import { type Client, connectivityState, status as grpcStatus } from '@grpc/grpc-js';
 import { BatchStreamTransport } from './batch-stream-transport.js';
-import { MasterRpcError } from './errors.js';
+import { EdlProtoError, MasterRpcError } from './errors.js';
 import {
   GetJobStatusRequestSchema,
   GetModelRequestSchema,
@@ -178,22 +179,39 @@ export class MasterClient {
   /**
    * Pulls the model: the latest (`version` < 0, the default) or a pinned evaluation version. With
    * `haveVersion`, the version the caller holds, an unchanged model comes back as `unchanged` with
-   * no variables.
+   * no variables. With `wantOptimizer`, the optimizer's state comes too, when the master's updates
+   * can be mirrored.
    */
-  async getModel(workerId: string, version = -1, haveVersion?: number): Promise<ModelSnapshot> {
+  async getModel(
+    workerId: string,
+    version = -1,
+    haveVersion?: number,
+    options: { readonly wantOptimizer?: boolean } = {},
+  ): Promise<ModelSnapshot> {
     const response = await this.#unary.call(
       'getModel',
       create(GetModelRequestSchema, {
         workerId,
         version: toWireInt(version, 'version'),
         ...(haveVersion === undefined ? {} : { haveVersion: toWireInt(haveVersion, 'haveVersion') }),
+        wantOptimizer: options.wantOptimizer === true,
       }),
     );
+    const optimizer = response.optimizer;
     return {
       version: toSafeNumber(response.version, 'version'),
       initialized: response.initialized,
       unchanged: response.unchanged,
-      variables: response.variables.map(fromTensorMessage),
+      variables: response.variables.map((t) => fromTensorMessage(t)),
+      ...(optimizer === undefined
+        ? {}
+        : {
+            optimizer: {
+              config: parseOptimizerConfig(optimizer.configJson),
+              step: toSafeNumber(optimizer.step, 'optimizer.step'),
+              slots: optimizer.slots.map((t) => fromTensorMessage(t)),
+            },
+          }),
     };
   }
 
@@ -224,13 +242,15 @@ export class MasterClient {
       gradients: report.gradients.map((g) => toTensorMessage(g, { copy: false })),
       moreRanges: toRangeMessages(report.moreRanges),
       wantModel: report.wantModel === true,
+      mirror: report.mirror === true,
     });
     const response = await this.#sendGradient(request);
     return {
       status: response.status,
       modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
       taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
-      ...(response.hasModel ? { variables: response.variables.map(fromTensorMessage) } : {}),
+      ...(response.hasModel ? { variables: response.variables.map((t) => fromTensorMessage(t)) } : {}),
+      ...(response.mirrored ? { mirrored: true, modelChecksum: response.modelChecksum } : {}),
     };
   }
 
@@ -335,4 +355,24 @@ export class MasterClient {
     this.#gradients?.close();
     this.#client.close();
   }
+}
+
+/** The optimizer's JSON from the master: an object, or a protocol error naming what came instead. */
+function parseOptimizerConfig(json: string): Readonly<Record<string, unknown>> {
+  let config: unknown;
+  try {
+    config = JSON.parse(json);
+  } catch (error) {
+    throw new EdlProtoError(
+      'BAD_RESPONSE',
+      `The master sent optimizer settings that are not JSON: ${(error as Error).message}`,
+    );
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw new EdlProtoError(
+      'BAD_RESPONSE',
+      `Expected an object for the master's optimizer settings but received ${describeValue(config)}`,
+    );
+  }
+  return config as Readonly<Record<string, unknown>>;
 }

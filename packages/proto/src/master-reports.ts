@@ -3,6 +3,16 @@ import type { TaskAssignment } from './task-assignment.js';
 import type { NamedTensor } from './tensor.js';
 import { toWireInt } from './wire-numbers.js';
 
+/** The master's optimizer at a model version, for a worker that mirrors its updates. */
+export interface OptimizerSnapshot {
+  /** The optimizer's type and parameters (`OptimizerConfig` of @edl/common), as the master sent them. */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** Updates applied so far. */
+  readonly step: number;
+  /** Per-variable slots, each named `VARIABLE/SLOT` (Adam's `dense/kernel/m`). */
+  readonly slots: NamedTensor[];
+}
+
 /** The model as a worker sees it. */
 export interface ModelSnapshot {
   readonly version: number;
@@ -11,6 +21,11 @@ export interface ModelSnapshot {
   /** True when the master still has the version the caller holds: `variables` is then empty. */
   readonly unchanged?: boolean;
   readonly variables: NamedTensor[];
+  /**
+   * Asked for with `wantOptimizer`: the optimizer at `version`, when the master's updates can be
+   * mirrored (each applies one gradient).
+   */
+  readonly optimizer?: OptimizerSnapshot;
 }
 
 /** A record range of a task. */
@@ -33,6 +48,12 @@ export interface GradientReport extends TaskRangeRef {
   readonly moreRanges?: readonly TaskRangeRef[];
   /** Ask for the model in the reply (ACCEPTED or STALE), saving the next step's pull. */
   readonly wantModel?: boolean;
+  /**
+   * The worker holds the master's model and optimizer at `modelVersion` and applies this gradient
+   * to them itself: when the master applies it alone onto that version, the reply is `mirrored`
+   * and carries no model.
+   */
+  readonly mirror?: boolean;
 }
 
 /** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
@@ -81,6 +102,13 @@ export interface ReportResult {
   readonly taskProgress: number;
   /** With `wantModel`: the variables at `modelVersion`, when the master sent them. */
   readonly variables?: NamedTensor[];
+  /**
+   * With `mirror`: true when the gradient was applied alone onto the version it was computed on
+   * (the worker's own update of its replica is then the master's model at `modelVersion`).
+   */
+  readonly mirrored?: boolean;
+  /** With `mirrored`: `modelChecksum` of the master's variables at `modelVersion`. */
+  readonly modelChecksum?: number;
 }
 
 /** The job's progress, from `getJobStatus`. */

@@ -1,10 +1,12 @@
-import type {
-  GetModelResponse,
-  ReportGradientRequest,
-  ReportGradientResponse,
-  ReportVariablesRequest,
-  TaskRange,
-  Tensor,
+import { toBinary } from '@bufbuild/protobuf';
+import {
+  type GetModelResponse,
+  GetModelResponseSchema,
+  type ReportGradientRequest,
+  type ReportGradientResponse,
+  type ReportVariablesRequest,
+  type TaskRange,
+  type Tensor,
 } from './generated/edl/v1/master_pb.js';
 
 /*
@@ -87,6 +89,11 @@ class ExactWriter {
     this.buffer.set(data, this.#pos);
     this.#pos += data.length;
   }
+
+  fixed32(v: number): void {
+    this.buffer.writeUInt32LE(v >>> 0, this.#pos);
+    this.#pos += 4;
+  }
 }
 
 /** Sizes of a message's parts, computed once and used again while writing. */
@@ -159,6 +166,12 @@ function writeBool(w: ExactWriter, field: number, v: boolean): void {
   w.varint(1);
 }
 
+function writeFixed32(w: ExactWriter, field: number, v: number): void {
+  if (v === 0) return;
+  w.tag(field, 5);
+  w.fixed32(v);
+}
+
 function writeString(w: ExactWriter, field: number, bytes: Uint8Array): void {
   if (bytes.length === 0) return;
   w.tag(field, 2);
@@ -187,7 +200,8 @@ export function encodeReportGradientRequest(m: ReportGradientRequest): Buffer {
     int64FieldSize(m.rangeEnd) +
     int64FieldSize(m.modelVersion) +
     tensorsSize +
-    boolFieldSize(m.wantModel);
+    boolFieldSize(m.wantModel) +
+    boolFieldSize(m.mirror);
   for (const body of ranges) size += 1 + varintSize(body) + body;
   const w = new ExactWriter(size);
   writeString(w, 1, workerId);
@@ -204,6 +218,7 @@ export function encodeReportGradientRequest(m: ReportGradientRequest): Buffer {
     writeInt64(w, 3, range.rangeEnd);
   });
   writeBool(w, 8, m.wantModel);
+  writeBool(w, 9, m.mirror);
   return finish(w);
 }
 
@@ -216,7 +231,9 @@ export function encodeReportGradientResponse(m: ReportGradientResponse): Buffer 
     int64FieldSize(m.modelVersion) +
     int64FieldSize(m.taskProgress) +
     tensorsSize +
-    boolFieldSize(m.hasModel);
+    boolFieldSize(m.hasModel) +
+    boolFieldSize(m.mirrored) +
+    (m.modelChecksum === 0 ? 0 : 5);
   const w = new ExactWriter(size);
   if (status !== 0) {
     w.tag(1, 0);
@@ -226,11 +243,15 @@ export function encodeReportGradientResponse(m: ReportGradientResponse): Buffer 
   writeInt64(w, 3, m.taskProgress);
   writeTensors(w, 4, m.variables, layouts);
   writeBool(w, 5, m.hasModel);
+  writeBool(w, 6, m.mirrored);
+  writeFixed32(w, 7, m.modelChecksum);
   return finish(w);
 }
 
 /** GetModelResponse to its wire bytes. */
 export function encodeGetModelResponse(m: GetModelResponse): Buffer {
+  // The optimizer's state goes once per mirroring worker, not per step: the generated encoder will do.
+  if (m.optimizer !== undefined) return Buffer.from(toBinary(GetModelResponseSchema, m));
   const { layouts, size: tensorsSize } = tensorsLayout(m.variables);
   const size =
     int64FieldSize(m.version) + boolFieldSize(m.initialized) + tensorsSize + boolFieldSize(m.unchanged);

@@ -53,17 +53,20 @@ export function toTensorMessage(tensor: NamedTensor, options: { readonly copy?: 
   return create(TensorSchema, { name: tensor.name, shape: [...tensor.shape], data: bytes });
 }
 
-/** Decodes a wire tensor into its own aligned Float32Array, after checking its size. */
-export function fromTensorMessage(message: Tensor): NamedTensor {
+/**
+ * Decodes a wire tensor into its own aligned Float32Array, after checking its size; into `target`
+ * instead when it has exactly that size (a receiver that reuses its arrays, message after message).
+ */
+export function fromTensorMessage(message: Tensor, target?: Float32Array): NamedTensor {
   const size = shapeSize(message.shape, `tensor '${message.name}' shape`);
   if (message.data.length !== size * 4) {
     throw new RangeError(
       `Expected ${size * 4} bytes for tensor '${message.name}' of shape [${message.shape.join(', ')}] but received ${message.data.length}`,
     );
   }
-  const values = new Float32Array(size);
+  const values = target?.length === size ? target : new Float32Array(size);
   if (littleEndian) {
-    new Uint8Array(values.buffer).set(message.data);
+    new Uint8Array(values.buffer, values.byteOffset, size * 4).set(message.data);
   } else {
     const view = new DataView(message.data.buffer, message.data.byteOffset, message.data.length);
     for (let i = 0; i < size; i++) values[i] = view.getFloat32(i * 4, true);

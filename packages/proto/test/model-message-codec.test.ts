@@ -47,6 +47,7 @@ describe('model message codec', () => {
           { taskId: 0n, rangeStart: 0n, rangeEnd: 0n },
         ],
         wantModel: true,
+        mirror: true,
       }),
     ];
     for (const message of messages) {
@@ -78,11 +79,30 @@ describe('model message codec', () => {
         Buffer.from(toBinary(ReportGradientResponseSchema, response)),
       ),
     ).toBe(0);
+    // A mirrored answer: no model, a checksum (fixed32, the high bit set to catch sign mistakes).
+    for (const modelChecksum of [0x9e3779b9, 1]) {
+      const mirrored = create(ReportGradientResponseSchema, {
+        status: GradientStatus.ACCEPTED,
+        modelVersion: 8n,
+        taskProgress: 128n,
+        mirrored: true,
+        modelChecksum,
+      });
+      const bytes = encodeReportGradientResponse(mirrored);
+      expect(Buffer.compare(bytes, Buffer.from(toBinary(ReportGradientResponseSchema, mirrored)))).toBe(0);
+      expect(fromBinary(ReportGradientResponseSchema, bytes).modelChecksum).toBe(modelChecksum);
+    }
     const empty = create(ReportGradientResponseSchema, {});
     expect(encodeReportGradientResponse(empty).length).toBe(0);
     for (const model of [
       create(GetModelResponseSchema, { version: 5n, initialized: true, variables: tensors(3) }),
       create(GetModelResponseSchema, { version: 5n, initialized: true, unchanged: true }),
+      create(GetModelResponseSchema, {
+        version: 5n,
+        initialized: true,
+        variables: tensors(5),
+        optimizer: { configJson: '{"type":"adam"}', step: 5n, slots: tensors(6) },
+      }),
     ]) {
       expect(
         Buffer.compare(encodeGetModelResponse(model), Buffer.from(toBinary(GetModelResponseSchema, model))),

@@ -46,6 +46,7 @@ export type {
   PredictionContext,
   PredictionOutputsProcessor,
 } from './model-definition.js';
+export { ModelReplica } from './model-replica.js';
 export { ModelRunner, type ModelRunnerOptions, type StepOrigin, type StepResult } from './model-runner.js';
 export {
   loadNonTrainableWeights,

@@ -18,6 +18,7 @@ import type { MasterConnection } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
 import { minibatchSize, minibatchTensors, sliceMinibatch } from './minibatch-slice.js';
 import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } from './model-definition.js';
+import { ModelReplica } from './model-replica.js';
 import { ModelRunner, type StepResult } from './model-runner.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
@@ -78,6 +79,16 @@ export interface WorkerOptions<TRecord> {
    * the one computed meanwhile.
    */
   readonly pushAhead?: boolean | 'auto';
+  /**
+   * Mirror the master's updates (default true): hold a replica of the master's model and optimizer
+   * state, apply each own gradient to it with the master's optimizer code, and compute the next
+   * step on it while the master applies the same gradient. When the master says the gradient was
+   * the whole update onto the version it was computed on (a worker training alone), its answer
+   * carries a checksum instead of the model, and the step computed meanwhile is on exactly the
+   * master's model: the round trip leaves the critical path at no cost in accuracy. Otherwise the
+   * answer brings the model as without mirroring, and a step computed meanwhile is computed again.
+   */
+  readonly mirrorUpdates?: boolean;
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -110,9 +121,16 @@ interface InFlightPush {
   readonly slice: RecordSlice;
   readonly loss: number;
   readonly response: ReturnType<MasterConnection['reportGradient']>;
+  /** The gradient was applied to the replica as it was sent (see {@link WorkerOptions.mirrorUpdates}). */
+  readonly mirrored: boolean;
+  /** The model version the gradient was computed on. */
+  readonly modelVersion: number;
   /** The slice ends its task: report the task once the gradient is applied. */
   finishesTask: boolean;
 }
+
+/** Answers in a row that show a worker alone (its gradient was the whole next version) before it mirrors again. */
+const SOLO_ANSWERS_BEFORE_MIRRORING = 8;
 
 function toRangeRef(slice: RecordSlice): TaskRangeRef {
   return { taskId: slice.task.id, rangeStart: slice.rangeStart, rangeEnd: slice.rangeEnd };
@@ -168,6 +186,20 @@ class WorkerLoop<TRecord> {
   #pushAhead: boolean;
   /** The gradient pushed ahead, not yet answered (at most one). */
   #inFlight: InFlightPush | undefined;
+  /** The master's model and optimizer as this worker's mirrored updates left them; see mirrorUpdates. */
+  #replica: ModelReplica | undefined;
+  /** False once mirroring is off for good: by option, a master that cannot be mirrored, a checksum mismatch. */
+  #mirroring: boolean;
+  /** Replicas dropped so far: a step computed on a replica that was then dropped is computed again. */
+  #replicasDropped = 0;
+  /** Answers in a row whose version was the pushed one + 1: no other worker's update in between. */
+  #soloAnswers = 0;
+  /**
+   * Whether the master has confirmed the replica at least once: until then each step waits for its
+   * answer, so that a worker that is not alone (its first answer not mirrored) computes nothing
+   * on a replica in vain.
+   */
+  #replicaConfirmed = false;
   readonly #live = new LiveStats();
 
   constructor(options: WorkerOptions<TRecord>) {
@@ -175,6 +207,7 @@ class WorkerLoop<TRecord> {
     this.#logger = options.logger ?? silentLogger;
     this.#timers = options.timers ?? new Timers();
     this.#pushAhead = options.pushAhead === true || options.pushAhead === 'auto';
+    this.#mirroring = options.mirrorUpdates !== false;
     this.#feed = new TaskFeed({
       master: options.master,
       workerId: options.workerId,
@@ -360,8 +393,19 @@ class WorkerLoop<TRecord> {
     const { master, workerId } = this.#o;
     await this.#timers.time('get_model', async () => {
       const held = this.#runner.version;
-      let snapshot = await master.getModel(workerId, version, held >= 0 ? held : undefined);
-      if (snapshot.unchanged === true && snapshot.version === held) return;
+      const latest = mode === 'training' && version < 0;
+      // The optimizer's state (three models' worth for Adam) is asked for only to start a replica.
+      const options = latest && this.#wantsReplica() ? { wantOptimizer: true } : undefined;
+      let snapshot = await master.getModel(
+        workerId,
+        version,
+        held >= 0 && options === undefined ? held : undefined,
+        options,
+      );
+      if (snapshot.unchanged === true && snapshot.version === held) {
+        if (latest && this.#replica?.version !== held) this.#dropReplica();
+        return;
+      }
       if (!snapshot.initialized) {
         if (mode !== 'training') {
           throw new WorkerError(
@@ -371,11 +415,33 @@ class WorkerLoop<TRecord> {
         }
         // The first worker's fresh variables become the model; others' offers are ignored.
         await master.reportVariables(workerId, await this.#runner.readVariables());
-        snapshot = await master.getModel(workerId, version);
+        snapshot = await master.getModel(workerId, version, undefined, options);
       }
       this.#runner.assign(snapshot.variables, snapshot.version);
+      if (options !== undefined) {
+        this.#replica = ModelReplica.fromSnapshot(snapshot);
+        this.#soloAnswers = 0;
+        this.#replicaConfirmed = false;
+        // A master that sent no optimizer applies several gradients per update (sync mode).
+        if (this.#replica === undefined) this.#mirroring = false;
+        else this.#logger.info('replica.started', { version: snapshot.version });
+      } else if (latest && this.#replica?.version !== snapshot.version) this.#dropReplica();
     });
     this.#stepsSincePull = 0;
+  }
+
+  /** Whether the next pull of the latest model should start a replica. */
+  #wantsReplica(): boolean {
+    if (!this.#mirroring || this.#replica !== undefined) return false;
+    // After a replica was dropped, only a worker that trains alone again starts a new one.
+    return this.#replicasDropped === 0 || this.#soloAnswers >= SOLO_ANSWERS_BEFORE_MIRRORING;
+  }
+
+  #dropReplica(): void {
+    if (this.#replica === undefined) return;
+    this.#replica = undefined;
+    this.#replicasDropped++;
+    this.#soloAnswers = 0;
   }
 
   async #process(mode: Mode, batch: Minibatch): Promise<void> {
@@ -398,8 +464,12 @@ class WorkerLoop<TRecord> {
         if (!together && slice.count > 0) {
           const part = slices.length === 1 ? batch : sliceMinibatch(batch, slice.offset, slice.count);
           try {
-            if (mode === 'training' && this.#pushAhead) await this.#trainAhead(part, slice);
-            else {
+            if (
+              mode === 'training' &&
+              (this.#pushAhead || (this.#replica !== undefined && this.#replicaConfirmed))
+            ) {
+              await this.#trainAhead(part, slice);
+            } else {
               if (mode === 'training') await this.#train(part, [slice]);
               else if (mode === 'evaluation') await this.#evaluate(part, [slice]);
               else await this.#predict(part, slice);
@@ -447,10 +517,16 @@ class WorkerLoop<TRecord> {
     );
   }
 
-  /** Sends one step's gradient; the answer brings the next step's model when one is due. */
+  /**
+   * Sends one step's gradient; the answer brings the next step's model when one is due. With a
+   * replica at `modelVersion`, the gradient is applied to it as it leaves, and the local model
+   * moves on to the replica's version at once (`mirrored`): the answer confirms or refutes it.
+   */
   #push(slices: readonly RecordSlice[], gradients: readonly NamedTensor[], modelVersion: number) {
     const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
-    return this.#o.master.reportGradient({
+    const replica = this.#replica;
+    const mirrored = replica !== undefined && replica.version === modelVersion;
+    const response = this.#o.master.reportGradient({
       workerId: this.#o.workerId,
       taskId: first.task.id,
       rangeStart: first.rangeStart,
@@ -458,15 +534,79 @@ class WorkerLoop<TRecord> {
       modelVersion,
       gradients,
       ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
-      // The next step pulls (every getModelSteps steps), or this one is computed again.
-      wantModel: this.#stepsSincePull + 1 >= (this.#o.getModelSteps ?? 1),
+      // The next step pulls (every getModelSteps steps), or this one is computed again; a mirrored
+      // answer carries no model all the same.
+      wantModel: mirrored || this.#stepsSincePull + 1 >= (this.#o.getModelSteps ?? 1),
+      ...(mirrored ? { mirror: true } : {}),
     });
+    if (mirrored) {
+      replica.apply(gradients);
+      // Copies: a backend may keep the array it was given, and the replica changes in place.
+      this.#runner.assign(
+        replica.variables.map((v) => ({ ...v, values: v.values.slice() })),
+        replica.version,
+      );
+    }
+    return { response, mirrored };
+  }
+
+  /**
+   * Takes what an answer says of the replica, and returns whether the local model is settled by it
+   * (confirmed, or replaced by the answer's model). A `mirrored` answer whose checksum matches
+   * keeps the replica: the local model is the master's. Any other answer to a mirrored push drops
+   * it, and the local model, a replica the master does not hold, is replaced by the answer's model
+   * or, without one, marked for a pull.
+   */
+  #checkMirror(
+    mirrored: boolean,
+    modelVersion: number,
+    response: Awaited<ReturnType<MasterConnection['reportGradient']>>,
+  ): boolean {
+    const accepted = response.status === GradientStatus.ACCEPTED;
+    if (!mirrored) {
+      this.#soloAnswers = accepted && response.modelVersion === modelVersion + 1 ? this.#soloAnswers + 1 : 0;
+      // A worker that now trains alone pulls once more, with the optimizer, to mirror again.
+      if (this.#wantsReplica()) this.#stepsSincePull = Number.POSITIVE_INFINITY;
+      return false;
+    }
+    const replica = this.#replica;
+    if (
+      accepted &&
+      response.mirrored === true &&
+      replica !== undefined &&
+      response.modelVersion === replica.version
+    ) {
+      const checksum = replica.checksum();
+      if (checksum === response.modelChecksum) {
+        this.#replicaConfirmed = true;
+        return true;
+      }
+      // The same gradients through the same optimizer code gave other bits: stop mirroring for good.
+      this.#mirroring = false;
+      this.#logger.warn('replica.mismatch', {
+        version: replica.version,
+        checksum,
+        masterChecksum: response.modelChecksum ?? 0,
+      });
+    }
+    this.#dropReplica();
+    if (response.variables !== undefined) {
+      this.#adopt(response.variables, response.modelVersion);
+      return true;
+    }
+    // The local variables are the dropped replica's: no version of the master's (a pull must not
+    // take them for an unchanged model).
+    this.#runner.version = -1;
+    this.#stepsSincePull = Number.POSITIVE_INFINITY;
+    return false;
   }
 
   /**
    * One training step pushed ahead: computed on the model held now, while the previous step's
    * gradient is still with the master; then that answer is taken (its model adopted) and this
-   * step's gradient goes out unanswered. Its records count once the master accepts it.
+   * step's gradient goes out unanswered. Its records count once the master accepts it. With a
+   * replica the model held now already includes the previous gradient (see `mirrorUpdates`), so
+   * the step is exactly the one a worker waiting for the answer would compute.
    */
   async #trainAhead(batch: Minibatch, slice: RecordSlice): Promise<void> {
     const getModelSteps = this.#o.getModelSteps ?? 1;
@@ -474,22 +614,32 @@ class WorkerLoop<TRecord> {
       await this.#pull(-1, 'training');
     }
     const modelVersion = this.#runner.version;
+    const onReplica = this.#inFlight?.mirrored === true;
+    const replicasDropped = this.#replicasDropped;
     const step = await this.#computeStep(batch, [slice]);
     await this.#settlePush();
     if (this.#dropped.has(slice.task.id)) return;
-    if (!this.#pushAhead) {
+    if (onReplica && this.#replicasDropped !== replicasDropped) {
+      // Computed on a replica the master turned out not to hold: computed again on its model.
+      this.#timers.countGradient(true);
+      await this.#train(batch, [slice]);
+      if (!this.#dropped.has(slice.task.id)) this.#records.training += slice.count;
+      return;
+    }
+    if (!this.#pushAhead && !(this.#replica !== undefined && this.#replicaConfirmed)) {
       // The previous answer turned pushing ahead off: this step waits for its answer.
       await this.#train(batch, [slice], { step, modelVersion });
       if (!this.#dropped.has(slice.task.id)) this.#records.training += slice.count;
       return;
     }
-    // Only the sending (encoding) is timed here; the wait, if any, is timed when the answer is taken.
+    // Only the sending (encoding, and the replica's update) is timed here; the wait, if any, is
+    // timed when the answer is taken.
     const begin = performance.now();
-    const response = this.#push([slice], step.gradients, modelVersion);
+    const { response, mirrored } = this.#push([slice], step.gradients, modelVersion);
     this.#timers.add('report_gradient', performance.now() - begin, slice.task.id);
     // Settled by #settlePush; until then a failure must not count as unhandled.
     response.catch(() => undefined);
-    this.#inFlight = { batch, slice, loss: step.loss, response, finishesTask: false };
+    this.#inFlight = { batch, slice, loss: step.loss, response, mirrored, modelVersion, finishesTask: false };
     // One turn of the event loop before the next step's compute, which does not yield: gRPC hands
     // the request to HTTP/2 a few ticks after the call, and without this turn the gradient left only
     // once the next step was computed (measured: it reached the master 45 ms later, not 3 ms).
@@ -504,16 +654,17 @@ class WorkerLoop<TRecord> {
     const { batch, slice } = pending;
     try {
       const response = await this.#timers.time('report_gradient', () => pending.response, slice.task.id);
+      const modelTaken = this.#checkMirror(pending.mirrored, pending.modelVersion, response);
       const accepted =
         response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED;
       this.#timers.countGradient(!accepted);
       if (accepted) {
-        this.#stepDone(pending.loss, response);
+        this.#stepDone(pending.loss, response, modelTaken);
       } else if (response.status === GradientStatus.STALE) {
         // Computed one own update too old for this master's staleness bound.
         if (this.#o.pushAhead !== true) this.#pushAhead = false;
-        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
-        else await this.#pull(-1, 'training');
+        if (response.variables === undefined) await this.#pull(-1, 'training');
+        else if (!modelTaken) this.#adopt(response.variables, response.modelVersion);
         await this.#train(batch, [slice]);
       } else {
         this.#rejected(slice, response.status, 'gradient');
@@ -526,13 +677,21 @@ class WorkerLoop<TRecord> {
     }
   }
 
-  /** An applied step: counted, its loss kept, the model that came back with it adopted. */
-  #stepDone(loss: number, response: { modelVersion: number; variables?: readonly NamedTensor[] }): void {
+  /**
+   * An applied step: counted, its loss kept, the model that came back with it adopted (unless
+   * {@link #checkMirror} took it already, or the answer confirmed the replica).
+   */
+  #stepDone(
+    loss: number,
+    response: { modelVersion: number; variables?: readonly NamedTensor[] },
+    modelTaken: boolean,
+  ): void {
     this.#steps++;
     this.#stepsSincePull++;
     this.#lastLoss = loss;
     this.#live.addLoss(loss);
-    if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+    if (modelTaken) this.#stepsSincePull = Math.min(this.#stepsSincePull, 0);
+    else if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
   }
 
   /**
@@ -554,21 +713,27 @@ class WorkerLoop<TRecord> {
       const given = attempt === 0 ? computed : undefined;
       const modelVersion = given?.modelVersion ?? this.#runner.version;
       const step = given?.step ?? (await this.#computeStep(batch, slices));
-      const response = await this.#timers.time(
-        'report_gradient',
-        () => this.#push(slices, step.gradients, modelVersion),
-        taskId,
-      );
+      const begin = performance.now();
+      let response: Awaited<ReturnType<MasterConnection['reportGradient']>>;
+      let mirrored: boolean;
+      try {
+        const push = this.#push(slices, step.gradients, modelVersion);
+        mirrored = push.mirrored;
+        response = await push.response;
+      } finally {
+        this.#timers.add('report_gradient', performance.now() - begin, taskId);
+      }
+      const modelTaken = this.#checkMirror(mirrored, modelVersion, response);
       const accepted =
         response.status === GradientStatus.ACCEPTED || response.status === GradientStatus.ALREADY_APPLIED;
       this.#timers.countGradient(!accepted);
       if (accepted) {
-        this.#stepDone(step.loss, response);
+        this.#stepDone(step.loss, response, modelTaken);
         return true;
       }
       if (response.status === GradientStatus.STALE && attempt < retries) {
-        if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
-        else await this.#pull(-1, 'training');
+        if (response.variables === undefined) await this.#pull(-1, 'training');
+        else if (!modelTaken) this.#adopt(response.variables, response.modelVersion);
         continue;
       }
       if (response.status === GradientStatus.TASK_NOT_HELD && slices.length > 1) return false;

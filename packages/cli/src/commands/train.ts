@@ -34,16 +34,15 @@ export const command: Command = {
     // Every option is checked before the job runner (TensorFlow.js, gRPC) loads.
     const options = parseJobOptions(argv);
     jobTypeFor('train', options);
-    const [{ runJob }, { exportModel }] = await Promise.all([
-      import('../job/run-job.js'),
-      import('../job/export-model.js'),
-    ]);
+    // The exporter (TensorFlow.js) loads after the job: the workers start before anything heavy loads.
+    const { runJob } = await import('../job/run-job.js');
     const output = trainOutput(options);
     if (output.defaultRoot !== undefined) {
       io.stderr.write(`no --checkpoint-dir: checkpoints and the trained model go to ${output.defaultRoot}\n`);
     }
     const outcome = await runJob('train', { ...options, checkpointDir: output.checkpointDir }, io);
     if (outcome.exitCode !== 0) return outcome.exitCode;
+    const { exportModel } = await import('../job/export-model.js');
     const exported = await exportModel(options.modelDef, output.checkpointDir, output.modelDir);
     io.stdout.write(
       `model exported in the TensorFlow.js format: ${exported.modelJson} (load it with tf.loadLayersModel)\n`,

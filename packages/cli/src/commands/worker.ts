@@ -27,6 +27,11 @@ Options:
                               gradient: faster, each gradient one own update staler (default
                               off; auto: on until the master refuses such a gradient as stale,
                               as a sync-mode master does)
+  --mirror-updates on|off     apply this worker's own gradients to a replica of the master's
+                              model and optimizer, and compute the next step on it while the
+                              master applies the same gradient; a master whose update was this
+                              gradient alone answers with a checksum instead of the model
+                              (default on)
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
@@ -66,6 +71,7 @@ export const command: Command = {
       'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
       'allow-non-finite': { type: 'boolean' },
       'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
+      'mirror-updates': { type: 'choice', choices: ['on', 'off'] },
     });
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -168,6 +174,7 @@ export const command: Command = {
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,
         pushAhead: PUSH_AHEAD[values['push-ahead'] ?? 'off'],
+        mirrorUpdates: (values['mirror-updates'] ?? 'on') === 'on',
         allowNonFinite: values['allow-non-finite'] === true,
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,

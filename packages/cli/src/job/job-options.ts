@@ -47,6 +47,8 @@ export interface JobOptions {
   readonly getModelSteps: number;
   /** Workers compute the next step while the master applies this one's gradient (see `edl worker`). */
   readonly pushAhead?: 'on' | 'off';
+  /** Workers mirror the master's updates on a replica (see `edl worker --mirror-updates`). */
+  readonly mirrorUpdates?: 'on' | 'off';
   readonly prefetch: number;
   readonly output?: string;
   readonly metricsFile?: string;
@@ -97,6 +99,7 @@ export const OPTION_SPEC = {
   backend: { type: 'string' },
   'get-model-steps': { type: 'string' },
   'push-ahead': { type: 'string' },
+  'mirror-updates': { type: 'string' },
   prefetch: { type: 'string' },
   output: { type: 'string' },
   'metrics-file': { type: 'string' },
@@ -156,6 +159,9 @@ Worker:
   --push-ahead on|off           compute the next step while the master applies this one's gradient:
                                 the round trip overlaps compute, but each gradient is one own
                                 update staler (default: off; sync mode: always off)
+  --mirror-updates on|off       workers apply their own gradients to a replica of the master's model
+                                and optimizer and compute on, while the master applies the same:
+                                one worker then never waits for its answer (default: on)
   --prefetch N                  minibatches prepared ahead of compute (default 2; 0 = serialized)
 Output:
   --output FILE                 predictions as JSON lines (edl predict; default predictions.jsonl)
@@ -223,6 +229,14 @@ export function parseJobOptions(argv: string[]): JobOptions {
     ...(str('push-ahead') === undefined
       ? {}
       : { pushAhead: choiceValue(str('push-ahead') as string, '--push-ahead', ['on', 'off'] as const) }),
+    ...(str('mirror-updates') === undefined
+      ? {}
+      : {
+          mirrorUpdates: choiceValue(str('mirror-updates') as string, '--mirror-updates', [
+            'on',
+            'off',
+          ] as const),
+        }),
     prefetch: integer(values, 'prefetch', 2, 0),
     stats: values.stats === true,
     shuffle: values.shuffle === true,
@@ -296,6 +310,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--prefetch', options.prefetch);
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
   add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
+  add('--mirror-updates', options.mirrorUpdates ?? 'on');
   add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.allowNonFinite) args.push('--allow-non-finite');
   if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));

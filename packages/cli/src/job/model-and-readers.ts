@@ -1,15 +1,10 @@
-import path from 'node:path';
 import { createDataReader, type DataReader, type JsonObject } from '@edl/data';
 import type { JobType } from '@edl/master';
-// The zoo's names only: its index loads every model and data generator (pg included).
-import { isZooModel, zooModelPath } from '@edl/model-zoo/zoo';
 import { loadModelDefinition, type ModelDefinition } from '@edl/worker';
 import type { JobOptions } from './job-options.js';
+import { resolveModelDef } from './model-def-path.js';
 
-/** The file of a `--model-def`: a zoo model name (cifar10, cifar10-small, census) or a path. */
-export function resolveModelDef(spec: string): string {
-  return isZooModel(spec) ? zooModelPath(spec) : path.resolve(spec);
-}
+export { resolveModelDef };
 
 /** Loads the model definition named by `--model-def`. */
 export function loadModel(spec: string): Promise<ModelDefinition<unknown>> {

@@ -4,23 +4,43 @@ import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  createStreamLogger,
-  type JobResult,
-  LocalInstanceManager,
-  type MasterLogger,
-  type StartMasterOptions,
-  startMaster,
-} from '@edl/master';
-import { createLogger, formatPrettyLine } from '@edl/proto';
-import { formatTimerTable, sumGradientComputations, sumTimerTotals, type TimersReport } from '@edl/worker';
+// Only what starting the workers needs is imported up front: the master, gRPC, TensorFlow.js and
+// the readers load after the workers are spawned, while those start up on the other cores (a
+// worker's own start-up is the longest wait before the first step).
+import type { JobResult, MasterLogger, StartMasterOptions } from '@edl/master';
+import { LocalInstanceManager } from '@edl/master/local-workers';
+import type { TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
 import { withFreeLoopbackPort } from './loopback-port.js';
-import { jobMasterOptions } from './master-options.js';
-import { loadModel, openJobReaders, resolveModelDef } from './model-and-readers.js';
+import { resolveModelDef } from './model-def-path.js';
 import { ProgressBar } from './progress.js';
 import { recordsSummary } from './records-summary.js';
+
+/** The modules of the master's side of a job, loaded once its workers are on their way. */
+async function loadJobModules() {
+  const [master, proto, worker, options, models] = await Promise.all([
+    import('@edl/master'),
+    import('@edl/proto'),
+    import('@edl/worker'),
+    import('./master-options.js'),
+    import('./model-and-readers.js'),
+  ]);
+  return {
+    createStreamLogger: master.createStreamLogger,
+    startMaster: master.startMaster,
+    createLogger: proto.createLogger,
+    formatPrettyLine: proto.formatPrettyLine,
+    formatTimerTable: worker.formatTimerTable,
+    sumGradientComputations: worker.sumGradientComputations,
+    sumTimerTotals: worker.sumTimerTotals,
+    jobMasterOptions: options.jobMasterOptions,
+    loadModel: models.loadModel,
+    openJobReaders: models.openJobReaders,
+  };
+}
+
+type JobModules = Awaited<ReturnType<typeof loadJobModules>>;
 
 /** What a worker process leaves in the stats directory when it ends. */
 export interface WorkerStatsFile {
@@ -61,6 +81,7 @@ function edlBin(): string {
 
 /** The master's logger: readable lines above the progress bar on a terminal, JSON lines otherwise. */
 function masterLogger(
+  { createStreamLogger, createLogger, formatPrettyLine }: JobModules,
   io: CommandIO,
   bar: ProgressBar | undefined,
   options: JobOptions,
@@ -112,6 +133,8 @@ async function runJobIn(
   let lastLoss: number | undefined;
 
   let workersMuted = false;
+  /** Set once the job's modules are loaded; a worker's line before that is shown as it came. */
+  let formatLine: ((line: string, color: boolean) => string) | undefined;
   const onOutput = (workerId: string, line: string) => {
     if (workersMuted) return;
     // Dawn's notice about its own limits, printed whenever the webgpu package probes an adapter.
@@ -126,7 +149,7 @@ async function runJobIn(
     if (bar !== undefined) {
       if (event === undefined) bar.log(`[${workerId}] ${line}`);
       else if (event.level === 'warn' || event.level === 'error' || event.msg === 'backend.selected') {
-        bar.log(formatPrettyLine(line, true));
+        bar.log(formatLine === undefined ? line : formatLine(line, true));
       }
       return;
     }
@@ -137,8 +160,9 @@ async function runJobIn(
   // model) overlaps the master's (the model definition, the readers, sharding). They retry their
   // first call until the master listens. Should the port be taken before the master binds it, the
   // workers started for it go and everything starts again on another port.
-  let definition: Awaited<ReturnType<typeof loadModel>> | undefined;
-  const { handle, closeReaders } = await withFreeLoopbackPort(async (port) => {
+  let modules: JobModules | undefined;
+  let definition: Awaited<ReturnType<JobModules['loadModel']>> | undefined;
+  const { handle, closeReaders, loaded } = await withFreeLoopbackPort(async (port) => {
     workersMuted = false;
     const localWorkers = new LocalInstanceManager({
       command: process.execPath,
@@ -153,20 +177,30 @@ async function runJobIn(
     await localWorkers.start();
     let close: (() => Promise<void>) | undefined;
     try {
-      definition ??= await loadModel(options.modelDef);
-      const { close: closeJobReaders, ...readers } = await openJobReaders(jobType, options, definition);
+      modules ??= await loadJobModules();
+      formatLine = modules.formatPrettyLine;
+      definition ??= await modules.loadModel(options.modelDef);
+      const { close: closeJobReaders, ...readers } = await modules.openJobReaders(
+        jobType,
+        options,
+        definition,
+      );
       close = closeJobReaders;
       const masterOptions: StartMasterOptions = {
-        ...jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
+        ...modules.jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
         ...readers,
-        logger: masterLogger(io, bar, options, jobId),
+        logger: masterLogger(modules, io, bar, options, jobId),
         jobId,
         host: '127.0.0.1',
         port,
         token,
         localWorkers,
       };
-      return { handle: await startMaster(masterOptions), closeReaders: closeJobReaders };
+      return {
+        handle: await modules.startMaster(masterOptions),
+        closeReaders: closeJobReaders,
+        loaded: modules,
+      };
     } catch (error) {
       // A model or data error found by the master: the workers started for it go at once, and what
       // they say of the same error is not repeated.
@@ -255,12 +289,12 @@ async function runJobIn(
       rows.push({
         label: 'all workers',
         totalSeconds: Math.max(...workers.map((w) => w.timers.totalSeconds)),
-        job: sumTimerTotals(workers.map((w) => w.timers)),
-        gradients: sumGradientComputations(workers.map((w) => w.timers)),
+        job: loaded.sumTimerTotals(workers.map((w) => w.timers)),
+        gradients: loaded.sumGradientComputations(workers.map((w) => w.timers)),
       });
     }
     io.stdout.write(
-      `\nTiming (seconds; wall-clock spans, which overlap when the pipeline prefetches):\n${formatTimerTable(rows)}\n`,
+      `\nTiming (seconds; wall-clock spans, which overlap when the pipeline prefetches):\n${loaded.formatTimerTable(rows)}\n`,
     );
   }
   if (options.stats) {

@@ -124,6 +124,15 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Reg
     },
   });
   new Counter({
+    name: 'edl_gradients_mirrored_total',
+    help: 'Applied gradients that their worker mirrored on its replica of the model: answered with a checksum, not the model',
+    registers: [registry],
+    collect() {
+      this.inc(0);
+      advance(this, 'mirrored', master.gradientOutcomes.mirrored);
+    },
+  });
+  new Counter({
     name: 'edl_worker_relaunches_total',
     help: 'Worker processes started to replace a lost one',
     registers: [registry],

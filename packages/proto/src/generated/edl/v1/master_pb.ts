@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIImEKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBAUIPCg1faGF2ZV92ZXJzaW9uIm4KEEdldE1vZGVsUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxITCgtpbml0aWFsaXplZBgCIAEoCBIhCgl2YXJpYWJsZXMYAyADKAsyDi5lZGwudjEuVGVuc29yEhEKCXVuY2hhbmdlZBgEIAEoCCJOChZSZXBvcnRWYXJpYWJsZXNSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIhCgl2YXJpYWJsZXMYAiADKAsyDi5lZGwudjEuVGVuc29yIjwKF1JlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg8KB3ZlcnNpb24YAiABKAMiRAoJVGFza1JhbmdlEg8KB3Rhc2tfaWQYASABKAMSEwoLcmFuZ2Vfc3RhcnQYAiABKAMSEQoJcmFuZ2VfZW5kGAMgASgDItkBChVSZXBvcnRHcmFkaWVudFJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSIQoJZ3JhZGllbnRzGAYgAygLMg4uZWRsLnYxLlRlbnNvchImCgttb3JlX3JhbmdlcxgHIAMoCzIRLmVkbC52MS5UYXNrUmFuZ2USEgoKd2FudF9tb2RlbBgIIAEoCCKkAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMi6wIKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0IkIKFlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QSKAoFY2FsbHMYASADKAsyGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QiRgoXVGFza0JhdGNoU3RyZWFtUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UqpwEKCFRhc2tUeXBlEhkKFVRBU0tfVFlQRV9VTlNQRUNJRklFRBAAEhYKElRBU0tfVFlQRV9UUkFJTklORxABEhgKFFRBU0tfVFlQRV9FVkFMVUFUSU9OEAISGAoUVEFTS19UWVBFX1BSRURJQ1RJT04QAxISCg5UQVNLX1RZUEVfV0FJVBAEEiAKHFRBU0tfVFlQRV9UUkFJTl9FTkRfQ0FMTEJBQ0sQBSrUAQoOR3JhZGllbnRTdGF0dXMSHwobR1JBRElFTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYR1JBRElFTlRfU1RBVFVTX0FDQ0VQVEVEEAESGQoVR1JBRElFTlRfU1RBVFVTX1NUQUxFEAISIwofR1JBRElFTlRfU1RBVFVTX0FMUkVBRFlfQVBQTElFRBADEiAKHEdSQURJRU5UX1NUQVRVU19PVVRfT0ZfT1JERVIQBBIhCh1HUkFESUVOVF9TVEFUVVNfVEFTS19OT1RfSEVMRBAFMvMHCg1NYXN0ZXJTZXJ2aWNlEjoKB0dldFRhc2sSFi5lZGwudjEuR2V0VGFza1JlcXVlc3QaFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlElUKEFJlcG9ydFRhc2tSZXN1bHQSHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3QaIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEj0KCEdldE1vZGVsEhcuZWRsLnYxLkdldE1vZGVsUmVxdWVzdBoYLmVkbC52MS5HZXRNb2RlbFJlc3BvbnNlElIKD1JlcG9ydFZhcmlhYmxlcxIeLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXF1ZXN0Gh8uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEk8KDlJlcG9ydEdyYWRpZW50Eh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlEmoKF1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzEiYuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVxdWVzdBonLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkkKDFNjYWxlV29ya2VycxIbLmVkbC52MS5TY2FsZVdvcmtlcnNSZXF1ZXN0GhwuZWRsLnYxLlNjYWxlV29ya2Vyc1Jlc3BvbnNlEkkKDEdldEpvYlN0YXR1cxIbLmVkbC52MS5HZXRKb2JTdGF0dXNSZXF1ZXN0GhwuZWRsLnYxLkdldEpvYlN0YXR1c1Jlc3BvbnNlEjEKBFBpbmcSEy5lZGwudjEuUGluZ1JlcXVlc3QaFC5lZGwudjEuUGluZ1Jlc3BvbnNlEkcKClRhc2tTdHJlYW0SGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QaGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKAEwARJWCg9UYXNrQmF0Y2hTdHJlYW0SHi5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVxdWVzdBofLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXNwb25zZSgBMAESUwoOR3JhZGllbnRTdHJlYW0SHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2UoATABYgZwcm90bzM");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIInkKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBARIWCg53YW50X29wdGltaXplchgEIAEoCEIPCg1faGF2ZV92ZXJzaW9uIlIKDk9wdGltaXplclN0YXRlEhMKC2NvbmZpZ19qc29uGAEgASgJEgwKBHN0ZXAYAiABKAMSHQoFc2xvdHMYAyADKAsyDi5lZGwudjEuVGVuc29yIpkBChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvchIRCgl1bmNoYW5nZWQYBCABKAgSKQoJb3B0aW1pemVyGAUgASgLMhYuZWRsLnYxLk9wdGltaXplclN0YXRlIk4KFlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEiEKCXZhcmlhYmxlcxgCIAMoCzIOLmVkbC52MS5UZW5zb3IiPAoXUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgSDwoHdmVyc2lvbhgCIAEoAyJECglUYXNrUmFuZ2USDwoHdGFza19pZBgBIAEoAxITCgtyYW5nZV9zdGFydBgCIAEoAxIRCglyYW5nZV9lbmQYAyABKAMi6QEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yEiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRISCgp3YW50X21vZGVsGAggASgIEg4KBm1pcnJvchgJIAEoCCLOAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIEhAKCG1pcnJvcmVkGAYgASgIEhYKDm1vZGVsX2NoZWNrc3VtGAcgASgHIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMi6wIKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0IkIKFlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QSKAoFY2FsbHMYASADKAsyGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QiRgoXVGFza0JhdGNoU3RyZWFtUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UqpwEKCFRhc2tUeXBlEhkKFVRBU0tfVFlQRV9VTlNQRUNJRklFRBAAEhYKElRBU0tfVFlQRV9UUkFJTklORxABEhgKFFRBU0tfVFlQRV9FVkFMVUFUSU9OEAISGAoUVEFTS19UWVBFX1BSRURJQ1RJT04QAxISCg5UQVNLX1RZUEVfV0FJVBAEEiAKHFRBU0tfVFlQRV9UUkFJTl9FTkRfQ0FMTEJBQ0sQBSrUAQoOR3JhZGllbnRTdGF0dXMSHwobR1JBRElFTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYR1JBRElFTlRfU1RBVFVTX0FDQ0VQVEVEEAESGQoVR1JBRElFTlRfU1RBVFVTX1NUQUxFEAISIwofR1JBRElFTlRfU1RBVFVTX0FMUkVBRFlfQVBQTElFRBADEiAKHEdSQURJRU5UX1NUQVRVU19PVVRfT0ZfT1JERVIQBBIhCh1HUkFESUVOVF9TVEFUVVNfVEFTS19OT1RfSEVMRBAFMvMHCg1NYXN0ZXJTZXJ2aWNlEjoKB0dldFRhc2sSFi5lZGwudjEuR2V0VGFza1JlcXVlc3QaFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlElUKEFJlcG9ydFRhc2tSZXN1bHQSHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3QaIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEj0KCEdldE1vZGVsEhcuZWRsLnYxLkdldE1vZGVsUmVxdWVzdBoYLmVkbC52MS5HZXRNb2RlbFJlc3BvbnNlElIKD1JlcG9ydFZhcmlhYmxlcxIeLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXF1ZXN0Gh8uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEk8KDlJlcG9ydEdyYWRpZW50Eh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlEmoKF1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzEiYuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVxdWVzdBonLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkkKDFNjYWxlV29ya2VycxIbLmVkbC52MS5TY2FsZVdvcmtlcnNSZXF1ZXN0GhwuZWRsLnYxLlNjYWxlV29ya2Vyc1Jlc3BvbnNlEkkKDEdldEpvYlN0YXR1cxIbLmVkbC52MS5HZXRKb2JTdGF0dXNSZXF1ZXN0GhwuZWRsLnYxLkdldEpvYlN0YXR1c1Jlc3BvbnNlEjEKBFBpbmcSEy5lZGwudjEuUGluZ1JlcXVlc3QaFC5lZGwudjEuUGluZ1Jlc3BvbnNlEkcKClRhc2tTdHJlYW0SGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QaGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKAEwARJWCg9UYXNrQmF0Y2hTdHJlYW0SHi5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVxdWVzdBofLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXNwb25zZSgBMAESUwoOR3JhZGllbnRTdHJlYW0SHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2UoATABYgZwcm90bzM");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -264,6 +264,14 @@ export type GetModelRequest = Message<"edl.v1.GetModelRequest"> & {
    * @generated from field: optional int64 have_version = 3;
    */
   haveVersion?: bigint | undefined;
+
+  /**
+   * Also send the optimizer's state, for a worker that mirrors the master's updates (see
+   * ReportGradientRequest.mirror). Ignored with have_version when the model is unchanged.
+   *
+   * @generated from field: bool want_optimizer = 4;
+   */
+  wantOptimizer: boolean;
 };
 
 /**
@@ -272,6 +280,41 @@ export type GetModelRequest = Message<"edl.v1.GetModelRequest"> & {
  */
 export const GetModelRequestSchema: GenMessage<GetModelRequest> = /*@__PURE__*/
   messageDesc(file_edl_v1_master, 7);
+
+/**
+ * The master's optimizer as a worker needs it to apply an update exactly as the master does.
+ *
+ * @generated from message edl.v1.OptimizerState
+ */
+export type OptimizerState = Message<"edl.v1.OptimizerState"> & {
+  /**
+   * The optimizer's type and parameters as JSON, e.g. {"type":"adam","learningRate":0.001,...}.
+   *
+   * @generated from field: string config_json = 1;
+   */
+  configJson: string;
+
+  /**
+   * Updates applied so far (Adam's bias correction depends on it).
+   *
+   * @generated from field: int64 step = 2;
+   */
+  step: bigint;
+
+  /**
+   * The per-variable slots (momentum's velocity, Adam's m and v), each named "VARIABLE/SLOT".
+   *
+   * @generated from field: repeated edl.v1.Tensor slots = 3;
+   */
+  slots: Tensor[];
+};
+
+/**
+ * Describes the message edl.v1.OptimizerState.
+ * Use `create(OptimizerStateSchema)` to create a new message.
+ */
+export const OptimizerStateSchema: GenMessage<OptimizerState> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 8);
 
 /**
  * @generated from message edl.v1.GetModelResponse
@@ -300,6 +343,14 @@ export type GetModelResponse = Message<"edl.v1.GetModelResponse"> & {
    * @generated from field: bool unchanged = 4;
    */
   unchanged: boolean;
+
+  /**
+   * With want_optimizer, when every update of this master applies one gradient (async mode, or
+   * sync mode with grads_to_wait 1), so that a worker can mirror them: the optimizer at `version`.
+   *
+   * @generated from field: edl.v1.OptimizerState optimizer = 5;
+   */
+  optimizer?: OptimizerState | undefined;
 };
 
 /**
@@ -307,7 +358,7 @@ export type GetModelResponse = Message<"edl.v1.GetModelResponse"> & {
  * Use `create(GetModelResponseSchema)` to create a new message.
  */
 export const GetModelResponseSchema: GenMessage<GetModelResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 8);
+  messageDesc(file_edl_v1_master, 9);
 
 /**
  * The first worker with a freshly built model offers its variables; the master keeps the first
@@ -332,7 +383,7 @@ export type ReportVariablesRequest = Message<"edl.v1.ReportVariablesRequest"> & 
  * Use `create(ReportVariablesRequestSchema)` to create a new message.
  */
 export const ReportVariablesRequestSchema: GenMessage<ReportVariablesRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 9);
+  messageDesc(file_edl_v1_master, 10);
 
 /**
  * @generated from message edl.v1.ReportVariablesResponse
@@ -356,7 +407,7 @@ export type ReportVariablesResponse = Message<"edl.v1.ReportVariablesResponse"> 
  * Use `create(ReportVariablesResponseSchema)` to create a new message.
  */
 export const ReportVariablesResponseSchema: GenMessage<ReportVariablesResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 10);
+  messageDesc(file_edl_v1_master, 11);
 
 /**
  * Records [range_start, range_end) of a task.
@@ -385,7 +436,7 @@ export type TaskRange = Message<"edl.v1.TaskRange"> & {
  * Use `create(TaskRangeSchema)` to create a new message.
  */
 export const TaskRangeSchema: GenMessage<TaskRange> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 11);
+  messageDesc(file_edl_v1_master, 12);
 
 /**
  * @generated from message edl.v1.ReportGradientRequest
@@ -441,6 +492,15 @@ export type ReportGradientRequest = Message<"edl.v1.ReportGradientRequest"> & {
    * @generated from field: bool want_model = 8;
    */
   wantModel: boolean;
+
+  /**
+   * The worker holds the master's model and optimizer state at model_version (from a GetModel with
+   * want_optimizer, then its own mirrored updates) and applies this gradient to them itself: if the
+   * master applies it alone onto model_version, the reply says `mirrored` and carries no model.
+   *
+   * @generated from field: bool mirror = 9;
+   */
+  mirror: boolean;
 };
 
 /**
@@ -448,7 +508,7 @@ export type ReportGradientRequest = Message<"edl.v1.ReportGradientRequest"> & {
  * Use `create(ReportGradientRequestSchema)` to create a new message.
  */
 export const ReportGradientRequestSchema: GenMessage<ReportGradientRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 12);
+  messageDesc(file_edl_v1_master, 13);
 
 /**
  * @generated from message edl.v1.ReportGradientResponse
@@ -486,6 +546,23 @@ export type ReportGradientResponse = Message<"edl.v1.ReportGradientResponse"> & 
    * @generated from field: bool has_model = 5;
    */
   hasModel: boolean;
+
+  /**
+   * With mirror: the gradient was applied alone onto the version it was computed on, with a
+   * learning-rate scale of 1, so the worker's own update of its replica is the master's model at
+   * model_version. False: the replica no longer matches (the model comes back with want_model).
+   *
+   * @generated from field: bool mirrored = 6;
+   */
+  mirrored: boolean;
+
+  /**
+   * With mirrored: a checksum of the master's variables at model_version (see modelChecksum in
+   * @edl/proto), for the worker to check its replica against.
+   *
+   * @generated from field: fixed32 model_checksum = 7;
+   */
+  modelChecksum: number;
 };
 
 /**
@@ -493,7 +570,7 @@ export type ReportGradientResponse = Message<"edl.v1.ReportGradientResponse"> & 
  * Use `create(ReportGradientResponseSchema)` to create a new message.
  */
 export const ReportGradientResponseSchema: GenMessage<ReportGradientResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 13);
+  messageDesc(file_edl_v1_master, 14);
 
 /**
  * sum / count: accuracy (sum of correct predictions), MSE (sum of squared errors), a mean loss.
@@ -517,7 +594,7 @@ export type MeanPartial = Message<"edl.v1.MeanPartial"> & {
  * Use `create(MeanPartialSchema)` to create a new message.
  */
 export const MeanPartialSchema: GenMessage<MeanPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 14);
+  messageDesc(file_edl_v1_master, 15);
 
 /**
  * Fixed-bucket histograms of scores in [0, 1] per label, from which the master computes AUC.
@@ -541,7 +618,7 @@ export type AucPartial = Message<"edl.v1.AucPartial"> & {
  * Use `create(AucPartialSchema)` to create a new message.
  */
 export const AucPartialSchema: GenMessage<AucPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 15);
+  messageDesc(file_edl_v1_master, 16);
 
 /**
  * @generated from message edl.v1.MetricPartial
@@ -570,7 +647,7 @@ export type MetricPartial = Message<"edl.v1.MetricPartial"> & {
  * Use `create(MetricPartialSchema)` to create a new message.
  */
 export const MetricPartialSchema: GenMessage<MetricPartial> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 16);
+  messageDesc(file_edl_v1_master, 17);
 
 /**
  * @generated from message edl.v1.ReportEvaluationMetricsRequest
@@ -619,7 +696,7 @@ export type ReportEvaluationMetricsRequest = Message<"edl.v1.ReportEvaluationMet
  * Use `create(ReportEvaluationMetricsRequestSchema)` to create a new message.
  */
 export const ReportEvaluationMetricsRequestSchema: GenMessage<ReportEvaluationMetricsRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 17);
+  messageDesc(file_edl_v1_master, 18);
 
 /**
  * @generated from message edl.v1.ReportEvaluationMetricsResponse
@@ -643,7 +720,7 @@ export type ReportEvaluationMetricsResponse = Message<"edl.v1.ReportEvaluationMe
  * Use `create(ReportEvaluationMetricsResponseSchema)` to create a new message.
  */
 export const ReportEvaluationMetricsResponseSchema: GenMessage<ReportEvaluationMetricsResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 18);
+  messageDesc(file_edl_v1_master, 19);
 
 /**
  * @generated from message edl.v1.HeartbeatRequest
@@ -668,7 +745,7 @@ export type HeartbeatRequest = Message<"edl.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 19);
+  messageDesc(file_edl_v1_master, 20);
 
 /**
  * Cumulative counters of one worker process, sent with its heartbeats.
@@ -749,7 +826,7 @@ export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
  * Use `create(WorkerStatsSchema)` to create a new message.
  */
 export const WorkerStatsSchema: GenMessage<WorkerStats> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 20);
+  messageDesc(file_edl_v1_master, 21);
 
 /**
  * @generated from message edl.v1.HeartbeatResponse
@@ -773,7 +850,7 @@ export type HeartbeatResponse = Message<"edl.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 21);
+  messageDesc(file_edl_v1_master, 22);
 
 /**
  * @generated from message edl.v1.ScaleWorkersRequest
@@ -790,7 +867,7 @@ export type ScaleWorkersRequest = Message<"edl.v1.ScaleWorkersRequest"> & {
  * Use `create(ScaleWorkersRequestSchema)` to create a new message.
  */
 export const ScaleWorkersRequestSchema: GenMessage<ScaleWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 22);
+  messageDesc(file_edl_v1_master, 23);
 
 /**
  * @generated from message edl.v1.ScaleWorkersResponse
@@ -807,7 +884,7 @@ export type ScaleWorkersResponse = Message<"edl.v1.ScaleWorkersResponse"> & {
  * Use `create(ScaleWorkersResponseSchema)` to create a new message.
  */
 export const ScaleWorkersResponseSchema: GenMessage<ScaleWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 23);
+  messageDesc(file_edl_v1_master, 24);
 
 /**
  * @generated from message edl.v1.GetJobStatusRequest
@@ -820,7 +897,7 @@ export type GetJobStatusRequest = Message<"edl.v1.GetJobStatusRequest"> & {
  * Use `create(GetJobStatusRequestSchema)` to create a new message.
  */
 export const GetJobStatusRequestSchema: GenMessage<GetJobStatusRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 24);
+  messageDesc(file_edl_v1_master, 25);
 
 /**
  * @generated from message edl.v1.GetJobStatusResponse
@@ -884,7 +961,7 @@ export type GetJobStatusResponse = Message<"edl.v1.GetJobStatusResponse"> & {
  * Use `create(GetJobStatusResponseSchema)` to create a new message.
  */
 export const GetJobStatusResponseSchema: GenMessage<GetJobStatusResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 25);
+  messageDesc(file_edl_v1_master, 26);
 
 /**
  * A no-op call: the baseline of the dispatch benchmark, and a liveness probe.
@@ -899,7 +976,7 @@ export type PingRequest = Message<"edl.v1.PingRequest"> & {
  * Use `create(PingRequestSchema)` to create a new message.
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 26);
+  messageDesc(file_edl_v1_master, 27);
 
 /**
  * @generated from message edl.v1.PingResponse
@@ -912,7 +989,7 @@ export type PingResponse = Message<"edl.v1.PingResponse"> & {
  * Use `create(PingResponseSchema)` to create a new message.
  */
 export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 27);
+  messageDesc(file_edl_v1_master, 28);
 
 /**
  * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
@@ -957,7 +1034,7 @@ export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
  * Use `create(TaskStreamRequestSchema)` to create a new message.
  */
 export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 28);
+  messageDesc(file_edl_v1_master, 29);
 
 /**
  * A failed call on a TaskStream: a gRPC status code and its details.
@@ -981,7 +1058,7 @@ export type CallError = Message<"edl.v1.CallError"> & {
  * Use `create(CallErrorSchema)` to create a new message.
  */
 export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 29);
+  messageDesc(file_edl_v1_master, 30);
 
 /**
  * @generated from message edl.v1.TaskStreamResponse
@@ -1027,7 +1104,7 @@ export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
  * Use `create(TaskStreamResponseSchema)` to create a new message.
  */
 export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 30);
+  messageDesc(file_edl_v1_master, 31);
 
 /**
  * Several TaskStream calls in one message. A client process that runs many workers (or many
@@ -1049,7 +1126,7 @@ export type TaskBatchStreamRequest = Message<"edl.v1.TaskBatchStreamRequest"> & 
  * Use `create(TaskBatchStreamRequestSchema)` to create a new message.
  */
 export const TaskBatchStreamRequestSchema: GenMessage<TaskBatchStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 31);
+  messageDesc(file_edl_v1_master, 32);
 
 /**
  * @generated from message edl.v1.TaskBatchStreamResponse
@@ -1066,7 +1143,7 @@ export type TaskBatchStreamResponse = Message<"edl.v1.TaskBatchStreamResponse"> 
  * Use `create(TaskBatchStreamResponseSchema)` to create a new message.
  */
 export const TaskBatchStreamResponseSchema: GenMessage<TaskBatchStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 32);
+  messageDesc(file_edl_v1_master, 33);
 
 /**
  * What a worker is asked to do with a task.

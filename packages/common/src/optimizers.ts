@@ -1,6 +1,11 @@
-import { checkNumber, checkOneOf, describeValue } from '@edl/common';
+import { checkNumber, checkOneOf } from './checks.js';
+import { describeValue } from './describe-value.js';
 
-/** The optimizers the master applies, with ElasticDL's (Keras') defaults. */
+/**
+ * The optimizers the master applies, with ElasticDL's (Keras') defaults. They live here, below both
+ * the master and the worker, because a worker that mirrors the master's updates must run the very
+ * same arithmetic: its replica has to match the master's model bit for bit.
+ */
 export type OptimizerConfig =
   | { readonly type: 'sgd'; readonly learningRate?: number }
   | {
