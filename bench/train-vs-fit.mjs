@@ -16,7 +16,8 @@
  * Per run: test accuracy (computed here, with the same code for every run, from the final weights),
  * samples/s (training samples / wall-clock of the whole command, start-up included), CPU-seconds per
  * sample (user + system of the whole process tree, from /usr/bin/time, which counts every reaped
- * child), gradients computed per applied step and wasted gradient computations, the round trip's
+ * child), gradients computed per applied step and wasted gradient computations, the steps whose
+ * answer confirmed the worker's replica of the model (mirrored: no model sent back), the round trip's
  * share of a training step (the workers' report_gradient + get_model time over that plus
  * compute_loss: what compute waits for), the master's own CPU-seconds (the `edl train` process
  * alone, sampled from /proc), and the ratios to `model.fit`; for the many-worker run
@@ -226,6 +227,8 @@ async function edlTrain(workers) {
       steps,
       computed,
       wasted: computed - steps,
+      // Steps whose answer confirmed the worker's replica instead of carrying the model.
+      mirrored: summary.gradients.mirrored ?? 0,
       roundTrip,
       // The `edl train` process itself: the master (its workers are its children, not counted here).
       master: t.ownCpu,
@@ -294,7 +297,7 @@ const base = results.find((r) => r.label === 'tfjs model.fit');
 const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 console.log(
-  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad('wasted', 14)}${lpad('round trip', 12)}`,
+  `\n${pad('run', 24)}${lpad('test acc', 10)}${lpad('samples/s', 11)}${lpad('x fit', 8)}${lpad('CPU ms/sample', 15)}${lpad('x fit', 8)}${lpad('steps', 7)}${lpad('computed', 10)}${lpad('wasted', 14)}${lpad('mirrored', 10)}${lpad('round trip', 12)}`,
 );
 for (const r of results) {
   const rate = samples / r.wall;
@@ -302,7 +305,7 @@ for (const r of results) {
   const vsRate = base ? (rate / (samples / base.wall)).toFixed(2) : '-';
   const vsCpu = base ? (cpuPerSample / ((base.cpu / samples) * 1000)).toFixed(2) : '-';
   console.log(
-    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%${r.models === undefined ? '' : '*'}`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
+    `${pad(r.label, 24)}${lpad(`${(r.acc * 100).toFixed(2)}%${r.models === undefined ? '' : '*'}`, 10)}${lpad(rate.toFixed(0), 11)}${lpad(vsRate, 8)}${lpad(cpuPerSample.toFixed(2), 15)}${lpad(vsCpu, 8)}${lpad(r.steps, 7)}${lpad(r.computed, 10)}${lpad(`${r.wasted} (${((100 * r.wasted) / r.steps).toFixed(1)}%)`, 14)}${lpad(r.mirrored === undefined ? '-' : r.mirrored, 10)}${lpad(r.roundTrip === undefined ? '-' : `${(100 * r.roundTrip).toFixed(1)}%`, 12)}`,
   );
 }
 if (results.some((r) => r.models !== undefined)) {

@@ -9,6 +9,7 @@ import {
   RecordIOError,
   SOURCE_PACKAGE,
 } from '../src/index.js';
+import { detectLibc } from '../src/native/load-addon.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'edl-recordio-load-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -52,6 +53,11 @@ describe('native addon loader', () => {
     expect(platformPackageName('win32', 'x64')).toBe('@edl/native-win32-x64-msvc');
     if (process.platform === 'linux')
       expect(platformPackageName()).toMatch(/^@edl\/native-linux-\w+-(gnu|musl)$/);
+  });
+
+  it.runIf(process.platform === 'linux')('tells glibc from musl as the runtime report does', () => {
+    const report = process.report.getReport() as { header?: { glibcVersionRuntime?: string } };
+    expect(detectLibc()).toBe(report.header?.glibcVersionRuntime === undefined ? 'musl' : 'gnu');
   });
 
   it('EDL_NATIVE_PATH pointing at nothing: one error saying what was tried and how to fix it', () => {
