@@ -93,6 +93,24 @@ describe('ModelReplica', () => {
     expect(snapshot.variables.map((v) => Float32Array.from(v.values))).toEqual(before);
   });
 
+  it('hands out copies in two alternating sets: the previous one stays as it was until the next', () => {
+    const next = random(11);
+    const store = new ParameterStore({ mode: 'async', optimizer: { type: 'sgd', learningRate: 1 } });
+    store.initialize(tensors(next, 1));
+    const replica = ModelReplica.fromSnapshot(snapshotOf(store)) as ModelReplica;
+    const first = replica.copies();
+    const kept = first.map((v) => Float32Array.from(v.values));
+    replica.apply(tensors(next, 1));
+    const second = replica.copies();
+    // The first set is a backend's model until the second replaces it: untouched by the update.
+    expect(first.map((v) => Float32Array.from(v.values))).toEqual(kept);
+    expect(second.map((v) => v.values)).toEqual(replica.variables.map((v) => v.values));
+    expect(second[0]?.values).not.toBe(first[0]?.values);
+    expect(second[0]?.values).not.toBe(replica.variables[0]?.values);
+    // The third reuses the first set's arrays.
+    expect(replica.copies()[0]?.values).toBe(first[0]?.values);
+  });
+
   it('is undefined without an optimizer, and refuses state that fits no variable', () => {
     const next = random(5);
     const variables = tensors(next, 1);

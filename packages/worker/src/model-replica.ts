@@ -16,6 +16,9 @@ export class ModelReplica {
   readonly #byName: ReadonlyMap<string, NamedTensor>;
   /** The master's version this replica holds. */
   version: number;
+  /** Two sets of arrays that {@link copies} fills in turn. */
+  readonly #copySets: Array<Float32Array[] | undefined> = [undefined, undefined];
+  #copyTurn = 0;
 
   private constructor(variables: NamedTensor[], optimizer: Optimizer, version: number) {
     this.variables = variables;
@@ -88,6 +91,28 @@ export class ModelReplica {
       this.#optimizer.apply(g.name, variable.values, g.values);
     }
     this.version++;
+  }
+
+  /**
+   * The variables copied into the other of two sets of arrays, for a backend to take as the
+   * model's new values: the CPU backend keeps the array it is given, while the replica changes in
+   * place, and the set handed out the time before is still the model's until these replace it. Two
+   * fixed sets, not a new array per variable and step: V8 counts every new ArrayBuffer towards its
+   * next full collection, and a worker allocating a model's worth per step ran one every few steps.
+   */
+  copies(): NamedTensor[] {
+    this.#copyTurn ^= 1;
+    let set = this.#copySets[this.#copyTurn];
+    if (set === undefined) {
+      set = this.variables.map((v) => new Float32Array(v.values.length));
+      this.#copySets[this.#copyTurn] = set;
+    }
+    const arrays = set;
+    return this.variables.map((v, i) => {
+      const values = arrays[i] as Float32Array;
+      values.set(v.values);
+      return { name: v.name, shape: v.shape, values };
+    });
   }
 
   /** `modelChecksum` of the variables, to compare with a `mirrored` answer's. */

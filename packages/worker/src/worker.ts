@@ -541,11 +541,7 @@ class WorkerLoop<TRecord> {
     });
     if (mirrored) {
       replica.apply(gradients);
-      // Copies: a backend may keep the array it was given, and the replica changes in place.
-      this.#runner.assign(
-        replica.variables.map((v) => ({ ...v, values: v.values.slice() })),
-        replica.version,
-      );
+      this.#runner.assign(replica.copies(), replica.version);
     }
     return { response, mirrored };
   }
