@@ -353,27 +353,7 @@ describe("runWorker: mirroring the master's updates on a replica", () => {
   }, 90_000);
 
   it('trains two mirroring workers, each record once, wasting no more than 5% of the steps', async () => {
-    const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
-    const { job, results, gradients } = await startWithWorkers(
-      {
-        jobType: 'training',
-        numEpochs: 2,
-        minibatchSize: 50,
-        numMinibatchesPerTask: 4,
-        logger: silentMasterLogger,
-        parameterStore: { optimizer: { type: 'adam', learningRate: 0.02 } },
-        trainingReader,
-      } as StartMasterOptions,
-      2,
-      (i, client) =>
-        runWorker({
-          workerId: `worker-${i}`,
-          master: client,
-          modelDefinition: definition as never,
-          reader: trainingReader as never,
-          minibatchSize: 50,
-        }),
-    );
+    const { job, results, gradients } = await runJobWith({}, { numEpochs: 2 }, undefined, 2);
     expect(job.state).toBe('succeeded');
     expect(results.reduce((n, r) => n + r.records.training, 0)).toBe(2 * 2000);
     const steps = results.reduce((n, r) => n + r.steps, 0);
@@ -388,6 +368,7 @@ async function runJobWith(
   worker: Record<string, unknown>,
   master: Partial<StartMasterOptions>,
   connect: (client: MasterClient) => MasterConnection = (client) => client,
+  workers = 1,
 ) {
   const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
   return startWithWorkers(
@@ -400,10 +381,10 @@ async function runJobWith(
       trainingReader,
       ...master,
     } as StartMasterOptions,
-    1,
-    (_, client) =>
+    workers,
+    (i, client) =>
       runWorker({
-        workerId: 'worker-0',
+        workerId: `worker-${i}`,
         master: connect(client),
         modelDefinition: definition as never,
         reader: trainingReader as never,

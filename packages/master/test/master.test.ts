@@ -2,8 +2,39 @@ import { accuracyPartial, GradientStatus, TaskType } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
+import type { ParameterStoreOptions } from '../src/parameter-store.js';
 
 const grad = (values: number[]) => [{ name: 'w', shape: [values.length], values: new Float32Array(values) }];
+
+/** A training master of one-minibatch tasks over 8 records, whose model starts at `initial`. */
+function stepMaster(parameterStore: ParameterStoreOptions, initial: number[]) {
+  const m = new Master({
+    jobType: 'training',
+    trainingShards: [{ name: 's', start: 0, count: 8 }],
+    minibatchSize: 2,
+    numMinibatchesPerTask: 1,
+    trainEndCallback: false,
+    logger: silentLogger,
+    parameterStore,
+  });
+  m.reportVariables('w0', grad(initial));
+  return m;
+}
+
+/** Takes three tasks now; reports a gradient of `values` for the i-th, with `extra` fields. */
+function taskReporter(m: Master, values: number[]) {
+  const tasks = [m.getTask('w').task!, m.getTask('w').task!, m.getTask('w').task!];
+  return (i: number, modelVersion: number, extra: { wantModel?: boolean; mirror?: boolean } = {}) =>
+    m.reportGradient({
+      workerId: 'w',
+      taskId: tasks[i]!.id,
+      rangeStart: tasks[i]!.start,
+      rangeEnd: tasks[i]!.end,
+      modelVersion,
+      gradients: grad(values),
+      ...extra,
+    });
+}
 
 function master(jobType: 'training' | 'training-with-evaluation' = 'training') {
   const m = new Master({
@@ -138,27 +169,13 @@ describe('Master: evaluation during training', () => {
 
 describe('Master: one round trip per step', () => {
   it('sends the model back with an accepted or stale gradient when asked', () => {
-    const m = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 8 }],
-      minibatchSize: 2,
-      numMinibatchesPerTask: 1,
-      trainEndCallback: false,
-      logger: silentLogger,
-      parameterStore: { mode: 'async', maxStaleness: 1, optimizer: { type: 'sgd', learningRate: 1 } },
-    });
-    m.reportVariables('w0', grad([0]));
-    const tasks = [m.getTask('w').task!, m.getTask('w').task!, m.getTask('w').task!];
+    const m = stepMaster(
+      { mode: 'async', maxStaleness: 1, optimizer: { type: 'sgd', learningRate: 1 } },
+      [0],
+    );
+    const send = taskReporter(m, [1]);
     const report = (i: number, modelVersion: number, wantModel: boolean) =>
-      m.reportGradient({
-        workerId: 'w',
-        taskId: tasks[i]!.id,
-        rangeStart: tasks[i]!.start,
-        rangeEnd: tasks[i]!.end,
-        modelVersion,
-        gradients: grad([1]),
-        wantModel,
-      });
+      send(i, modelVersion, { wantModel });
     const accepted = report(0, 0, true);
     expect(accepted.status).toBe(GradientStatus.ACCEPTED);
     expect(accepted.modelVersion).toBe(1);
@@ -190,16 +207,10 @@ describe('Master: one round trip per step', () => {
   });
 
   it('hands its optimizer to a mirroring worker, and answers its gradient with a checksum when it was the whole update', () => {
-    const m = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 8 }],
-      minibatchSize: 2,
-      numMinibatchesPerTask: 1,
-      trainEndCallback: false,
-      logger: silentLogger,
-      parameterStore: { mode: 'async', maxStaleness: 4, optimizer: { type: 'adam', learningRate: 0.5 } },
-    });
-    m.reportVariables('w0', grad([0, 1]));
+    const m = stepMaster(
+      { mode: 'async', maxStaleness: 4, optimizer: { type: 'adam', learningRate: 0.5 } },
+      [0, 1],
+    );
     const state = m.getModel(-1, undefined, true);
     expect(state.optimizer).toEqual({
       config: { type: 'adam', learningRate: 0.5, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 },
@@ -208,18 +219,9 @@ describe('Master: one round trip per step', () => {
     });
     // Without asking, no optimizer comes.
     expect(m.getModel(-1).optimizer).toBeUndefined();
-    const tasks = [m.getTask('w').task!, m.getTask('w').task!, m.getTask('w').task!];
+    const send = taskReporter(m, [1, -2]);
     const report = (i: number, modelVersion: number) =>
-      m.reportGradient({
-        workerId: 'w',
-        taskId: tasks[i]!.id,
-        rangeStart: tasks[i]!.start,
-        rangeEnd: tasks[i]!.end,
-        modelVersion,
-        gradients: grad([1, -2]),
-        wantModel: true,
-        mirror: true,
-      });
+      send(i, modelVersion, { wantModel: true, mirror: true });
     const first = report(0, 0);
     expect(first).toMatchObject({ status: GradientStatus.ACCEPTED, modelVersion: 1, mirrored: true });
     expect(first.variables).toBeUndefined();
@@ -238,16 +240,7 @@ describe('Master: one round trip per step', () => {
   });
 
   it('offers no optimizer, and mirrors nothing, when an update averages several gradients', () => {
-    const m = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 8 }],
-      minibatchSize: 2,
-      numMinibatchesPerTask: 1,
-      trainEndCallback: false,
-      logger: silentLogger,
-      parameterStore: { mode: 'sync', gradsToWait: 2, optimizer: { type: 'sgd', learningRate: 1 } },
-    });
-    m.reportVariables('w0', grad([0]));
+    const m = stepMaster({ mode: 'sync', gradsToWait: 2, optimizer: { type: 'sgd', learningRate: 1 } }, [0]);
     expect(m.getModel(-1, undefined, true).optimizer).toBeUndefined();
     const task = m.getTask('w').task!;
     const reply = m.reportGradient({
