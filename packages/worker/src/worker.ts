@@ -686,7 +686,7 @@ class WorkerLoop<TRecord> {
     this.#stepsSincePull++;
     this.#lastLoss = loss;
     this.#live.addLoss(loss);
-    if (modelTaken) this.#stepsSincePull = Math.min(this.#stepsSincePull, 0);
+    if (modelTaken) this.#stepsSincePull = 0;
     else if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
   }
 
