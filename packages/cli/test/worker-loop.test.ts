@@ -300,6 +300,20 @@ describe('runWorker: pushing gradients ahead of compute', () => {
   }, 60_000);
 });
 
+/** `client` as a worker's master connection, with some calls replaced. */
+function connectionWith(client: MasterClient, replaced: Partial<MasterConnection>): MasterConnection {
+  return {
+    getTask: (...a) => client.getTask(...a),
+    reportTaskResult: (...a) => client.reportTaskResult(...a),
+    getModel: (...a) => client.getModel(...a),
+    reportVariables: (...a) => client.reportVariables(...a),
+    reportEvaluationMetrics: (...a) => client.reportEvaluationMetrics(...a),
+    heartbeat: (...a) => client.heartbeat(...a),
+    reportGradient: (...a) => client.reportGradient(...a),
+    ...replaced,
+  };
+}
+
 describe("runWorker: mirroring the master's updates on a replica", () => {
   /** The variables' bit patterns, to compare models exactly (-0 and NaN included). */
   const bits = (model: readonly NamedTensor[]) =>
@@ -327,19 +341,14 @@ describe("runWorker: mirroring the master's updates on a replica", () => {
     let mirroredAnswers = 0;
     // A master connection whose fourth mirrored answer carries a wrong checksum, as a replica
     // that drifted from the master's model would see it.
-    const tampered = (client: MasterClient): MasterConnection => ({
-      getTask: (...a) => client.getTask(...a),
-      reportTaskResult: (...a) => client.reportTaskResult(...a),
-      getModel: (...a) => client.getModel(...a),
-      reportVariables: (...a) => client.reportVariables(...a),
-      reportEvaluationMetrics: (...a) => client.reportEvaluationMetrics(...a),
-      heartbeat: (...a) => client.heartbeat(...a),
-      reportGradient: async (report) => {
-        const answer = await client.reportGradient(report);
-        if (answer.mirrored !== true || ++mirroredAnswers !== 4) return answer;
-        return { ...answer, modelChecksum: ((answer.modelChecksum ?? 0) ^ 1) >>> 0 };
-      },
-    });
+    const tampered = (client: MasterClient) =>
+      connectionWith(client, {
+        reportGradient: async (report) => {
+          const answer = await client.reportGradient(report);
+          if (answer.mirrored !== true || ++mirroredAnswers !== 4) return answer;
+          return { ...answer, modelChecksum: ((answer.modelChecksum ?? 0) ^ 1) >>> 0 };
+        },
+      });
     const run = await runJobWith({ logger }, { numEpochs: 1 }, tampered);
     const waiting = await runJobWith({ mirrorUpdates: false }, { numEpochs: 1 });
     expect(run.job.state).toBe('succeeded');
@@ -362,12 +371,41 @@ describe("runWorker: mirroring the master's updates on a replica", () => {
     // The issue's bound: at most 5% of the applied steps computed in vain (stale or on a replica).
     expect(wasted).toBeLessThanOrEqual(0.05 * steps);
   }, 90_000);
+  it('mirrors again once the other worker has left and it trains alone', async () => {
+    let replicasStarted = 0;
+    const logger = {
+      info: (event: string) => {
+        if (event === 'replica.started') replicasStarted++;
+      },
+      warn: () => {},
+    };
+    // worker-1 is told the job is over after its second task: worker-0 goes on alone.
+    let tasksOfWorker1 = 0;
+    const leaving = (client: MasterClient, i: number) =>
+      i === 0
+        ? client
+        : connectionWith(client, {
+            getTask: async (workerId) =>
+              ++tasksOfWorker1 > 2 ? { jobFinished: true, jobError: '' } : client.getTask(workerId),
+          });
+    const { job, results, gradients } = await runJobWith({ logger }, { numEpochs: 2 }, leaving, 2);
+    expect(job.state).toBe('succeeded');
+    expect(results.reduce((n, r) => n + r.records.training, 0)).toBe(2 * 2000);
+    const steps = results.reduce((n, r) => n + r.steps, 0);
+    const wasted = results.reduce((n, r) => n + (r.timers.gradients?.wasted ?? 0), 0);
+    expect(gradients.applied).toBe(steps);
+    expect(results[1]?.steps).toBeLessThan(steps / 4);
+    // One replica each at the start, then worker-0's again: most of its solo steps are mirrored.
+    expect(replicasStarted).toBeGreaterThanOrEqual(3);
+    expect(gradients.mirrored).toBeGreaterThan(steps / 2);
+    expect(wasted).toBeLessThanOrEqual(0.05 * steps);
+  }, 90_000);
 });
 
 async function runJobWith(
   worker: Record<string, unknown>,
   master: Partial<StartMasterOptions>,
-  connect: (client: MasterClient) => MasterConnection = (client) => client,
+  connect: (client: MasterClient, i: number) => MasterConnection = (client) => client,
   workers = 1,
 ) {
   const trainingReader = await createDataReader(trainCsv, { header: true, recordsPerShard: 500 });
@@ -385,7 +423,7 @@ async function runJobWith(
     (i, client) =>
       runWorker({
         workerId: `worker-${i}`,
-        master: connect(client),
+        master: connect(client, i),
         modelDefinition: definition as never,
         reader: trainingReader as never,
         minibatchSize: 50,

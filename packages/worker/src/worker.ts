@@ -561,8 +561,6 @@ class WorkerLoop<TRecord> {
     const accepted = response.status === GradientStatus.ACCEPTED;
     if (!mirrored) {
       this.#soloAnswers = accepted && response.modelVersion === modelVersion + 1 ? this.#soloAnswers + 1 : 0;
-      // A worker that now trains alone pulls once more, with the optimizer, to mirror again.
-      if (this.#wantsReplica()) this.#stepsSincePull = Number.POSITIVE_INFINITY;
       return false;
     }
     const replica = this.#replica;
@@ -688,6 +686,8 @@ class WorkerLoop<TRecord> {
     this.#live.addLoss(loss);
     if (modelTaken) this.#stepsSincePull = 0;
     else if (response.variables !== undefined) this.#adopt(response.variables, response.modelVersion);
+    // A worker that now trains alone pulls once more, with the optimizer, to mirror again.
+    if (this.#wantsReplica()) this.#stepsSincePull = Number.POSITIVE_INFINITY;
   }
 
   /**
