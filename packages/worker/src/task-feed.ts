@@ -289,7 +289,9 @@ export class TaskFeed<TRecord> {
 
   /** Sends get_task now; the answer waits in #ahead (announced to its reader on arrival). */
   #fetchAhead(): void {
-    const ahead = this.#fetch();
+    // Untimed: the call overlaps the reading (and computing) of the task before; only the wait for
+    // its answer, if any, counts as get_task (in #takeAhead).
+    const ahead = this.#fetch(false);
     // Rejections are rethrown where the answer is taken, exactly where a late get_task would throw.
     ahead.catch(() => {});
     this.#ahead = ahead;
@@ -298,7 +300,7 @@ export class TaskFeed<TRecord> {
   async #takeAhead(): Promise<TaskAssignment | undefined> {
     const ahead = this.#ahead;
     this.#ahead = undefined;
-    return ahead;
+    return ahead === undefined ? undefined : this.#options.timers.time('get_task', () => ahead);
   }
 
   /**
@@ -314,9 +316,11 @@ export class TaskFeed<TRecord> {
     return this.#fetch();
   }
 
-  async #fetch(): Promise<TaskAssignment | undefined> {
+  async #fetch(timed = true): Promise<TaskAssignment | undefined> {
     const { master, workerId, timers } = this.#options;
-    const answer = await timers.time('get_task', () => fetchTask(master, workerId));
+    const answer = timed
+      ? await timers.time('get_task', () => fetchTask(master, workerId))
+      : await fetchTask(master, workerId);
     if (answer.kind === 'finished') {
       this.#finished = true;
       this.#jobError = answer.error;
