@@ -25,6 +25,10 @@ let dir: string;
 let handle: MasterHandle;
 let browser: Browser;
 let page: Page;
+/** /metrics while both workers train, taken as soon as they do: the job may end before a test runs. */
+let whileRunning: ReturnType<typeof parsePrometheus>;
+const EPOCHS = 16;
+const TRAIN_ROWS = 4000;
 
 /** Prometheus text exposition format: families with HELP/TYPE, samples `name{labels} value`. */
 function parsePrometheus(text: string): {
@@ -75,20 +79,27 @@ beforeAll(async () => {
   if (!existsSync(chromium))
     throw new Error(`${chromium} is missing: scripts/bootstrap.sh installs chromium`);
   dir = await mkdtemp(path.join(tmpdir(), 'edl-live-'));
-  const train = await generateCensusCsv({ file: path.join(dir, 'train.csv'), rows: 4000, seed: 1 });
+  const train = await generateCensusCsv({ file: path.join(dir, 'train.csv'), rows: TRAIN_ROWS, seed: 1 });
   const valid = await generateCensusCsv({ file: path.join(dir, 'valid.csv'), rows: 400, seed: 2 });
   const params = '{"header":true,"recordsPerShard":500}';
   const workerArgs = [edl, 'worker', '--model-def', 'census', '--training-data', train];
   workerArgs.push('--validation-data', valid, '--data-reader-params', params, '--backend', 'cpu');
   workerArgs.push('--minibatch-size', '32');
+  browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1440, height: 1000 });
   handle = await startMaster({
     jobType: 'training-with-evaluation',
     trainingReader: await createDataReader(train, { header: true, recordsPerShard: 500 }),
     evaluationReader: await createDataReader(valid, { header: true, recordsPerShard: 200 }),
     minibatchSize: 32,
     numMinibatchesPerTask: 4,
-    // Long enough to be still running when the metrics test looks (async training is quick here).
-    numEpochs: 10,
+    // Long enough for the page to follow a running job (mirrored async training is quick here).
+    numEpochs: EPOCHS,
     evaluationSteps: 200,
     parameterStore: { optimizer: { type: 'sgd', learningRate: 0.05 } },
     logger: silentLogger,
@@ -97,13 +108,18 @@ beforeAll(async () => {
     http: { metricsToken: METRICS_TOKEN },
     workers: { command: process.execPath, args: workerArgs, numWorkers: 2, onOutput: () => {} },
   });
-  browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-  page = await browser.newPage();
-  await page.setViewport({ width: 1440, height: 1000 });
+  // Poll until both workers run and one has reported a step; the job takes seconds in all.
+  for (;;) {
+    const sample = await metrics();
+    const stepsSeen = sampleValue(sample, 'edl_step_seconds_count', { worker: 'worker-0' }) ?? 0;
+    if (sampleValue(sample, 'edl_workers', { state: 'running' }) === 2 && stepsSeen > 0) {
+      whileRunning = sample;
+      break;
+    }
+    if (handle.master.status().state !== 'running')
+      throw new Error('the job ended before both workers were seen running');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }, 120_000);
 
 afterAll(async () => {
@@ -180,7 +196,7 @@ describe('live view of a running job', () => {
   }, 180_000);
 
   it('serves Prometheus text whose counters grow', async () => {
-    const first = await metrics();
+    const first = whileRunning;
     for (const [name, type] of [
       ['edl_records_total', 'counter'],
       ['edl_tasks', 'gauge'],
@@ -222,13 +238,13 @@ describe('live view of a running job', () => {
     expect(status.job.modelVersion).toBe(result.modelVersion);
     expect(status.job.recordsDone).toBe(final.recordsDone);
     expect(status.job.recordsTotal).toBe(final.recordsTotal);
-    expect(status.job.records.training).toEqual({ done: 40_000, total: 40_000 });
+    expect(status.job.records.training).toEqual({ done: TRAIN_ROWS * EPOCHS, total: TRAIN_ROWS * EPOCHS });
     const evaluated = result.evaluations.reduce((n, e) => n + e.records, 0);
     expect(status.job.records.evaluation).toEqual({ done: evaluated, total: evaluated });
     expect(status.evaluations).toEqual(JSON.parse(JSON.stringify(result.evaluations)));
     expect(status.job.gradients).toMatchObject({ applied: result.modelVersion });
     const epochs = status.tasks.filter((t) => t.label.startsWith('epoch'));
-    expect(epochs.map((t) => t.label)).toEqual(Array.from({ length: 10 }, (_, i) => `epoch ${i + 1}`));
+    expect(epochs.map((t) => t.label)).toEqual(Array.from({ length: EPOCHS }, (_, i) => `epoch ${i + 1}`));
     for (const epoch of epochs) expect(epoch).toMatchObject({ todo: 0, doing: 0, done: epoch.total });
     expect(status.workers.map((w) => w.id).sort()).toEqual(['worker-0', 'worker-1']);
   }, 180_000);
