@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # chromium: the live view's end-to-end test drives it headless (puppeteer-core).
 APT_PACKAGES=(cmake g++ make python3 clang clang-format libclang-rt-14-dev llvm postgresql
-  python3-protobuf protobuf-compiler chromium)
+  python3-protobuf python3-prometheus-client protobuf-compiler chromium)
 # Dawn (the `webgpu` package) needs a newer software Vulkan driver than bookworm ships.
 BACKPORTS_PACKAGES=(mesa-vulkan-drivers libvulkan1)
 

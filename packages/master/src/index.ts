@@ -35,7 +35,7 @@ export {
   type LiveViewServer,
   serveLiveView,
 } from './http/live-view-server.js';
-export { createJobMetrics } from './http/metrics.js';
+export { createJobMetrics, type JobMetrics } from './http/metrics.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
 export {
   type JobMasterOptions,

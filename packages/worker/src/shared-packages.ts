@@ -24,6 +24,11 @@ const HOOKS = new URL('../hooks/shared-packages.mjs', import.meta.url).href;
 
 let installed = false;
 
+/** What hooks/shared-packages.mjs offers `registerHooks`. */
+interface SyncHooksModule {
+  syncResolver(data: { anchor: string; packages: string[]; aliases: Record<string, string> }): unknown;
+}
+
 function packageName(request: string): string | undefined {
   if (request.startsWith('.') || request.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(request))
     return undefined;
@@ -46,9 +51,15 @@ export function shareWorkerPackages(): void {
   if (installed) return;
   installed = true;
   const anchor = import.meta.url;
-  register(HOOKS, import.meta.url, {
-    data: { anchor, packages: [...SHARED_PACKAGES], aliases: { '@tensorflow/tfjs': TFJS_UNION } },
-  });
+  const data = { anchor, packages: [...SHARED_PACKAGES], aliases: { '@tensorflow/tfjs': TFJS_UNION } };
+  const { registerHooks } = Module as unknown as { registerHooks?: (hooks: { resolve: unknown }) => unknown };
+  if (typeof registerHooks === 'function') {
+    // Node >= 22.15 (which also requires ES modules): the same hooks, in this thread.
+    const hooks = createRequire(import.meta.url)(fileURLToPath(HOOKS)) as SyncHooksModule;
+    registerHooks({ resolve: hooks.syncResolver(data) });
+  } else {
+    register(HOOKS, import.meta.url, { data });
+  }
   const anchorRequire = createRequire(anchor);
   const resolvable = Module as unknown as ResolvableModule;
   const original = resolvable._resolveFilename;

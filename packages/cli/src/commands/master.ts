@@ -6,6 +6,7 @@ import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine 
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { recordsSummary } from '../job/records-summary.js';
+import { WORKER_NODE_FLAGS } from '../job/worker-node-flags.js';
 
 /** @edl/master's JOB_TYPES, listed here so that checking options loads no gRPC (a test compares). */
 export const MASTER_JOB_TYPES = [
@@ -124,7 +125,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
   const workerCommand =
     v['worker-command'] !== undefined
       ? splitCommand(v['worker-command'])
-      : [process.execPath, edlBin, 'worker'];
+      : [process.execPath, ...WORKER_NODE_FLAGS, edlBin, 'worker'];
   if (v.momentum !== undefined && v.optimizer !== 'momentum')
     throw new UsageError('--momentum needs --optimizer momentum');
   let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;

@@ -16,6 +16,7 @@ import { withFreeLoopbackPort } from './loopback-port.js';
 import { resolveModelDef } from './model-def-path.js';
 import { ProgressBar } from './progress.js';
 import { recordsSummary } from './records-summary.js';
+import { WORKER_NODE_FLAGS } from './worker-node-flags.js';
 
 /** The modules of the master's side of a job, loaded once its workers are on their way. */
 async function loadJobModules() {
@@ -166,7 +167,7 @@ async function runJobIn(
     workersMuted = false;
     const localWorkers = new LocalInstanceManager({
       command: process.execPath,
-      args: [edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
+      args: [...WORKER_NODE_FLAGS, edlBin(), 'worker', ...workerArgs(options, modelDefPath, statsDir)],
       numWorkers: options.numWorkers,
       maxRestarts: options.maxRestarts,
       onOutput,

@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Registry } from 'prom-client';
 import type { JobStatusTracker } from '../job-status.js';
+import type { JobMetrics } from './metrics.js';
 
 /** Options of {@link serveLiveView}. */
 export interface LiveViewOptions {
@@ -84,7 +84,7 @@ function send(response: ServerResponse, status: number, type: string, body: stri
  */
 export async function serveLiveView(
   tracker: JobStatusTracker,
-  registry: Registry,
+  metrics: JobMetrics,
   options: LiveViewOptions,
 ): Promise<LiveViewServer> {
   const host = options.host ?? '127.0.0.1';
@@ -107,7 +107,7 @@ export async function serveLiveView(
         send(response, 401, 'text/plain; charset=utf-8', 'missing or wrong token\n');
         return;
       }
-      send(response, 200, registry.contentType, await registry.metrics());
+      send(response, 200, metrics.contentType, metrics.metrics());
       return;
     }
     if (!authorized) {
