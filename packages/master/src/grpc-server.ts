@@ -4,6 +4,7 @@ import { checkInteger, checkNonEmptyString } from '@edl/common';
 import {
   CallErrorSchema,
   DEFAULT_MAX_MESSAGE_BYTES,
+  encodeReportGradientResponse,
   fromTensorMessage,
   fromWorkerStatsMessage,
   GetJobStatusResponseSchema,
@@ -202,7 +203,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     return decoded;
   };
 
-  const reportGradient = (r: In<'reportGradient'>, copy = false) => {
+  const reportGradient = (r: In<'reportGradient'>) => {
     const reply = master.reportGradient({
       workerId: checkNonEmptyString(r.workerId, 'workerId'),
       taskId: toSafeNumber(r.taskId, 'taskId'),
@@ -219,7 +220,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
       modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
       taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
       hasModel: reply.variables !== undefined,
-      variables: reply.variables?.map((v) => toTensorMessage(v, { copy })) ?? [],
+      // Views of the store's arrays: the reply is encoded before another gradient can change them
+      // (a unary reply at once by grpc-js, a GradientStream reply by gradientStream below).
+      variables: reply.variables?.map((v) => toTensorMessage(v, { copy: false })) ?? [],
       mirrored: reply.mirrored === true,
       modelChecksum: reply.modelChecksum ?? 0,
     });
@@ -303,7 +306,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
    * with the status its unary call would get: the worker sees that error for that report and opens
    * a new stream.
    */
-  const gradientStream = callStream((request: In<'reportGradient'>) => reportGradient(request, true));
+  const gradientStream = callStream((request: In<'reportGradient'>) =>
+    encodeReportGradientResponse(reportGradient(request)),
+  );
 
   /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
   const taskStream = callStream<TaskStreamRequest, TaskStreamResponse>(streamCall);

@@ -44,6 +44,18 @@ function deserializer<D extends DescMessage>(schema: D): (bytes: Buffer) => Mess
   return (bytes) => fromBinary(schema, bytes);
 }
 
+/**
+ * A serializer that also takes bytes encoded already. The master encodes each GradientStream reply
+ * as it answers, from views of its variables: grpc-js may write a stream's reply later, after the
+ * next gradient changed them, so a reply of message objects needed a copy of the model first.
+ */
+function encodedOr<M>(encode: (message: M) => Buffer): (value: M | Uint8Array) => Buffer {
+  return (value) =>
+    value instanceof Uint8Array
+      ? Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+      : encode(value);
+}
+
 function buildDefinition<
   S extends GenService<
     Record<string, { methodKind: 'unary' | 'bidi_streaming'; input: DescMessage; output: DescMessage }>
@@ -94,7 +106,7 @@ function buildDefinition<
     },
     gradientStream: {
       requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
-      responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
+      responseSerialize: encodedOr(encodeReportGradientResponse) as Codec['responseSerialize'],
     },
     getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
     reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },

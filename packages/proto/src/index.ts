@@ -44,6 +44,7 @@ export type {
 } from './master-reports.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';
 export { modelChecksum } from './model-checksum.js';
+export { encodeReportGradientResponse } from './model-message-codec.js';
 export {
   fromTaskMessage,
   type TaskAssignment,
