@@ -67,7 +67,7 @@ describe('writePrometheusText', () => {
         name: 'edl_step_seconds',
         help: 'Step time',
         type: 'histogram',
-        buckets: [0.01, 0.1, 1],
+        buckets: steps.buckets,
         samples: steps.samples(),
       },
     ];

@@ -1,8 +1,9 @@
 // @ts-check
 /**
- * Module resolution hooks (node:module `register`, or `registerHooks` where Node has it) that @edl/worker installs before it loads a
- * model definition. Plain JavaScript outside `src`: Node runs hooks on a thread of its own, which
- * cannot load TypeScript, and this file is found the same way from the sources and from `dist`.
+ * Module resolution hooks (node:module `register`, or `registerHooks` where Node has it) that
+ * @edl/worker installs before it loads a model definition. Plain JavaScript outside `src`: with
+ * `register`, Node runs hooks on a thread of its own, which cannot load TypeScript, and this file is
+ * found the same way from the sources and from `dist`.
  *
  * 1. Bare imports of the packages that the worker computes with (@edl/worker, @edl/data, the
  *    TensorFlow.js packages, ...) resolve as if imported by the worker itself, so a model file
@@ -57,18 +58,33 @@ function wantsModule(/** @type {string} */ url, /** @type {string | null | undef
  */
 
 /**
+ * @template R
+ * @param {{ anchor: string, packages: string[], aliases: Record<string, string> }} data
+ * @param {string} specifier
+ * @param {ResolveContext} context
+ * @param {(specifier: string, context?: object) => R} nextResolve
+ * @param {(resolved: R) => R} adjust what becomes of Node's own answer (see `asModuleWhenWanted`)
+ * @returns {R | Resolved}
+ */
+function resolveWith(data, specifier, context, nextResolve, adjust) {
+  const alias = data.aliases[specifier];
+  if (alias !== undefined) return { url: alias, shortCircuit: true };
+  const name = packageName(specifier);
+  if (name !== undefined && data.packages.includes(name)) {
+    return nextResolve(specifier, { ...context, parentURL: data.anchor });
+  }
+  return adjust(nextResolve(specifier, context));
+}
+
+/**
  * @param {string} specifier
  * @param {ResolveContext} context
  * @param {(specifier: string, context?: object) => Promise<Resolved>} nextResolve
  */
 export async function resolve(specifier, context, nextResolve) {
-  const alias = settings.aliases[specifier];
-  if (alias !== undefined) return { url: alias, shortCircuit: true };
-  const name = packageName(specifier);
-  if (name !== undefined && settings.packages.includes(name)) {
-    return nextResolve(specifier, { ...context, parentURL: settings.anchor });
-  }
-  return asModuleWhenWanted(await nextResolve(specifier, context));
+  return resolveWith(settings, specifier, context, nextResolve, async (next) =>
+    asModuleWhenWanted(await next),
+  );
 }
 
 /**
@@ -79,15 +95,8 @@ export async function resolve(specifier, context, nextResolve) {
  * @returns {(specifier: string, context: ResolveContext, nextResolve: (specifier: string, context?: object) => Resolved) => Resolved}
  */
 export function syncResolver(data) {
-  return (specifier, context, nextResolve) => {
-    const alias = data.aliases[specifier];
-    if (alias !== undefined) return { url: alias, shortCircuit: true };
-    const name = packageName(specifier);
-    if (name !== undefined && data.packages.includes(name)) {
-      return nextResolve(specifier, { ...context, parentURL: data.anchor });
-    }
-    return asModuleWhenWanted(nextResolve(specifier, context));
-  };
+  return (specifier, context, nextResolve) =>
+    resolveWith(data, specifier, context, nextResolve, asModuleWhenWanted);
 }
 
 /** @param {Resolved} resolved */

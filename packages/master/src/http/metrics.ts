@@ -79,7 +79,7 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Job
         name: 'edl_step_seconds',
         help: 'Training step time (compute_loss + report_gradient) per worker: the mean of each heartbeat window, once per step',
         type: 'histogram',
-        buckets: STEP_BUCKETS,
+        buckets: steps.buckets,
         samples: steps.samples(),
       },
       {

@@ -117,6 +117,11 @@ export class HistogramCounts {
     this.#buckets = buckets;
   }
 
+  /** The upper bounds counted, for the family's `buckets`. */
+  get buckets(): readonly number[] {
+    return this.#buckets;
+  }
+
   /** Counts `value` `times` times for `labels`. */
   observe(labels: Labels, value: number, times = 1): void {
     const key = JSON.stringify(Object.entries(labels));
