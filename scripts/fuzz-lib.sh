@@ -31,7 +31,9 @@ golden, seeds, max_len, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.a
 def save(target, name, data):
     if len(data) <= max_len:
         open(os.path.join(seeds, target, name), 'wb').write(data)
-if os.path.isdir(golden):
+if not os.path.isdir(golden):
+    sys.exit(f'fuzz seeds: no golden directory {golden} (EDL_GOLDEN_DIR)')
+if True:
     for name in sorted(os.listdir(golden)):
         if not name.endswith('.rio'):
             continue

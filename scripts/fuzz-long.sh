@@ -9,7 +9,7 @@
 #   EDL_FUZZ_CORPUS   where the corpus lives (default fuzz-corpus/ in the repository, git-ignored):
 #                     <dir>/<target>/ grows run after run; crashes go to <dir>/crashes/
 #   EDL_FUZZ_MAX_LEN  largest input in bytes (default 4096)
-#   EDL_GOLDEN_DIR    golden files for seeds (default ../shared/golden next to the repository)
+#   EDL_GOLDEN_DIR    golden files for seeds (default packages/recordio/test/golden)
 #   EDL_JOBS          build parallelism (default 2)
 # Prints each target's executions/s and coverage at the end; exits non-zero if any target found
 # a crash (the input is in <corpus>/crashes/, reproduce with build-asan/native/fuzz/fuzz_<t> FILE).
@@ -22,7 +22,7 @@ source "$root/scripts/fuzz-lib.sh"
 hours=${EDL_FUZZ_HOURS:-4}
 seconds=$(python3 -c "import sys; print(max(1, int(float(sys.argv[1]) * 3600)))" "$hours")
 corpus=${EDL_FUZZ_CORPUS:-$root/fuzz-corpus}
-golden=${EDL_GOLDEN_DIR:-$root/../shared/golden}
+golden=${EDL_GOLDEN_DIR:-$root/packages/recordio/test/golden}
 jobs=${EDL_JOBS:-2}
 build=$root/build-asan
 targets=("$@")

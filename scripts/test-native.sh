@@ -8,14 +8,14 @@
 # scripts/fuzz-long.sh runs the same targets for hours and keeps the corpus.
 #   EDL_FUZZ_SECONDS  seconds per fuzzer (0 skips fuzzing)
 #   EDL_FUZZ_MAX_LEN  largest input in bytes (default 4096)
-#   EDL_GOLDEN_DIR    golden files (default ../shared/golden next to the repository)
+#   EDL_GOLDEN_DIR    golden files (default packages/recordio/test/golden, the repository's own copy)
 #   EDL_JOBS          build parallelism (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 fuzz_seconds=${EDL_FUZZ_SECONDS:-30}
 jobs=${EDL_JOBS:-2}
-golden=${EDL_GOLDEN_DIR:-$root/../shared/golden}
+golden=${EDL_GOLDEN_DIR:-$root/packages/recordio/test/golden}
 build=$root/build-asan
 start=$(date +%s)
 

@@ -1,4 +1,4 @@
-// Every file of ../shared/golden reads back as MANIFEST.txt says; the damaged ones fail the way
+// Every file of packages/recordio/test/golden reads back as MANIFEST.txt says; the damaged ones fail the way
 // golden/README.md describes.
 #include <fstream>
 #include <map>
