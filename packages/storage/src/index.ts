@@ -1,0 +1,1 @@
+export type { ByteSource, ObjectStat, ReadRangeOptions } from './byte-source.js';
