@@ -1,8 +1,7 @@
-import type { Command, CommandIO } from '../command.js';
-import { UsageError } from '../command.js';
 import { cat } from '../recordio/cat.js';
 import { inspect } from '../recordio/inspect.js';
 import { write } from '../recordio/write.js';
+import { subcommandGroup } from '../subcommand-group.js';
 
 const usage = `Usage: edl recordio <inspect|cat|write> ...
 
@@ -22,22 +21,9 @@ const usage = `Usage: edl recordio <inspect|cat|write> ...
 
 Exit status: 0 success, 1 a file or data error, 2 bad arguments.`;
 
-const subcommands: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
+/** `edl recordio`: inspect, print and write RecordIO files. */
+export const command = subcommandGroup('recordio', usage, {
   inspect,
   cat,
   write,
-};
-
-/** `edl recordio`: inspect, print and write RecordIO files. */
-export const command: Command = {
-  name: 'recordio',
-  usage,
-  async run(argv, io) {
-    const [name, ...rest] = argv;
-    if (name === undefined) throw new UsageError('missing sub-command (inspect, cat or write)');
-    const run = subcommands[name];
-    if (run === undefined)
-      throw new UsageError(`unknown sub-command '${name}' (expected inspect, cat or write)`);
-    return run(rest, io);
-  },
-};
+});

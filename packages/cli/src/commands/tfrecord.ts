@@ -1,5 +1,4 @@
-import type { Command, CommandIO } from '../command.js';
-import { UsageError } from '../command.js';
+import { subcommandGroup } from '../subcommand-group.js';
 import { cat } from '../tfrecord/cat.js';
 import { inspect } from '../tfrecord/inspect.js';
 
@@ -19,17 +18,5 @@ const usage = `Usage: edl tfrecord <inspect|cat> ...
 
 Exit status: 0 success, 1 a file or data error, 2 bad arguments.`;
 
-const subcommands: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = { inspect, cat };
-
 /** `edl tfrecord`: inspect and print TensorFlow TFRecord files. */
-export const command: Command = {
-  name: 'tfrecord',
-  usage,
-  async run(argv, io) {
-    const [name, ...rest] = argv;
-    if (name === undefined) throw new UsageError('missing sub-command (inspect or cat)');
-    const run = subcommands[name];
-    if (run === undefined) throw new UsageError(`unknown sub-command '${name}' (expected inspect or cat)`);
-    return run(rest, io);
-  },
-};
+export const command = subcommandGroup('tfrecord', usage, { inspect, cat });

@@ -2,7 +2,7 @@ import { RecordIOReader } from '@edl/recordio';
 import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
 import { BufferedOutput } from './output.js';
-import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
+import { CAT_OPTIONS, printRecord } from './print-record.js';
 
 /**
  * `edl recordio cat FILE [--start N] [--count M] [--format raw|hex|base64|jsonl|example]`. `--count` is
@@ -10,15 +10,7 @@ import { formatRecord, OUTPUT_FORMATS } from './record-format.js';
  * corrupt file every record before the fault is printed, then the error propagates (exit 1).
  */
 export async function cat(argv: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseCommandLine(
-    argv,
-    {
-      start: { type: 'integer' },
-      count: { type: 'integer' },
-      format: { type: 'choice', choices: OUTPUT_FORMATS },
-    },
-    ['FILE'],
-  );
+  const { values, positionals } = parseCommandLine(argv, CAT_OPTIONS, ['FILE']);
   const start = values.start ?? 0;
   const requested = values.count ?? Number.MAX_SAFE_INTEGER;
   const format = values.format ?? 'raw';
@@ -29,15 +21,7 @@ export async function cat(argv: string[], io: CommandIO): Promise<number> {
     const count = Math.min(requested, Math.max(reader.numRecords - start, 0));
     let index = start;
     for await (const record of reader.records(start, count)) {
-      let pieces: (string | Uint8Array)[];
-      try {
-        pieces = formatRecord(record, index, format);
-      } catch (error) {
-        // One line naming the file: the records before it are printed (flushed below).
-        throw new Error(`${(error as Error).message} (in ${reader.path})`);
-      }
-      for (const piece of pieces) await out.write(piece);
-      if (out.closed) break;
+      if (!(await printRecord(out, record, index, format, reader.path))) break;
       index++;
     }
   } finally {

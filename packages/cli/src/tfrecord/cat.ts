@@ -2,7 +2,7 @@ import { TFRecordReader } from '@edl/recordio';
 import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
 import { BufferedOutput } from '../recordio/output.js';
-import { formatRecord, OUTPUT_FORMATS } from '../recordio/record-format.js';
+import { CAT_OPTIONS, printRecord } from '../recordio/print-record.js';
 import { COMPRESSION_CHOICES } from './compression-choice.js';
 
 /**
@@ -14,12 +14,7 @@ import { COMPRESSION_CHOICES } from './compression-choice.js';
 export async function cat(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
-    {
-      start: { type: 'integer' },
-      count: { type: 'integer' },
-      format: { type: 'choice', choices: OUTPUT_FORMATS },
-      compression: { type: 'choice', choices: COMPRESSION_CHOICES },
-    },
+    { ...CAT_OPTIONS, compression: { type: 'choice', choices: COMPRESSION_CHOICES } },
     ['FILE'],
   );
   const start = values.start ?? 0;
@@ -37,14 +32,7 @@ export async function cat(argv: string[], io: CommandIO): Promise<number> {
     let index = start;
     for await (const batch of reader.batches(start, count)) {
       for (let i = 0; i < batch.length; i++, index++) {
-        let pieces: (string | Uint8Array)[];
-        try {
-          pieces = formatRecord(batch.get(i), index, format);
-        } catch (error) {
-          throw new Error(`${(error as Error).message} (in ${reader.path})`);
-        }
-        for (const piece of pieces) await out.write(piece);
-        if (out.closed) break;
+        if (!(await printRecord(out, batch.get(i), index, format, reader.path))) break;
       }
       if (out.closed) break;
     }

@@ -7,16 +7,10 @@ import { cifar10Definition } from './definition.js';
 
 // No augmentation: this model must learn the synthetic data in a few epochs (demo, tests), and
 // random crops and flips slow that down; `cifar10` trains with them.
-const definition = cifar10Definition({
+export default cifar10Definition({
   filters: [8, 16],
   convsPerBlock: 1,
   dropout: 0,
   learningRate: 0.02,
   input: { augment: false },
 });
-
-export const model = definition.model;
-export const loss = definition.loss;
-export const optimizer = definition.optimizer;
-export const datasetFn = definition.datasetFn;
-export const evalMetrics = definition.evalMetrics;

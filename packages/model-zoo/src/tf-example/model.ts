@@ -4,10 +4,5 @@
  */
 import { tfExampleDefinition } from './definition.js';
 
-const definition = tfExampleDefinition();
-
-export const model = definition.model;
-export const loss = definition.loss;
-export const optimizer = definition.optimizer;
-export const datasetFn = definition.datasetFn;
-export const evalMetrics = definition.evalMetrics;
+// The loader takes a default export object as the definition (see --model-def in docs/cli.md).
+export default tfExampleDefinition();
