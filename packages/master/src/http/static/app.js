@@ -138,6 +138,28 @@ function renderTiming(workers) {
   for (const row of existing.values()) row.remove();
 }
 
+// A long job would grow the table by a row per epoch and evaluation round: it shows the newest few,
+// folds the older ones into one row, and always ends with the whole job's totals.
+const TASK_ROWS_SHOWN = 4;
+const TASK_COUNTS = ['todo', 'doing', 'done', 'failed', 'total'];
+
+function sumTaskRows(rows, label, key) {
+  const row = { label, key };
+  for (const count of TASK_COUNTS) row[count] = rows.reduce((n, t) => n + t[count], 0);
+  return row;
+}
+
+function visibleTaskRows(tasks) {
+  if (tasks.length <= 1) return tasks;
+  const older = tasks.slice(0, Math.max(0, tasks.length - TASK_ROWS_SHOWN));
+  const newest = tasks.slice(older.length);
+  const folded =
+    older.length === 0
+      ? []
+      : [sumTaskRows(older, `${older.length} earlier${older.length === 1 ? '' : ' rounds'}`, 'earlier')];
+  return [...folded, ...newest, sumTaskRows(tasks, 'all', 'all')];
+}
+
 function renderEvaluations(evaluations) {
   const table = $('evaluations');
   $('no-eval').hidden = evaluations.length > 0;
@@ -232,8 +254,8 @@ function render(s) {
   renderTiming(s.workers);
   syncRows(
     $('tasks').tBodies[0],
-    s.tasks,
-    (t) => t.label,
+    visibleTaskRows(s.tasks),
+    (t) => t.key ?? t.label,
     (t) => [
       { text: t.label },
       { text: fmt.format(t.todo), n: true },
@@ -250,6 +272,8 @@ function render(s) {
 }
 
 let polling;
+// Three missed pushes (the master pushes every second) before the stream counts as down.
+const STREAM_DOWN_MS = 3000;
 function poll() {
   fetch('/api/status', { credentials: 'same-origin' })
     .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
@@ -267,15 +291,33 @@ function connect() {
     return;
   }
   const source = new EventSource('/api/events');
-  source.onmessage = (message) => {
+  // The browser fires `error` for a blip it recovers from on its own at once (and a stream it
+  // reopens is healthy again): "reconnecting" shows only while no status has arrived for a while.
+  let lastMessageAt = Date.now();
+  let downCheck;
+  const clearDown = () => {
+    clearTimeout(downCheck);
+    downCheck = undefined;
     setText($('connection'), '');
+  };
+  source.onopen = clearDown;
+  source.onmessage = (message) => {
+    lastMessageAt = Date.now();
+    clearDown();
     render(JSON.parse(message.data));
   };
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED && polling === undefined) {
-      polling = setInterval(poll, 2000);
+    if (source.readyState === EventSource.CLOSED) {
+      if (polling === undefined) polling = setInterval(poll, 2000);
+      return;
     }
-    setText($('connection'), 'reconnecting…');
+    if (downCheck !== undefined) return;
+    downCheck = setTimeout(() => {
+      downCheck = undefined;
+      if (source.readyState !== EventSource.OPEN || Date.now() - lastMessageAt > STREAM_DOWN_MS) {
+        setText($('connection'), 'reconnecting…');
+      }
+    }, STREAM_DOWN_MS);
   };
 }
 
