@@ -2,7 +2,18 @@ import { fileURLToPath } from 'node:url';
 import { defineProject } from 'vitest/config';
 
 const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url));
-const workspacePackages = ['common', 'storage', 'recordio', 'data', 'proto', 'master', 'worker', 'cli', 'model-zoo'];
+const workspacePackages = [
+  'common',
+  'storage',
+  'recordio',
+  'data',
+  'proto',
+  'ps',
+  'master',
+  'worker',
+  'cli',
+  'model-zoo',
+];
 
 /**
  * Vitest project settings shared by every package: workspace imports resolve to TypeScript sources,

@@ -2,10 +2,14 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { OptimizerConfig, OptimizerSlots } from '@edl/common';
-import type { NamedTensor } from '@edl/proto';
+import type { OptimizerConfig } from '@edl/common';
+import {
+  decodeStoreCheckpoint,
+  encodeStoreCheckpoint,
+  type ParameterStoreSnapshot,
+  type StoreCheckpointHeader,
+} from '@edl/ps';
 import { CheckpointError } from './errors.js';
-import type { ParameterStoreSnapshot } from './parameter-store.js';
 import type { TaskManagerState } from './task-manager.js';
 
 /** What a checkpoint holds: the parameter store and the task manager, taken in one synchronous step. */
@@ -16,18 +20,12 @@ export interface Checkpoint {
 }
 
 const MAGIC = Buffer.from('EDLCKPT1', 'latin1');
-/** Float32 data is stored little-endian; on such hosts it is copied in bulk. */
-const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const FILE_PATTERN = /^checkpoint-(\d{12})\.edlckpt$/;
 
-interface Header {
+/** The JSON header: the store's fields (@edl/ps) and the task state, in the order they are written. */
+interface Header extends StoreCheckpointHeader {
   readonly format: 'edl-checkpoint/1';
-  readonly version: number;
   readonly createdAt: string;
-  readonly optimizer: OptimizerConfig;
-  readonly optimizerStep: number;
-  readonly variables: Array<{ name: string; shape: readonly number[]; offset: number; length: number }>;
-  readonly slots: Array<{ variable: string; slot: string; offset: number; length: number }>;
   readonly taskManager: TaskManagerState;
   /** CRC-32 of the float32 payload. */
   readonly payloadCrc32: number;
@@ -45,43 +43,16 @@ export function checkpointFileName(version: number): string {
  */
 export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep = 3): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const arrays: Float32Array[] = [];
-  let offset = 0;
-  const place = (values: Float32Array) => {
-    arrays.push(values);
-    const at = offset;
-    offset += values.length;
-    return at;
-  };
-  const variables = checkpoint.store.variables.map((v) => ({
-    name: v.name,
-    shape: v.shape,
-    offset: place(v.values),
-    length: v.values.length,
-  }));
-  const slots: Header['slots'] = [];
-  for (const [variable, byName] of checkpoint.store.slots) {
-    for (const [slot, values] of byName)
-      slots.push({ variable, slot, offset: place(values), length: values.length });
-  }
-  const payload = Buffer.alloc(offset * 4);
-  let at = 0;
-  for (const values of arrays) {
-    if (littleEndian) {
-      payload.set(new Uint8Array(values.buffer, values.byteOffset, values.length * 4), at * 4);
-    } else {
-      for (let i = 0; i < values.length; i++) payload.writeFloatLE(values[i] as number, (at + i) * 4);
-    }
-    at += values.length;
-  }
+  const { header: store, payload } = encodeStoreCheckpoint(checkpoint.store, checkpoint.optimizer);
+  // Written field by field: the key order is the file's, as it always was.
   const header: Header = {
     format: 'edl-checkpoint/1',
-    version: checkpoint.store.version,
+    version: store.version,
     createdAt: new Date().toISOString(),
-    optimizer: checkpoint.optimizer,
-    optimizerStep: checkpoint.store.optimizerStep,
-    variables,
-    slots,
+    optimizer: store.optimizer,
+    optimizerStep: store.optimizerStep,
+    variables: store.variables,
+    slots: store.slots,
     taskManager: checkpoint.taskManager,
     payloadCrc32: crc32(payload),
   };
@@ -163,36 +134,7 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
   const payload = bytes.subarray(12 + headerLength);
   if (payload.length % 4 !== 0) fail(`payload of ${payload.length} bytes is not float32 data`);
   if (crc32(payload) !== header.payloadCrc32) fail('payload CRC-32 mismatch');
-  const floats = payload.length / 4;
-  const take = (offset: number, length: number, what: string): Float32Array => {
-    if (offset < 0 || length < 0 || offset + length > floats) fail(`${what} lies outside the payload`);
-    const values = new Float32Array(length);
-    if (littleEndian) {
-      new Uint8Array(values.buffer).set(payload.subarray(offset * 4, (offset + length) * 4));
-    } else {
-      for (let i = 0; i < length; i++) values[i] = payload.readFloatLE((offset + i) * 4);
-    }
-    return values;
-  };
-  const variables: NamedTensor[] = header.variables.map((v) => ({
-    name: v.name,
-    shape: v.shape,
-    values: take(v.offset, v.length, `variable '${v.name}'`),
-  }));
-  const slots: OptimizerSlots = new Map();
-  for (const s of header.slots) {
-    let byName = slots.get(s.variable);
-    if (byName === undefined) {
-      byName = new Map();
-      slots.set(s.variable, byName);
-    }
-    byName.set(s.slot, take(s.offset, s.length, `slot '${s.slot}' of '${s.variable}'`));
-  }
-  return {
-    store: { version: header.version, variables, optimizerStep: header.optimizerStep, slots },
-    optimizer: header.optimizer,
-    taskManager: header.taskManager,
-  };
+  return { ...decodeStoreCheckpoint(header, payload, fail), taskManager: header.taskManager };
 }
 
 /**

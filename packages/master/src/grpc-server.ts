@@ -4,32 +4,26 @@ import { checkInteger, checkNonEmptyString } from '@edl/common';
 import {
   CallErrorSchema,
   DEFAULT_MAX_MESSAGE_BYTES,
-  encodeReportGradientResponse,
-  fromTensorMessage,
+  fromRangeMessages,
   fromWorkerStatsMessage,
   GetJobStatusResponseSchema,
-  GetModelResponseSchema,
   type GetTaskResponse,
   type HeartbeatResponse,
   JOB_TOKEN_METADATA_KEY,
   masterServiceDefinition,
-  type NamedTensor,
   PingResponseSchema,
   ReportEvaluationMetricsResponseSchema,
-  ReportGradientResponseSchema,
   type ReportTaskResultResponse,
-  ReportVariablesResponseSchema,
   ScaleWorkersResponseSchema,
   type TaskBatchStreamRequest,
   type TaskBatchStreamResponse,
   type TaskStreamRequest,
   type TaskStreamResponse,
-  type Tensor,
   toSafeNumber,
   toTaskMessage,
-  toTensorMessage,
   toWireInt,
 } from '@edl/proto';
+import { ParameterStoreError, parameterRpcHandlers } from '@edl/ps';
 import {
   type Metadata,
   Server,
@@ -45,8 +39,6 @@ import { MasterError } from './errors.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';
 
-/** Gradient names whose decoding arrays are kept for reuse (more than any model has variables). */
-const MAX_SCRATCH_GRADIENTS = 4096;
 /** Options of {@link serveMaster}. */
 export interface MasterServerOptions {
   /** Interface to listen on (default 127.0.0.1: reachable from this machine only). */
@@ -75,23 +67,15 @@ export interface MasterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-function fromRangeMessage(r: { taskId: bigint; rangeStart: bigint; rangeEnd: bigint }) {
-  return {
-    taskId: toSafeNumber(r.taskId, 'moreRanges.taskId'),
-    rangeStart: toSafeNumber(r.rangeStart, 'moreRanges.rangeStart'),
-    rangeEnd: toSafeNumber(r.rangeEnd, 'moreRanges.rangeEnd'),
-  };
-}
-
 function grpcError(code: status, details: string): Partial<ServiceError> {
   return { code, details, message: details };
 }
 
-/** Maps an exception of the master to a gRPC status: arguments, state, or a bug. */
+/** Maps an exception of the master or its parameter store to a gRPC status: arguments, state, or a bug. */
 function toStatus(error: unknown): Partial<ServiceError> {
   if (error instanceof RangeError || error instanceof TypeError)
     return grpcError(status.INVALID_ARGUMENT, error.message);
-  if (error instanceof MasterError)
+  if (error instanceof MasterError || error instanceof ParameterStoreError)
     return grpcError(status.FAILED_PRECONDITION, `${error.code}: ${error.message}`);
   return grpcError(status.INTERNAL, error instanceof Error ? error.message : String(error));
 }
@@ -183,50 +167,8 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     };
   };
 
-  /**
-   * ReportGradient, unary or on a GradientStream. `copy: false` (the unary call) sends views of the
-   * store's arrays, serialized within the call; a stream's reply may wait behind the one before it
-   * in its Writable and be serialized later, after other gradients changed the arrays, so it copies.
-   */
-  /**
-   * Decoding arrays of gradients, reused from one report to the next: the master reads a gradient
-   * only within its synchronous reportGradient call (the store applies it, or copies it into a
-   * sync batch), and a fresh 4-bytes-per-weight array per step was most of the master's garbage.
-   */
-  const gradientScratch = new Map<string, Float32Array>();
-  const decodeGradient = (message: Tensor): NamedTensor => {
-    const decoded = fromTensorMessage(message, gradientScratch.get(message.name));
-    // Bounded: names beyond a model's worth (a worker sending junk) get arrays of their own.
-    if (gradientScratch.has(message.name) || gradientScratch.size < MAX_SCRATCH_GRADIENTS) {
-      gradientScratch.set(message.name, decoded.values);
-    }
-    return decoded;
-  };
-
-  const reportGradient = (r: In<'reportGradient'>) => {
-    const reply = master.reportGradient({
-      workerId: checkNonEmptyString(r.workerId, 'workerId'),
-      taskId: toSafeNumber(r.taskId, 'taskId'),
-      rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
-      rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
-      modelVersion: toSafeNumber(r.modelVersion, 'modelVersion'),
-      gradients: r.gradients.map(decodeGradient),
-      moreRanges: r.moreRanges.map(fromRangeMessage),
-      wantModel: r.wantModel,
-      mirror: r.mirror,
-    });
-    return create(ReportGradientResponseSchema, {
-      status: reply.status,
-      modelVersion: toWireInt(reply.modelVersion, 'modelVersion'),
-      taskProgress: toWireInt(reply.taskProgress, 'taskProgress'),
-      hasModel: reply.variables !== undefined,
-      // Views of the store's arrays: the reply is encoded before another gradient can change them
-      // (a unary reply at once by grpc-js, a GradientStream reply by gradientStream below).
-      variables: reply.variables?.map((v) => toTensorMessage(v, { copy: false })) ?? [],
-      mirrored: reply.mirrored === true,
-      modelChecksum: reply.modelChecksum ?? 0,
-    });
-  };
+  /** GetModel, ReportVariables and ReportGradient (unary and streamed): the parameter store's. */
+  const parameters = parameterRpcHandlers(master);
 
   /** Ends each open TaskStream / TaskBatchStream (at shutdown: they would hold it for the whole grace). */
   const openStreams = new Set<() => void>();
@@ -306,9 +248,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
    * with the status its unary call would get: the worker sees that error for that report and opens
    * a new stream.
    */
-  const gradientStream = callStream((request: In<'reportGradient'>) =>
-    encodeReportGradientResponse(reportGradient(request)),
-  );
+  const gradientStream = callStream(parameters.gradientStreamReply);
 
   /** The dispatch fast path: the same three calls, multiplexed on one stream per worker. */
   const taskStream = callStream<TaskStreamRequest, TaskStreamResponse>(streamCall);
@@ -321,43 +261,9 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   const implementation = {
     getTask: unary(getTask),
     reportTaskResult: unary(reportTaskResult),
-    getModel: unary((r: In<'getModel'>) => {
-      const model = master.getModel(
-        toSafeNumber(r.version, 'version'),
-        r.haveVersion === undefined ? undefined : toSafeNumber(r.haveVersion, 'haveVersion'),
-        r.wantOptimizer,
-      );
-      const { optimizer } = model;
-      return create(GetModelResponseSchema, {
-        version: toWireInt(model.version, 'version'),
-        initialized: model.initialized,
-        unchanged: model.unchanged,
-        // Views of the store's arrays, not copies: grpc-js serializes the reply within this call,
-        // before any other gradient can change them.
-        variables: model.variables.map((v) => toTensorMessage(v, { copy: false })),
-        ...(optimizer === undefined
-          ? {}
-          : {
-              optimizer: {
-                configJson: JSON.stringify(optimizer.config),
-                step: toWireInt(optimizer.step, 'optimizer.step'),
-                // Copies already (ParameterStore.optimizerState).
-                slots: optimizer.slots.map((v) => toTensorMessage(v, { copy: false })),
-              },
-            }),
-      });
-    }),
-    reportVariables: unary((r: In<'reportVariables'>) => {
-      const result = master.reportVariables(
-        checkNonEmptyString(r.workerId, 'workerId'),
-        r.variables.map((t) => fromTensorMessage(t)),
-      );
-      return create(ReportVariablesResponseSchema, {
-        accepted: result.accepted,
-        version: toWireInt(result.version, 'version'),
-      });
-    }),
-    reportGradient: unary((r: In<'reportGradient'>) => reportGradient(r)),
+    getModel: unary(parameters.getModel),
+    reportVariables: unary(parameters.reportVariables),
+    reportGradient: unary(parameters.reportGradient),
     reportEvaluationMetrics: unary((r: In<'reportEvaluationMetrics'>) => {
       const reply = master.reportEvaluationMetrics({
         workerId: checkNonEmptyString(r.workerId, 'workerId'),
@@ -365,7 +271,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
         rangeStart: toSafeNumber(r.rangeStart, 'rangeStart'),
         rangeEnd: toSafeNumber(r.rangeEnd, 'rangeEnd'),
         metrics: r.metrics,
-        moreRanges: r.moreRanges.map(fromRangeMessage),
+        moreRanges: fromRangeMessages(r.moreRanges),
       });
       return create(ReportEvaluationMetricsResponseSchema, {
         status: reply.status,

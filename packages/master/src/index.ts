@@ -1,6 +1,6 @@
 /**
  * @edl/master: the master of an elasticdl-ts job. Dynamic-sharding task manager with exactly-once
- * record ranges, parameter store with SGD / momentum / Adam, evaluation service, checkpoints, the
+ * record ranges, the parameter store of @edl/ps run in-process, evaluation service, checkpoints, the
  * gRPC server, and the local instance manager. The Kubernetes instance manager and the builders of a
  * job's Kubernetes objects are at `@edl/master/kubernetes`, so that importing the master does not
  * load the Kubernetes client.
@@ -13,6 +13,20 @@ export {
   type OptimizerConfig,
   type OptimizerSlots,
 } from '@edl/common';
+// The parameter store is @edl/ps; the master's API keeps naming it.
+export {
+  DEFAULT_ASYNC_MAX_STALENESS,
+  defaultMaxStaleness,
+  type GradientCheck,
+  type GradientCounts,
+  type GradientOutcomes,
+  ParameterStore,
+  ParameterStoreError,
+  type ParameterStoreMode,
+  type ParameterStoreOptions,
+  type ParameterStoreSnapshot,
+  type ReportReply,
+} from '@edl/ps';
 export {
   type Checkpoint,
   listCheckpoints,
@@ -57,24 +71,12 @@ export { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-
 export { createStreamLogger, type MasterLogger, silentLogger } from './logger.js';
 export {
   type EvaluationReport,
-  type GradientOutcomes,
   type JobResult,
   Master,
   type MasterOptions,
-  type ReportReply,
   type TaskReply,
 } from './master.js';
 export type { MasterObserver } from './master-observer.js';
-export {
-  DEFAULT_ASYNC_MAX_STALENESS,
-  defaultMaxStaleness,
-  type GradientCheck,
-  type GradientCounts,
-  ParameterStore,
-  type ParameterStoreMode,
-  type ParameterStoreOptions,
-  type ParameterStoreSnapshot,
-} from './parameter-store.js';
 export { type MasterHandle, type StartMasterOptions, startMaster } from './start-master.js';
 export {
   JOB_TYPES,

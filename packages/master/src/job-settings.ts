@@ -6,11 +6,7 @@
  */
 
 import { checkOneOf, checkOptimizerParams, type OptimizerConfig } from '@edl/common';
-import {
-  defaultMaxStaleness,
-  type ParameterStoreMode,
-  type ParameterStoreOptions,
-} from './parameter-store.js';
+import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from '@edl/ps';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './task-manager.js';
 

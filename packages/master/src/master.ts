@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { checkInteger, type OptimizerConfig } from '@edl/common';
+import { checkInteger } from '@edl/common';
 import {
   type EvaluationMetricsReport,
   type GetTaskResult,
@@ -9,12 +9,21 @@ import {
   type TaskRangeRef,
   type WorkerStatsReport,
 } from '@edl/proto';
+import {
+  type GradientLedger,
+  type GradientOutcomes,
+  type ModelReply,
+  type ParameterEndpoints,
+  ParameterService,
+  ParameterStore,
+  type ParameterStoreOptions,
+  type ReportReply,
+} from '@edl/ps';
 import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
-import { ParameterStore, type ParameterStoreOptions } from './parameter-store.js';
 import {
   TaskManager,
   type TaskManagerEvent,
@@ -71,53 +80,23 @@ export interface JobResult {
 /** The answer to a getTask call: what a worker's client receives. */
 export type TaskReply = GetTaskResult;
 
-/** The answer to a gradient or metrics report. */
-export interface ReportReply {
-  readonly status: GradientStatus;
-  readonly modelVersion: number;
-  readonly taskProgress: number;
-  /** With `wantModel`: the variables at `modelVersion` (the store's own arrays: serialize at once). */
-  readonly variables?: readonly NamedTensor[];
-  /** With `mirror`: the gradient was applied alone onto its own version (see GradientReport). */
-  readonly mirrored?: boolean;
-  /** With `mirrored`: the store's checksum at `modelVersion`. */
-  readonly modelChecksum?: number;
-}
-
-/** What became of the gradients workers pushed, for the job's statistics. */
-export interface GradientOutcomes {
-  /** Applied to the model (or added to a sync batch). */
-  readonly applied: number;
-  /** Refused as too stale: each one is computed again, wasted work. */
-  readonly stale: number;
-  /** Refused for their ranges (task not held, already applied, out of order). */
-  readonly rejected: number;
-  /**
-   * Applied gradients whose worker mirrored the update on its replica: answered with a checksum
-   * instead of the model (see `mirror` in GradientReport).
-   */
-  readonly mirrored: number;
-  /** Applied gradients by staleness (index s: s versions old; the last bucket: that many or more). */
-  readonly stalenessHistogram: readonly number[];
-}
-
 /**
  * The master's brain without the network: task manager, parameter store, evaluation service and
  * checkpoints, coordinated so that applying a gradient and advancing its task's progress happen in
  * one synchronous step (JavaScript runs it to completion: nothing can interleave). The gRPC server
  * and the instance manager call into it.
  */
-export class Master {
+export class Master implements ParameterEndpoints {
   readonly taskManager: TaskManager;
   readonly store: ParameterStore;
+  /** The store's gradient path, with the task manager's ranges as its ledger. */
+  readonly #parameters: ParameterService;
   readonly evaluation: EvaluationService;
   readonly logger: MasterLogger;
   readonly #options: MasterOptions;
   readonly #checkpointSteps: number;
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
-  #rejectedGradients = 0;
-  #mirroredGradients = 0;
   #lastCheckpoint: string | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -131,6 +110,7 @@ export class Master {
     this.#checkpointSteps = checkInteger(options.checkpointSteps ?? 0, 'checkpointSteps', 0);
     checkInteger(options.keepCheckpoints ?? 3, 'keepCheckpoints', 1);
     this.store = new ParameterStore(options.parameterStore);
+    this.#parameters = new ParameterService(this.store, this.#ledger());
     this.evaluation = new EvaluationService(options.metricsFile, (result) => {
       this.logger.info(`evaluation of model version ${result.modelVersion}`, {
         ...result.metrics,
@@ -210,44 +190,22 @@ export class Master {
    * The model at `version` (< 0: the latest). With `haveVersion`, the version the worker already
    * holds, an unchanged model comes back without its variables (`unchanged: true`).
    */
-  getModel(
-    version: number,
-    haveVersion?: number,
-    wantOptimizer = false,
-  ): {
-    version: number;
-    initialized: boolean;
-    unchanged: boolean;
-    variables: NamedTensor[];
-    optimizer?: { config: OptimizerConfig; step: number; slots: NamedTensor[] };
-  } {
-    if (!this.store.initialized) {
-      return { version: this.store.version, initialized: false, unchanged: false, variables: [] };
-    }
-    const wanted = version < 0 ? this.store.version : version;
-    if (haveVersion !== undefined && haveVersion === wanted) {
-      return { version: wanted, initialized: true, unchanged: true, variables: [] };
-    }
-    const model = { ...this.store.getModel(version), initialized: true, unchanged: false };
-    // The optimizer's state is the latest version's: only that model comes with it.
-    const optimizer =
-      wantOptimizer && model.version === this.store.version ? this.store.optimizerState() : undefined;
-    return optimizer === undefined ? model : { ...model, optimizer };
+  getModel(version: number, haveVersion?: number, wantOptimizer = false): ModelReply {
+    return this.#parameters.getModel(version, haveVersion, wantOptimizer);
   }
 
   /** What became of the gradients pushed so far. */
   get gradientOutcomes(): GradientOutcomes {
-    const counts = this.store.gradientCounts;
-    return { ...counts, rejected: this.#rejectedGradients, mirrored: this.#mirroredGradients };
+    return this.#parameters.gradientOutcomes;
   }
 
   reportVariables(
     workerId: string,
     variables: readonly NamedTensor[],
   ): { accepted: boolean; version: number } {
-    const accepted = this.store.initialize(variables);
-    if (accepted) this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
-    return { accepted, version: this.store.version };
+    const reply = this.#parameters.reportVariables(workerId, variables);
+    if (reply.accepted) this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
+    return reply;
   }
 
   /**
@@ -255,45 +213,21 @@ export class Master {
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
   reportGradient(report: GradientReport): ReportReply {
-    const ranges = this.#checkRanges(report.workerId, report, 'training');
-    if (!ranges.ok) {
-      this.#rejectedGradients++;
-      return ranges.reply;
-    }
-    const check = this.store.checkGradient(report.modelVersion, report.gradients);
-    if (!check.ok) {
-      return this.#withModel(report, {
-        status: check.status,
-        modelVersion: this.store.version,
-        taskProgress: report.rangeStart,
-      });
-    }
-    // An evaluation round may still need the version this update replaces.
-    if (this.taskManager.evaluationVersion === this.store.version) this.store.pinCurrentVersion();
-    // A worker that mirrors the updates reaches the next version by itself when its gradient is
-    // the whole update (one gradient per update) onto the version it was computed on (staleness 0,
-    // so no learning-rate scaling): the reply then needs no model, only a checksum to check against.
-    const mirrored =
-      report.mirror === true && this.store.mirrorable && report.modelVersion === this.store.version;
-    const bumped = this.store.applyGradient(report.gradients, report.modelVersion);
-    const progress = this.#advance(report);
-    this.#options.onGradientApplied?.(report);
-    if (bumped) this.#onNewVersion();
-    const reply = {
-      status: GradientStatus.ACCEPTED,
-      modelVersion: this.store.version,
-      taskProgress: progress,
-    };
-    if (mirrored) {
-      this.#mirroredGradients++;
-      return { ...reply, mirrored: true, modelChecksum: this.store.checksum() };
-    }
-    return this.#withModel(report, reply);
+    return this.#parameters.reportGradient(report);
   }
 
-  #withModel(report: GradientReport, reply: ReportReply): ReportReply {
-    if (report.wantModel !== true) return reply;
-    return { ...reply, variables: this.store.getModel().variables };
+  /** The task manager's side of the gradient path (see {@link GradientLedger}). */
+  #ledger(): GradientLedger {
+    return {
+      checkRanges: (report) => this.#checkRanges(report.workerId, report, 'training'),
+      keepsVersion: (version) => this.taskManager.evaluationVersion === version,
+      recordApplied: (report, versionChanged) => {
+        const progress = this.#advance(report);
+        this.#options.onGradientApplied?.(report);
+        if (versionChanged) this.#onNewVersion();
+        return progress;
+      },
+    };
   }
 
   /** Exactly-once metrics path: the same range discipline as gradients. */

@@ -2,13 +2,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { accuracyPartial, aucPartial, meanPartial, msePartial } from '@edl/proto';
+import { ParameterStore } from '@edl/ps';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listCheckpoints, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from '../src/checkpoint.js';
 import { auc, MetricsAccumulator } from '../src/evaluation-metrics.js';
 import { EvaluationService } from '../src/evaluation-service.js';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
-import { ParameterStore } from '../src/parameter-store.js';
 import { TaskManager } from '../src/task-manager.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edl-ckpt-'));

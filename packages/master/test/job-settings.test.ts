@@ -1,9 +1,9 @@
 /** The mapping from a job's settings to the master's options, and the optimizer keys it checks. */
 
 import { createOptimizer } from '@edl/common';
+import { ParameterStore } from '@edl/ps';
 import { describe, expect, it } from 'vitest';
 import { masterOptionsFor, optimizerConfigFromSpec, parameterStoreOptionsFor } from '../src/job-settings.js';
-import { ParameterStore } from '../src/parameter-store.js';
 
 describe('createOptimizer', () => {
   it('rejects a key its optimizer does not take, naming the key, the accepted ones and the one meant', () => {

@@ -1,8 +1,8 @@
 import { accuracyPartial, GradientStatus, TaskType } from '@edl/proto';
+import type { ParameterStoreOptions } from '@edl/ps';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
-import type { ParameterStoreOptions } from '../src/parameter-store.js';
 
 const grad = (values: number[]) => [{ name: 'w', shape: [values.length], values: new Float32Array(values) }];
 

@@ -42,6 +42,7 @@ export type {
   TaskRangeRef,
   TaskResultReport,
 } from './master-reports.js';
+export { fromRangeMessages } from './master-reports.js';
 export { AUC_BUCKETS, accuracyPartial, aucPartial, meanPartial, msePartial } from './metric-partials.js';
 export { modelChecksum } from './model-checksum.js';
 export { encodeReportGradientResponse } from './model-message-codec.js';

@@ -1,20 +1,14 @@
 import { create } from '@bufbuild/protobuf';
-import { describeValue } from '@edl/common';
 import { type Client, connectivityState, status as grpcStatus } from '@grpc/grpc-js';
 import { BatchStreamTransport } from './batch-stream-transport.js';
-import { EdlProtoError, MasterRpcError } from './errors.js';
+import { MasterRpcError } from './errors.js';
 import {
   GetJobStatusRequestSchema,
-  GetModelRequestSchema,
   type GetTaskRequest,
   type HeartbeatRequest,
   PingRequestSchema,
   ReportEvaluationMetricsRequestSchema,
-  type ReportGradientRequest,
-  ReportGradientRequestSchema,
-  type ReportGradientResponse,
   type ReportTaskResultRequest,
-  ReportVariablesRequestSchema,
   ScaleWorkersRequestSchema,
 } from './generated/edl/v1/master_pb.js';
 import { GradientStreamTransport } from './gradient-stream-transport.js';
@@ -30,8 +24,9 @@ import {
   type TaskResultReport,
   toRangeMessages,
 } from './master-reports.js';
+import { ParameterClient } from './parameter-client.js';
 import { fromTaskMessage } from './task-assignment.js';
-import { fromTensorMessage, type NamedTensor, toTensorMessage } from './tensor.js';
+import type { NamedTensor } from './tensor.js';
 import { UnaryTransport } from './unary-transport.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
 import { toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';
@@ -78,10 +73,8 @@ export class MasterClient {
   readonly #unary: UnaryTransport;
   /** The dispatch calls' stream, unless they go as unary calls. */
   readonly #stream: BatchStreamTransport | undefined;
-  /** The gradient reports' stream, unless they go as unary calls. */
-  readonly #gradients: GradientStreamTransport | undefined;
-  /** The master answered the GradientStream with UNIMPLEMENTED: reports go as unary calls. */
-  #gradientStreamMissing = false;
+  /** GetModel, ReportVariables and ReportGradient: the parameter store's calls. */
+  readonly #parameters: ParameterClient;
 
   constructor(
     readonly address: string,
@@ -102,10 +95,12 @@ export class MasterClient {
       options.transport === 'stream' || options.transport === 'batch'
         ? new BatchStreamTransport(this.#client, token, deadlineMs)
         : undefined;
-    this.#gradients =
+    this.#parameters = new ParameterClient(
+      this.#unary,
       options.gradientTransport === 'stream'
         ? new GradientStreamTransport(this.#client, token, deadlineMs)
-        : undefined;
+        : undefined,
+    );
   }
 
   /** Creates a client and waits until its channel is connected (or `connectTimeoutMs` passes). */
@@ -188,31 +183,7 @@ export class MasterClient {
     haveVersion?: number,
     options: { readonly wantOptimizer?: boolean } = {},
   ): Promise<ModelSnapshot> {
-    const response = await this.#unary.call(
-      'getModel',
-      create(GetModelRequestSchema, {
-        workerId,
-        version: toWireInt(version, 'version'),
-        ...(haveVersion === undefined ? {} : { haveVersion: toWireInt(haveVersion, 'haveVersion') }),
-        wantOptimizer: options.wantOptimizer === true,
-      }),
-    );
-    const optimizer = response.optimizer;
-    return {
-      version: toSafeNumber(response.version, 'version'),
-      initialized: response.initialized,
-      unchanged: response.unchanged,
-      variables: response.variables.map((t) => fromTensorMessage(t)),
-      ...(optimizer === undefined
-        ? {}
-        : {
-            optimizer: {
-              config: parseOptimizerConfig(optimizer.configJson),
-              step: toSafeNumber(optimizer.step, 'optimizer.step'),
-              slots: optimizer.slots.map((t) => fromTensorMessage(t)),
-            },
-          }),
-    };
+    return this.#parameters.getModel(workerId, version, haveVersion, options.wantOptimizer === true);
   }
 
   /** Offers freshly initialised variables; the master keeps the first offer only. */
@@ -220,11 +191,7 @@ export class MasterClient {
     workerId: string,
     variables: readonly NamedTensor[],
   ): Promise<{ accepted: boolean; version: number }> {
-    const response = await this.#unary.call(
-      'reportVariables',
-      create(ReportVariablesRequestSchema, { workerId, variables: variables.map((v) => toTensorMessage(v)) }),
-    );
-    return { accepted: response.accepted, version: toSafeNumber(response.version, 'version') };
+    return this.#parameters.reportVariables(workerId, variables);
   }
 
   /**
@@ -232,44 +199,7 @@ export class MasterClient {
    * ALREADY_APPLIED means a previous attempt got through; TASK_NOT_HELD means drop the task.
    */
   async reportGradient(report: GradientReport): Promise<ReportResult> {
-    const request = create(ReportGradientRequestSchema, {
-      workerId: report.workerId,
-      taskId: toWireInt(report.taskId, 'taskId'),
-      rangeStart: toWireInt(report.rangeStart, 'rangeStart'),
-      rangeEnd: toWireInt(report.rangeEnd, 'rangeEnd'),
-      modelVersion: toWireInt(report.modelVersion, 'modelVersion'),
-      // Views, not copies: the caller's arrays go straight into the encoded message.
-      gradients: report.gradients.map((g) => toTensorMessage(g, { copy: false })),
-      moreRanges: toRangeMessages(report.moreRanges),
-      wantModel: report.wantModel === true,
-      mirror: report.mirror === true,
-    });
-    const response = await this.#sendGradient(request);
-    return {
-      status: response.status,
-      modelVersion: toSafeNumber(response.modelVersion, 'modelVersion'),
-      taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
-      ...(response.hasModel ? { variables: response.variables.map((t) => fromTensorMessage(t)) } : {}),
-      ...(response.mirrored ? { mirrored: true, modelChecksum: response.modelChecksum } : {}),
-    };
-  }
-
-  /**
-   * On the GradientStream when asked for, else (or once the master said it has none: a master from
-   * before the stream answers UNIMPLEMENTED) as a unary call.
-   */
-  async #sendGradient(request: ReportGradientRequest): Promise<ReportGradientResponse> {
-    const stream = this.#gradients;
-    if (stream === undefined || this.#gradientStreamMissing)
-      return this.#unary.call('reportGradient', request);
-    try {
-      return await stream.call(request);
-    } catch (error) {
-      if (!(error instanceof MasterRpcError) || error.code !== 'UNIMPLEMENTED') throw error;
-      this.#gradientStreamMissing = true;
-      stream.close();
-      return this.#unary.call('reportGradient', request);
-    }
+    return this.#parameters.reportGradient(report);
   }
 
   /** Pushes the metric partial sums of a range of an evaluation task. */
@@ -352,27 +282,7 @@ export class MasterClient {
   /** Closes the channel; idempotent. Calls still pending fail with CANCELLED. */
   close(): void {
     this.#stream?.close();
-    this.#gradients?.close();
+    this.#parameters.close();
     this.#client.close();
   }
-}
-
-/** The optimizer's JSON from the master: an object, or a protocol error naming what came instead. */
-function parseOptimizerConfig(json: string): Readonly<Record<string, unknown>> {
-  let config: unknown;
-  try {
-    config = JSON.parse(json);
-  } catch (error) {
-    throw new EdlProtoError(
-      'BAD_RESPONSE',
-      `The master sent optimizer settings that are not JSON: ${(error as Error).message}`,
-    );
-  }
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw new EdlProtoError(
-      'BAD_RESPONSE',
-      `Expected an object for the master's optimizer settings but received ${describeValue(config)}`,
-    );
-  }
-  return config as Readonly<Record<string, unknown>>;
 }

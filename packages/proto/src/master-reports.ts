@@ -1,7 +1,7 @@
 import type { GradientStatus, MetricPartial } from './generated/edl/v1/master_pb.js';
 import type { TaskAssignment } from './task-assignment.js';
 import type { NamedTensor } from './tensor.js';
-import { toWireInt } from './wire-numbers.js';
+import { toSafeNumber, toWireInt } from './wire-numbers.js';
 
 /** The master's optimizer at a model version, for a worker that mirrors its updates. */
 export interface OptimizerSnapshot {
@@ -71,6 +71,17 @@ export function toRangeMessages(ranges: readonly TaskRangeRef[] | undefined) {
     taskId: toWireInt(r.taskId, 'moreRanges.taskId'),
     rangeStart: toWireInt(r.rangeStart, 'moreRanges.rangeStart'),
     rangeEnd: toWireInt(r.rangeEnd, 'moreRanges.rangeEnd'),
+  }));
+}
+
+/** Wire `moreRanges` -> ranges; a number past 2^53 is a RangeError naming the field. */
+export function fromRangeMessages(
+  ranges: readonly { taskId: bigint; rangeStart: bigint; rangeEnd: bigint }[],
+): TaskRangeRef[] {
+  return ranges.map((r) => ({
+    taskId: toSafeNumber(r.taskId, 'moreRanges.taskId'),
+    rangeStart: toSafeNumber(r.rangeStart, 'moreRanges.rangeStart'),
+    rangeEnd: toSafeNumber(r.rangeEnd, 'moreRanges.rangeEnd'),
   }));
 }
 

@@ -7,7 +7,7 @@ import {
   type OptimizerSlots,
 } from '@edl/common';
 import { GradientStatus, modelChecksum, type NamedTensor, shapeSize } from '@edl/proto';
-import { MasterStateError } from './errors.js';
+import { ParameterStoreError } from './errors.js';
 
 /** How the parameter store takes gradients. */
 export type ParameterStoreMode = 'sync' | 'async';
@@ -62,7 +62,7 @@ export interface GradientCounts {
 
 const STALENESS_BUCKETS = 17;
 
-/** What the master needs to know before applying a gradient. */
+/** What the caller needs to know before applying a gradient. */
 export type GradientCheck = { readonly ok: true } | { readonly ok: false; readonly status: GradientStatus };
 
 /** Everything a checkpoint holds of the store. */
@@ -166,7 +166,7 @@ export class ParameterStore {
     if (version >= 0 && version !== this.#version) {
       const pinned = this.#pinned.get(version);
       if (pinned === undefined) {
-        throw new MasterStateError(
+        throw new ParameterStoreError(
           'VERSION_UNAVAILABLE',
           `Model version ${version} is neither the current version (${this.#version}) nor pinned for evaluation`,
         );
@@ -233,7 +233,8 @@ export class ParameterStore {
    * RangeError for a gradient that does not fit the model (unknown variable, wrong size).
    */
   checkGradient(version: number, gradients: readonly NamedTensor[]): GradientCheck {
-    if (!this.#initialized) throw new MasterStateError('NOT_INITIALIZED', 'The model has no variables yet');
+    if (!this.#initialized)
+      throw new ParameterStoreError('NOT_INITIALIZED', 'The model has no variables yet');
     if (version > this.#version) {
       throw new RangeError(
         `Expected a model version <= ${this.#version} for modelVersion but received ${version}`,

@@ -1,7 +1,7 @@
 import { createOptimizer } from '@edl/common';
 import { GradientStatus } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
-import { MasterStateError } from '../src/errors.js';
+import { ParameterStoreError } from '../src/errors.js';
 import { DEFAULT_ASYNC_MAX_STALENESS, defaultMaxStaleness, ParameterStore } from '../src/parameter-store.js';
 
 const w = (values: number[]) => ({ name: 'w', shape: [values.length], values: new Float32Array(values) });
@@ -79,7 +79,7 @@ describe('ParameterStore', () => {
 
   it('keeps the first initialisation only and rejects gradients that do not fit', () => {
     const store = new ParameterStore();
-    expect(() => store.checkGradient(0, [w([1])])).toThrow(MasterStateError);
+    expect(() => store.checkGradient(0, [w([1])])).toThrow(ParameterStoreError);
     expect(store.initialize([w([1, 2])])).toBe(true);
     expect(store.initialize([w([5])])).toBe(false);
     expect(() => store.checkGradient(0, [w([1])])).toThrow(

@@ -1,0 +1,16 @@
+import { EdlError } from '@edl/common';
+
+/**
+ * Stable codes of {@link ParameterStoreError}: `NOT_INITIALIZED` (no worker has reported the
+ * model's variables yet), `VERSION_UNAVAILABLE` (a model version that is neither the current one
+ * nor pinned for evaluation). Programs branch on these, never on messages.
+ */
+export type ParameterStoreErrorCode = 'NOT_INITIALIZED' | 'VERSION_UNAVAILABLE';
+
+/**
+ * A request the parameter store cannot honour in its current state. Served over gRPC it is
+ * FAILED_PRECONDITION, as the master's own state errors are.
+ */
+export class ParameterStoreError extends EdlError<ParameterStoreErrorCode> {
+  override readonly name = 'ParameterStoreError';
+}
