@@ -1,7 +1,6 @@
 // Tasks in flight: dispatch, record-level progress, completion and recovery of lost or failed tasks.
 import { fatalTaskErrorCode, type TaskAssignment } from '@edl/proto';
-import type { JobFailedError, MasterErrorCode } from '../errors.js';
-import { MasterStateError } from '../errors.js';
+import { type JobFailedError, type MasterErrorCode, MasterStateError } from '../errors.js';
 import type { TaskQueue } from '../task-queue.js';
 import type { EvaluationRounds } from './evaluation-rounds.js';
 import {
@@ -74,6 +73,11 @@ export class TaskTracker {
     return this.#leases.size;
   }
 
+  /** Whether tasks wait in a queue or are in flight. */
+  get busy(): boolean {
+    return this.#rounds.todo.length + this.#todo.length > 0 || this.#leases.size > 0;
+  }
+
   /** The task records in flight, in dispatch order (checkpoints save them with their progress). */
   inFlightRecords(): TaskRecord[] {
     return this.#leases.inFlight();
@@ -82,11 +86,6 @@ export class TaskTracker {
   /** Notes that `workerId` asked for a task now. */
   seen(workerId: string): void {
     this.#leases.seen(workerId);
-  }
-
-  /** Whether tasks wait in a queue or are in flight. */
-  get busy(): boolean {
-    return this.#rounds.todo.length + this.#todo.length > 0 || this.#leases.size > 0;
   }
 
   /** Leases `workerId` the next task it may run (evaluation first); undefined when none is queued for it. */
