@@ -1,0 +1,111 @@
+// The live view's task table: one row of task counts per epoch, evaluation round or prediction.
+import type { QueuedTaskKind } from '../tasks/types.js';
+import type { TaskCounts } from './types.js';
+
+interface TaskRow {
+  label: string;
+  kind: TaskCounts['kind'];
+  total: number;
+  done: number;
+  failed: number;
+}
+
+/** What the rows need of the job now to show the tasks in flight. */
+export interface TasksNow {
+  readonly state: 'running' | 'succeeded' | 'failed';
+  readonly phase: string;
+  readonly doingTasks: number;
+}
+
+/**
+ * Task counts per epoch (training), evaluation round and prediction, in the order they started.
+ * Tasks in flight are counted for the whole job, so they are shown on the active row.
+ */
+export class TaskRows {
+  readonly #rows = new Map<string, TaskRow>();
+  /** The row of the training epoch, the evaluation-only round or the prediction under way. */
+  #activeRow: string | undefined;
+
+  /** Adds the row of a training epoch (0-based) with its tasks; it is the active one. */
+  epochStarted(epoch: number, tasks: number): string {
+    const label = `epoch ${epoch + 1}`;
+    this.#rows.set(label, { label, kind: 'training', total: tasks, done: 0, failed: 0 });
+    this.#activeRow = label;
+    return label;
+  }
+
+  /** Adds the row of an evaluation round; `active` for evaluation jobs, where rounds are the job. */
+  evaluationStarted(round: number, tasks: number, active: boolean): void {
+    const label = `evaluation ${round}`;
+    this.#rows.set(label, { label, kind: 'evaluation', total: tasks, done: 0, failed: 0 });
+    if (active) this.#activeRow = label;
+  }
+
+  /**
+   * Counts on its row a task done, or back to todo after a failure that counted (`failed`) or did
+   * not (`returned`). The prediction row is made on its first such event, with `predictionTasks()`
+   * as its total.
+   */
+  count(
+    task: { kind?: QueuedTaskKind; epoch?: number; round?: number },
+    outcome: 'done' | 'failed' | 'returned',
+    predictionTasks: () => number,
+  ): void {
+    const row = this.#rowOf(task.kind, task.epoch, task.round, predictionTasks);
+    if (row !== undefined && outcome !== 'returned') row[outcome]++;
+  }
+
+  /** Done and counted failures over every row. */
+  totals(): { done: number; failed: number } {
+    let done = 0;
+    let failed = 0;
+    for (const row of this.#rows.values()) {
+      done += row.done;
+      failed += row.failed;
+    }
+    return { done, failed };
+  }
+
+  /** Every row as plain JSON; the active one holds the tasks in flight while the job runs. */
+  snapshot(now: TasksNow): TaskCounts[] {
+    const active = this.#activeRowLabel(now.phase);
+    return [...this.#rows.values()].map((row) => {
+      const doing = now.state === 'running' && row.label === active ? now.doingTasks : 0;
+      return {
+        label: row.label,
+        kind: row.kind,
+        total: row.total,
+        todo: Math.max(0, row.total - row.done - doing),
+        doing,
+        done: row.done,
+        failed: row.failed,
+      };
+    });
+  }
+
+  #activeRowLabel(phase: string): string | undefined {
+    if (phase === 'training') return this.#activeRow;
+    const rounds = [...this.#rows.values()].filter((r) => r.kind === 'evaluation');
+    return rounds.length > 0 ? rounds[rounds.length - 1]?.label : this.#activeRow;
+  }
+
+  #rowOf(
+    kind: string | undefined,
+    epoch: number | undefined,
+    round: number | undefined,
+    predictionTasks: () => number,
+  ): TaskRow | undefined {
+    if (kind === 'training' && epoch !== undefined) return this.#rows.get(`epoch ${epoch + 1}`);
+    if (kind === 'evaluation' && round !== undefined) return this.#rows.get(`evaluation ${round}`);
+    if (kind === 'prediction') {
+      let row = this.#rows.get('prediction');
+      if (row === undefined) {
+        row = { label: 'prediction', kind: 'prediction', total: predictionTasks(), done: 0, failed: 0 };
+        this.#rows.set('prediction', row);
+        this.#activeRow = 'prediction';
+      }
+      return row;
+    }
+    return undefined;
+  }
+}
