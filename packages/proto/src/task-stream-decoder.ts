@@ -1,4 +1,4 @@
-import { fromBinary } from '@bufbuild/protobuf';
+import { type DescMessage, fromBinary, type MessageShape } from '@bufbuild/protobuf';
 import {
   type CallError,
   type GetTaskRequest,
@@ -104,14 +104,20 @@ function readWorkerIdOnly<T>(make: (workerId: string) => T): T {
   return make(workerId);
 }
 
+/** Reads field 1 of a request or response, its uint32 call id. */
+function readCallId(wireType: number): number {
+  expect(wireType, 0);
+  const callId = readVarint();
+  if (callId > 0xffffffff) throw notFast;
+  return callId;
+}
+
 function readRequestFields(end: number): TaskStreamRequest {
   let callId = 0;
   let call: TaskStreamRequest['call'] = { case: undefined };
   readFields(end, (n, w) => {
     if (n === 1) {
-      expect(w, 0);
-      callId = readVarint();
-      if (callId > 0xffffffff) throw notFast;
+      callId = readCallId(w);
       return;
     }
     expect(w, 2);
@@ -196,9 +202,7 @@ function readResponseFields(end: number): TaskStreamResponse {
   let result: TaskStreamResponse['result'] = { case: undefined };
   readFields(end, (n, w) => {
     if (n === 1) {
-      expect(w, 0);
-      callId = readVarint();
-      if (callId > 0xffffffff) throw notFast;
+      callId = readCallId(w);
       return;
     }
     expect(w, 2);
@@ -262,15 +266,22 @@ function readRepeated<T>(read: (end: number) => T): T[] {
   return out;
 }
 
-/** Runs the fast decoder; on input it does not handle, the generated decoder (which also throws on bad input). */
-function decode<T>(bytes: Uint8Array, fast: () => T, slow: () => T): T {
+/**
+ * Runs the fast decoder over `bytes`; on input it does not handle, the generated decoder of
+ * `schema` (which also throws on bad input).
+ */
+function decode<Desc extends DescMessage>(
+  schema: Desc,
+  bytes: Uint8Array,
+  fast: () => MessageShape<Desc>,
+): MessageShape<Desc> {
   src = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   at = 0;
   try {
     return fast();
   } catch (error) {
     if (error !== notFast) throw error;
-    return slow();
+    return fromBinary(schema, bytes);
   } finally {
     src = Buffer.alloc(0);
   }
@@ -278,42 +289,26 @@ function decode<T>(bytes: Uint8Array, fast: () => T, slow: () => T): T {
 
 /** Decodes a TaskStreamRequest. */
 export function decodeTaskStreamRequest(bytes: Uint8Array): TaskStreamRequest {
-  return decode(
-    bytes,
-    () => readRequestFields(src.length),
-    () => fromBinary(TaskStreamRequestSchema, bytes),
-  );
+  return decode(TaskStreamRequestSchema, bytes, () => readRequestFields(src.length));
 }
 
 /** Decodes a TaskStreamResponse. */
 export function decodeTaskStreamResponse(bytes: Uint8Array): TaskStreamResponse {
-  return decode(
-    bytes,
-    () => readResponseFields(src.length),
-    () => fromBinary(TaskStreamResponseSchema, bytes),
-  );
+  return decode(TaskStreamResponseSchema, bytes, () => readResponseFields(src.length));
 }
 
 /** Decodes a TaskBatchStreamRequest. */
 export function decodeTaskBatchStreamRequest(bytes: Uint8Array): TaskBatchStreamRequest {
-  return decode(
-    bytes,
-    () => ({
-      $typeName: 'edl.v1.TaskBatchStreamRequest' as const,
-      calls: readRepeated(readRequestFields),
-    }),
-    () => fromBinary(TaskBatchStreamRequestSchema, bytes),
-  );
+  return decode(TaskBatchStreamRequestSchema, bytes, () => ({
+    $typeName: 'edl.v1.TaskBatchStreamRequest' as const,
+    calls: readRepeated(readRequestFields),
+  }));
 }
 
 /** Decodes a TaskBatchStreamResponse. */
 export function decodeTaskBatchStreamResponse(bytes: Uint8Array): TaskBatchStreamResponse {
-  return decode(
-    bytes,
-    () => ({
-      $typeName: 'edl.v1.TaskBatchStreamResponse' as const,
-      results: readRepeated(readResponseFields),
-    }),
-    () => fromBinary(TaskBatchStreamResponseSchema, bytes),
-  );
+  return decode(TaskBatchStreamResponseSchema, bytes, () => ({
+    $typeName: 'edl.v1.TaskBatchStreamResponse' as const,
+    results: readRepeated(readResponseFields),
+  }));
 }
