@@ -243,7 +243,16 @@ function finalError(
   attempts: number,
   where: { readonly offset?: number; readonly length?: number },
 ): unknown {
-  if (error instanceof RemoteError) return error;
+  if (error instanceof RemoteError) {
+    // Raised inside a range attempt, which knows the object but not the range the caller asked for.
+    if (error.offset !== undefined || where.offset === undefined) return error;
+    return new RemoteError(error.code, error.detail, {
+      ...where,
+      url: error.url,
+      status: error.status,
+      cause: error.cause,
+    });
+  }
   const location = { url: call.url, ...where, cause: error };
   if (cause !== undefined) {
     const last = error instanceof HttpStatusFailure ? error.describe() : faultText(error, cause);

@@ -49,20 +49,21 @@ export const DEFAULT_RETRY_SETTINGS: RetrySettings = {
   stallTimeoutMs: 30_000,
 };
 
-/** `options` over the defaults, each value checked (RangeError naming the option). */
+/**
+ * The retry fields of `options` (an object that may hold other options too) over the defaults, each
+ * checked (RangeError naming the option).
+ */
 export function retrySettings(options: RetryOptions = {}): RetrySettings {
-  const settings = { ...DEFAULT_RETRY_SETTINGS, ...definedOnly(options) };
-  for (const [name, value] of Object.entries(settings)) {
+  const settings: Record<string, number> = { ...DEFAULT_RETRY_SETTINGS };
+  for (const name of Object.keys(DEFAULT_RETRY_SETTINGS) as (keyof RetrySettings)[]) {
+    const value = options[name] ?? DEFAULT_RETRY_SETTINGS[name];
     const least = name === 'maxAttempts' ? 1 : 0;
-    if (!Number.isFinite(value) || value < least) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < least) {
       throw new RangeError(`retry option ${name} must be a finite number >= ${least}, got ${value}`);
     }
+    settings[name] = value;
   }
-  return settings;
-}
-
-function definedOnly(options: RetryOptions): RetryOptions {
-  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  return settings as RetrySettings;
 }
 
 /**
