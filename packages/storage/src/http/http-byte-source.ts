@@ -67,9 +67,9 @@ export class HttpByteSource implements ByteSource {
   }
 
   async stat(location: string, options: { readonly signal?: AbortSignal } = {}): Promise<ObjectStat> {
-    const url = checkHttpUrl(location);
+    const target = checkHttpUrl(location);
     const call = this.call(location, 'stat', options.signal);
-    const head = await withRetries(call, (signal, timeouts) => sendHead(url, signal, timeouts));
+    const head = await withRetries(call, (signal, timeouts) => sendHead(target, signal, timeouts));
     const version = pinnedVersion(head.headers);
     if (version === undefined && !this.warned.has(location)) {
       this.warned.add(location);
@@ -89,7 +89,7 @@ export class HttpByteSource implements ByteSource {
   ): Promise<Uint8Array> {
     const into = checkRange(object, offset, length, options.into);
     if (length === 0) return into;
-    const url = checkHttpUrl(object.location);
+    const target = checkHttpUrl(object.location);
     const call = this.call(object.location, 'read', options.signal);
     return readRangeWithRetries(
       call,
@@ -97,14 +97,17 @@ export class HttpByteSource implements ByteSource {
       length,
       into,
       async (start, count, signal): Promise<RangeAnswer> => {
-        const headers: Record<string, string> = { range: `bytes=${start}-${start + count - 1}` };
+        const headers: Record<string, string> = {
+          ...target.headers,
+          range: `bytes=${start}-${start + count - 1}`,
+        };
         const version = object.version;
         if (version?.startsWith(LAST_MODIFIED_VERSION)) {
           headers['if-unmodified-since'] = version.slice(LAST_MODIFIED_VERSION.length);
         } else if (version !== undefined) {
           headers['if-match'] = version;
         }
-        const response = await fetch(url, { headers, signal });
+        const response = await fetch(target.url, { headers, signal });
         try {
           const answerStart = checkAnswer(response, object, start, call.url);
           if (response.body === null) throw new RemoteError('BAD_RESPONSE', 'the answer has no body', call);
@@ -128,7 +131,13 @@ export class HttpByteSource implements ByteSource {
   }
 }
 
-function checkHttpUrl(location: string): URL {
+/** A URL fetch accepts, and the headers its user info becomes (fetch refuses URLs with credentials). */
+interface Target {
+  readonly url: URL;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+function checkHttpUrl(location: string): Target {
   let url: URL;
   try {
     url = new URL(location);
@@ -138,7 +147,11 @@ function checkHttpUrl(location: string): URL {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new TypeError(`not an http(s) URL: ${displayUrl(location)}`);
   }
-  return url;
+  if (url.username === '' && url.password === '') return { url, headers: {} };
+  const user = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  url.username = '';
+  url.password = '';
+  return { url, headers: { authorization: `Basic ${Buffer.from(user).toString('base64')}` } };
 }
 
 interface HeadAnswer {
@@ -147,15 +160,18 @@ interface HeadAnswer {
 }
 
 /** HEAD, or where the server refuses HEAD (405, 501), a GET of the first byte. */
-async function sendHead(url: URL, signal: AbortSignal, timeouts: AttemptTimeouts): Promise<HeadAnswer> {
-  const head = await timeouts.untilAnswer(() => fetch(url, { method: 'HEAD', signal }));
+async function sendHead(target: Target, signal: AbortSignal, timeouts: AttemptTimeouts): Promise<HeadAnswer> {
+  const { url, headers } = target;
+  const head = await timeouts.untilAnswer(() => fetch(url, { method: 'HEAD', headers, signal }));
   if (head.ok) {
     const size = Number(head.headers.get('content-length') ?? Number.NaN);
     if (Number.isSafeInteger(size)) return { size, headers: head.headers };
   } else if (head.status !== 405 && head.status !== 501) {
     throw new HttpStatusFailure(head.status, undefined, head.statusText);
   }
-  const probe = await timeouts.untilAnswer(() => fetch(url, { headers: { range: 'bytes=0-0' }, signal }));
+  const probe = await timeouts.untilAnswer(() =>
+    fetch(url, { headers: { ...headers, range: 'bytes=0-0' }, signal }),
+  );
   await probe.body?.cancel().catch(() => undefined);
   if (!probe.ok) throw new HttpStatusFailure(probe.status, undefined, probe.statusText);
   const size =

@@ -28,6 +28,8 @@ export interface S3rverProcess {
 
 /** Starts npm's s3rver as a child process (its own CLI) on a free port of 127.0.0.1. */
 export async function startS3rver(): Promise<S3rverProcess> {
+  // The SDK's own switch for its Node-version warning, as S3ByteSource sets it for users.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const packageJson = require.resolve('s3rver/package.json');
   const { version } = JSON.parse(await readFile(packageJson, 'utf8')) as { version: string };
   const directory = await mkdtemp(join(tmpdir(), 'edl-s3rver-'));
