@@ -26,8 +26,8 @@ describe('S3ByteSource against s3rver', () => {
     source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS, listPageSize: 2 });
   });
   afterAll(async () => {
-    await source.close();
-    await s3.stop();
+    await source?.close();
+    await s3?.stop();
   });
 
   it('lists a prefix over several pages, sorted, without sidecars or nested keys', async () => {

@@ -39,8 +39,8 @@ describe('S3ByteSource through faults', () => {
   });
   afterAll(async () => {
     for (const source of sources) await source.close();
-    await proxy.close();
-    await s3.stop();
+    await proxy?.close();
+    await s3?.stop();
   });
 
   const expectIdentical = (bytes: Uint8Array, offset: number, length: number): void => {

@@ -270,7 +270,9 @@ function finalError(
     const detail =
       code === 'CHANGED'
         ? `the object changed since it was stat'ed (${error.describe()}); restart from a fresh listing`
-        : `${call.action} failed: ${error.describe()}`;
+        : code === 'ACCESS_DENIED'
+          ? `${call.action} failed: ${error.describe()}; check the credentials, region and permissions`
+          : `${call.action} failed: ${error.describe()}`;
     return new RemoteError(code, detail, { ...location, status: error.status });
   }
   return new RemoteError('UNAVAILABLE', `${call.action} failed: ${errorChainText(error)}`, location);
