@@ -1,0 +1,157 @@
+import { once } from 'node:events';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/** A fault the proxy applies to one request. */
+export type Fault =
+  /** Forwards `afterBytes` bytes of the answer (headers included), then resets the client's connection. */
+  | { readonly kind: 'reset'; readonly afterBytes: number }
+  /** Forwards `afterBytes` bytes of the answer, then sends nothing more, keeping the connection open. */
+  | { readonly kind: 'stall'; readonly afterBytes: number }
+  /** Answers itself with this status and an S3 XML error body (503 `SlowDown`, 500 `InternalError`). */
+  | { readonly kind: 'status'; readonly status: number; readonly code: string };
+
+/** A request the proxy saw: method, path and headers (names lower-cased). */
+export interface SeenRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * A TCP proxy (node:net) between readers and a real server that parses HTTP/1.1 request heads, so it
+ * can add latency to every request and apply faults to chosen ones: a connection reset mid-body, a
+ * stalled body, an error status of its own (bursts of 503 SlowDown).
+ */
+export class FaultProxy {
+  /** Added before each request is forwarded, in ms. */
+  latencyMs = 0;
+  /** Every request seen, in order. */
+  readonly requests: SeenRequest[] = [];
+  private faults: Fault[] = [];
+  private matches: (request: SeenRequest) => boolean = () => false;
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    /** `http://127.0.0.1:<port>`. */
+    readonly endpoint: string,
+  ) {}
+
+  /** Starts a proxy on a free port of 127.0.0.1 forwarding to `targetPort` there. */
+  static async start(targetPort: number): Promise<FaultProxy> {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    const proxy = new FaultProxy(server, `http://127.0.0.1:${address.port}`);
+    server.on('connection', (client) => proxy.serve(client, targetPort));
+    return proxy;
+  }
+
+  /** The next requests for which `matches` holds get `faults`, one each, in order. */
+  inject(faults: readonly Fault[], matches: (request: SeenRequest) => boolean = isRangedGet): void {
+    this.faults = [...faults];
+    this.matches = matches;
+  }
+
+  /** Faults not yet applied. */
+  get pendingFaults(): number {
+    return this.faults.length;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    this.server.close();
+    await once(this.server, 'close');
+  }
+
+  private serve(client: Socket, targetPort: number): void {
+    const upstream = connect(targetPort, '127.0.0.1');
+    this.track(client);
+    this.track(upstream);
+    let pending = Buffer.alloc(0);
+    let queue = Promise.resolve();
+    let fault: Exclude<Fault, { readonly kind: 'status' }> | undefined;
+    let answered = 0;
+    const closeBoth = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', closeBoth);
+    upstream.on('close', () => client.destroy());
+    upstream.on('data', (data: Buffer) => {
+      if (fault === undefined) {
+        client.write(data);
+        return;
+      }
+      const room = Math.max(0, fault.afterBytes - answered);
+      answered += data.byteLength;
+      if (room > 0) client.write(data.subarray(0, room));
+      if (answered < fault.afterBytes) return;
+      if (fault.kind === 'reset') {
+        client.resetAndDestroy();
+        upstream.destroy();
+      } else {
+        upstream.pause();
+      }
+    });
+    client.on('data', (data: Buffer) => {
+      pending = Buffer.concat([pending, data]);
+      for (;;) {
+        const request = takeRequest(pending);
+        if (request === undefined) break;
+        pending = pending.subarray(request.bytes.byteLength);
+        queue = queue.then(async () => {
+          this.requests.push(request.seen);
+          const chosen = this.matches(request.seen) ? this.faults.shift() : undefined;
+          if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+          if (chosen?.kind === 'status') {
+            client.end(errorAnswer(chosen.status, chosen.code));
+            upstream.destroy();
+            return;
+          }
+          if (chosen !== undefined) {
+            fault = chosen;
+            answered = 0;
+          }
+          upstream.write(request.bytes);
+        });
+      }
+    });
+  }
+
+  private track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => this.sockets.delete(socket));
+  }
+}
+
+/** GETs with a Range header: the range reads faults are meant for. */
+export function isRangedGet(request: SeenRequest): boolean {
+  return request.method === 'GET' && request.headers.range !== undefined;
+}
+
+function takeRequest(buffer: Buffer): { bytes: Buffer; seen: SeenRequest } | undefined {
+  const end = buffer.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const [requestLine = '', ...lines] = buffer.subarray(0, end).toString('latin1').split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const total = end + 4 + Number(headers['content-length'] ?? 0);
+  if (buffer.byteLength < total) return undefined;
+  const [method = '', path = ''] = requestLine.split(' ');
+  return { bytes: Buffer.from(buffer.subarray(0, total)), seen: { method, path, headers } };
+}
+
+function errorAnswer(status: number, code: string): string {
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>injected by the test proxy</Message></Error>`;
+  return (
+    `HTTP/1.1 ${status} ${code}\r\nContent-Type: application/xml\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Connection: close\r\n\r\n${body}`
+  );
+}

@@ -1,0 +1,103 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+
+const require = createRequire(import.meta.url);
+
+/** The key pair s3rver knows (its built-in account); it checks the key id, not the secret. */
+export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
+
+/** A running s3rver process on 127.0.0.1 with its own data folder. */
+export interface S3rverProcess {
+  /** `http://127.0.0.1:<port>`. */
+  readonly endpoint: string;
+  /** s3rver's version, from its package.json. */
+  readonly version: string;
+  /** A client for the test's own uploads (path-style, no retries, no flexible checksums). */
+  readonly admin: S3Client;
+  /** Creates `bucket`. */
+  createBucket(bucket: string): Promise<void>;
+  /** Uploads `data` as `bucket/key` and returns its ETag. */
+  put(bucket: string, key: string, data: Uint8Array): Promise<string>;
+  /** Stops the process and removes its data. */
+  stop(): Promise<void>;
+}
+
+/** Starts npm's s3rver as a child process (its own CLI) on a free port of 127.0.0.1. */
+export async function startS3rver(): Promise<S3rverProcess> {
+  // The SDK's own switch for its Node-version warning, as S3ByteSource sets it for users.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const packageJson = require.resolve('s3rver/package.json');
+  const { version } = JSON.parse(await readFile(packageJson, 'utf8')) as { version: string };
+  const directory = await mkdtemp(join(tmpdir(), 'edl-s3rver-'));
+  const child = spawn(
+    process.execPath,
+    // s3rver's ListObjectsV2 continuation tokens are DES-encrypted: OpenSSL 3 has DES only in its legacy provider.
+    [
+      '--openssl-legacy-provider',
+      join(dirname(packageJson), 'bin', 's3rver.js'),
+      '-d',
+      directory,
+      '-a',
+      '127.0.0.1',
+      '-p',
+      '0',
+      '-s',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const port = await listeningPort(child);
+  const endpoint = `http://127.0.0.1:${port}`;
+  const admin = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: S3RVER_CREDENTIALS,
+    maxAttempts: 1,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  return {
+    endpoint,
+    version,
+    admin,
+    async createBucket(bucket) {
+      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    },
+    async put(bucket, key, data) {
+      const out = await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
+      return out.ETag ?? '';
+    },
+    async stop() {
+      admin.destroy();
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+function listeningPort(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`s3rver did not start within 20 s: ${output}`)), 20_000);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      const match = /listening on [\d.]+:(\d+)/.exec(output);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`s3rver exited with ${code}: ${output}`));
+    });
+  });
+}
