@@ -7,8 +7,8 @@
 # scripts/gpu-check-pack.sh prepares (.gpu-check/, an ignored path): an official Node.js binary
 # (xz), the project's built JavaScript with only the node_modules files a job opens, Dawn's
 # dawn.node, the native addon, the MNIST RecordIO files of `edl demo`, and Debian's Vulkan loader.
-# Nothing is written outside the work folder (default: a new /tmp/edl-gpu-check.XXXXXX): the
-# Vulkan loader, when the machine has none, is unpacked there and found through LD_LIBRARY_PATH.
+# Nothing is written outside the work folder (default: a new /tmp/edl-gpu-check.XXXXXX) and --out:
+# the Vulkan loader, when the machine has none, is unpacked there and found through LD_LIBRARY_PATH.
 # The system's `node`, if any, is never run: every process is the shipped binary.
 #
 # Exit status: 0 both backends trained on a hardware adapter; 1 a software adapter only (without
@@ -131,8 +131,8 @@ edl=$app/packages/cli/dist/bin/edl.js
 ldconfig_bin=$(command -v ldconfig || echo /sbin/ldconfig)
 vulkan_loader=system
 if [ "$bundled_vulkan" = 1 ] || ! "$ldconfig_bin" -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
-  [ -z "${pack:-}" ] || deb=$(ls "$pack"/libvulkan1_*.deb 2>/dev/null | head -1 || true)
-  [ -n "${deb:-}" ] || die "the machine has no libvulkan.so.1 and the pack holds no libvulkan1 .deb" 2
+  deb=$(ls "$pack"/libvulkan1_*.deb 2>/dev/null | head -1 || true)
+  [ -n "$deb" ] || die "the machine has no libvulkan.so.1 and the pack holds no libvulkan1 .deb" 2
   mkdir -p "$work/vulkan"
   if command -v dpkg-deb >/dev/null; then
     dpkg-deb -x "$deb" "$work/vulkan"
@@ -144,7 +144,7 @@ if [ "$bundled_vulkan" = 1 ] || ! "$ldconfig_bin" -p 2>/dev/null | grep -q 'libv
   vulkan_loader="$(basename "$deb") unpacked in $vulkan_dir"
 fi
 for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
-  [ -d "$dir" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir"
+  if [ -d "$dir" ]; then export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir"; fi
 done
 nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -f "$nvidia_icd" ]; then
