@@ -6,6 +6,7 @@
 #                                 the node_modules files a job opens (Dawn's dawn.node among them);
 #                                 data/: the MNIST RecordIO files of `edl demo` (8,000 + 2,000)
 #   libvulkan1_*.deb              Debian's Vulkan loader, for a machine without one
+#   lib{glvnd0,glx0,gl1,egl1,gles2,opengl0}_*.deb  GLVND, which NVIDIA's Vulkan driver loads
 #   MANIFEST, SHA256SUMS
 # "The files a job opens" are found by running the check itself on this repository under strace
 # (on Mesa's lavapipe, both backends), then keeping every file under the repository that was
@@ -54,7 +55,12 @@ fi
 cp "$cache/$node_xz" "$pack/"
 
 # --- Vulkan loader -----------------------------------------------------------------------------------
-(cd "$pack" && apt-get download libvulkan1 >/dev/null) || die "apt-get download libvulkan1 failed"
+# GLVND's libraries too: NVIDIA's Vulkan driver (libGLX_nvidia.so.0) loads them at run time, and on
+# a bare GPU machine without them the loader finds the driver's manifest but "no drivers" (seen on
+# an H100 machine; the whole set below, on LD_LIBRARY_PATH, fixed it).
+GL_DEBS=(libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0)
+(cd "$pack" && apt-get download libvulkan1 "${GL_DEBS[@]}" >/dev/null) ||
+  die "apt-get download libvulkan1 ${GL_DEBS[*]} failed"
 
 # --- MNIST data: the files `edl demo` trains on (seed 1: 2,000 held out, 8,000 in 4 files) --------
 stage=$cache/stage
@@ -106,7 +112,7 @@ tar -C "$stage" -cf - app data | xz -9 -T2 >"$pack/edl-bundle.tar.xz"
   echo "created=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "files_in_bundle=$(wc -l <"$trace/files.txt")"
 } >"$pack/MANIFEST"
-(cd "$pack" && sha256sum "$node_xz" edl-bundle.tar.xz libvulkan1_*.deb MANIFEST >SHA256SUMS)
+(cd "$pack" && sha256sum "$node_xz" edl-bundle.tar.xz ./*.deb MANIFEST >SHA256SUMS)
 pack_bytes=$(du -cb "$pack"/* | tail -1 | cut -f1)
 tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" { sum += $1 } END { print sum + 0 }')
 du -b "$pack"/* | sed "s|$root/||"

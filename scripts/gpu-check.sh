@@ -143,6 +143,21 @@ if [ "$bundled_vulkan" = 1 ] || ! "$ldconfig_bin" -p 2>/dev/null | grep -q 'libv
   export LD_LIBRARY_PATH="$vulkan_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   vulkan_loader="$(basename "$deb") unpacked in $vulkan_dir"
 fi
+# NVIDIA's Vulkan driver (libGLX_nvidia.so.0) loads GLVND's libraries at run time: without them the
+# loader finds the driver's manifest but "no drivers" (seen on a bare H100 machine).
+if ! "$ldconfig_bin" -p 2>/dev/null | grep -q 'libGLdispatch\.so\.0 '; then
+  mkdir -p "$work/glvnd"
+  for deb in "$pack"/lib{glvnd0,glx0,gl1,egl1,gles2,opengl0}_*.deb; do
+    [ -f "$deb" ] || continue
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$work/glvnd"
+    else
+      (cd "$work/glvnd" && ar x "$deb" && tar -xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary)
+    fi
+  done
+  glvnd_dir=$(find "$work/glvnd" -name 'libGLdispatch.so.0' -printf '%h\n' 2>/dev/null | head -1)
+  if [ -n "$glvnd_dir" ]; then export LD_LIBRARY_PATH="$glvnd_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+fi
 for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
   if [ -d "$dir" ]; then export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir"; fi
 done
