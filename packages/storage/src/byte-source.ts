@@ -53,7 +53,12 @@ export interface ByteSource {
    * of an object that was replaced since fails, never mixing data of two versions. A range that
    * ends past the object's end fails too.
    */
-  readRange(object: ObjectStat, offset: number, length: number, options?: ReadRangeOptions): Promise<Uint8Array>;
+  readRange(
+    object: ObjectStat,
+    offset: number,
+    length: number,
+    options?: ReadRangeOptions,
+  ): Promise<Uint8Array>;
 
   /**
    * The local path of `object` when the native readers can open it themselves (and keep their
