@@ -15,6 +15,26 @@ import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, listDataFiles } from './file-shards.js';
 import { type Closable, ReaderCache } from './reader-cache.js';
 
+/**
+ * Options every file reader takes: exactly one of `dataDir` and `files`, and `maxOpenFiles`.
+ * Locations are local paths or `file:` URLs (and the URLs of any registered byte source).
+ */
+export type FileReaderOptions = (
+  | {
+      /** A directory: the format's files directly in it are read (hidden and sidecar files never). */
+      readonly dataDir: string;
+      readonly files?: undefined;
+    }
+  | {
+      /** The files to read. */
+      readonly files: readonly string[];
+      readonly dataDir?: undefined;
+    }
+) & {
+  /** Files kept open between tasks (least recently used closed first). Default 16. */
+  readonly maxOpenFiles?: number;
+};
+
 /** What a file format tells the reader core: its names and which files in a directory are its own. */
 export interface FileFormat {
   /** The reader type of `describe()` and `metadata.format`. */
@@ -40,47 +60,9 @@ export interface FileList {
   readonly listed: ReadonlyMap<string, ObjectStat>;
 }
 
-/** `options.maxOpenFiles`: files kept open between tasks (default 16). */
-export function checkMaxOpenFiles(options: Record<string, unknown>): number {
-  return checkOptionalInteger(options.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
-}
-
-/**
- * Exactly one of `options.dataDir` (listed now, once, through its byte source) and `options.files`,
- * as locations in code-unit order without duplicates.
- */
-export async function resolveFileList(
-  options: Record<string, unknown>,
-  format: FileFormat,
-): Promise<FileList> {
-  const o = options;
-  if ((o.dataDir === undefined) === (o.files === undefined)) {
-    throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
-  }
-  let files: string[];
-  let dataDir: string | undefined;
-  const listed = new Map<string, ObjectStat>();
-  if (o.dataDir !== undefined) {
-    dataDir = normalizeLocation(checkNonEmptyString(o.dataDir, 'options.dataDir'));
-    for (const object of await listDataFiles(dataDir, format.accepts, format.noFiles(dataDir))) {
-      listed.set(object.location, object);
-    }
-    files = [...listed.keys()];
-  } else {
-    if (!Array.isArray(o.files) || o.files.length === 0) {
-      throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
-    }
-    files = [
-      ...new Set(o.files.map((f, i) => normalizeLocation(checkNonEmptyString(f, `options.files[${i}]`)))),
-    ];
-  }
-  files.sort(compareCodeUnits);
-  return { files, dataDir, listed };
-}
-
 /**
  * The reader core of file formats (RecordIO, TFRecord): one shard per file, named by its location,
- * in the order of {@link resolveFileList}; files opened through a {@link ReaderCache} (so
+ * in the order of {@link FileDataReader.listFiles}; files opened through a {@link ReaderCache} (so
  * consecutive tasks of one shard reuse one open file); task ranges checked against the shard's
  * records; batches; `describe()`. A format adds only what differs: how a file is opened and
  * indexed, how a range's batches are read, and its own options.
@@ -104,6 +86,40 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     this.maxOpenFiles = maxOpenFiles;
     this.cache = new ReaderCache(maxOpenFiles, (location) => this.#openLocation(location));
     this.metadata = { format: format.type, files: files.files.length };
+  }
+
+  /** `options.maxOpenFiles`: files kept open between tasks (default 16). */
+  protected static checkMaxOpenFiles(options: Record<string, unknown>): number {
+    return checkOptionalInteger(options.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+  }
+
+  /**
+   * Exactly one of `options.dataDir` (listed now, once, through its byte source) and `options.files`,
+   * as locations in code-unit order without duplicates.
+   */
+  protected static async listFiles(o: Record<string, unknown>, format: FileFormat): Promise<FileList> {
+    if ((o.dataDir === undefined) === (o.files === undefined)) {
+      throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
+    }
+    let files: string[];
+    let dataDir: string | undefined;
+    const listed = new Map<string, ObjectStat>();
+    if (o.dataDir !== undefined) {
+      dataDir = normalizeLocation(checkNonEmptyString(o.dataDir, 'options.dataDir'));
+      for (const object of await listDataFiles(dataDir, format.accepts, format.noFiles(dataDir))) {
+        listed.set(object.location, object);
+      }
+      files = [...listed.keys()];
+    } else {
+      if (!Array.isArray(o.files) || o.files.length === 0) {
+        throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
+      }
+      files = [
+        ...new Set(o.files.map((f, i) => normalizeLocation(checkNonEmptyString(f, `options.files[${i}]`)))),
+      ];
+    }
+    files.sort(compareCodeUnits);
+    return { files, dataDir, listed };
   }
 
   /** The files, in shard order. */

@@ -5,29 +5,18 @@ import type { ObjectStat } from '@edl/storage';
 import type { JsonObject, RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import {
-  checkMaxOpenFiles,
   FileDataReader,
   type FileFormat,
   type FileList,
-  resolveFileList,
+  type FileReaderOptions,
 } from './file-data-reader.js';
 import { type FileRange, fileRangeKey, PrefetchedRanges } from './prefetched-ranges.js';
 
-/** Options of {@link RecordIODataReader.open}: exactly one of `dataDir` and `files`. */
-export type RecordIODataReaderOptions = (
-  | {
-      /** A directory: every regular file in it whose name does not start with `.` is a RecordIO file. */
-      readonly dataDir: string;
-      readonly files?: undefined;
-    }
-  | {
-      /** The RecordIO files to read. */
-      readonly files: readonly string[];
-      readonly dataDir?: undefined;
-    }
-) & {
-  /** RecordIO files kept open between tasks (least recently used closed first). Default 16. */
-  readonly maxOpenFiles?: number;
+/**
+ * Options of {@link RecordIODataReader.open}: exactly one of `dataDir` (every regular file in it is a
+ * RecordIO file) and `files`, as {@link FileReaderOptions}.
+ */
+export type RecordIODataReaderOptions = FileReaderOptions & {
   /** A corrupt chunk fails the read (`error`, default) or is skipped and counted (`skip`). */
   readonly onCorruptChunk?: 'error' | 'skip';
   /**
@@ -136,12 +125,12 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   /** Checks the options and lists the files (a directory is listed now, once). */
   static async open(options: RecordIODataReaderOptions): Promise<RecordIODataReader> {
     const o = checkObject(options, 'options');
-    const maxOpenFiles = checkMaxOpenFiles(o);
+    const maxOpenFiles = FileDataReader.checkMaxOpenFiles(o);
     const onCorruptChunk = o.onCorruptChunk ?? 'error';
     if (onCorruptChunk !== 'error' && onCorruptChunk !== 'skip') {
       throw new TypeError(expectedMessage("'error' or 'skip'", 'options.onCorruptChunk', o.onCorruptChunk));
     }
-    const files = await resolveFileList(o, RECORDIO);
+    const files = await FileDataReader.listFiles(o, RECORDIO);
     const prefetch = checkPrefetchOptions(o.prefetch);
     const given =
       o.prefetch === undefined || o.prefetch === false

@@ -8,33 +8,23 @@ import {
 } from '@edl/recordio';
 import type { JsonObject } from '../protocols.js';
 import {
-  checkMaxOpenFiles,
   FileDataReader,
   type FileFormat,
   type FileList,
-  resolveFileList,
+  type FileReaderOptions,
 } from './file-data-reader.js';
 import { listDataFiles } from './file-shards.js';
 
 /** File name extensions of TFRecord files (a trailing `.gz`/`.zz`/`.zlib` is allowed after them). */
 export const TFRECORD_EXTENSIONS: readonly string[] = ['.tfrecord', '.tfrecords', '.tfrec'];
 
-/** Options of {@link TFRecordDataReader.open}: exactly one of `dataDir` and `files`. */
-export type TFRecordDataReaderOptions = (
-  | {
-      /** A directory: its TFRecord files (by extension, see {@link isTFRecordPath}) are read. */
-      readonly dataDir: string;
-      readonly files?: undefined;
-    }
-  | {
-      readonly files: readonly string[];
-      readonly dataDir?: undefined;
-    }
-) & {
+/**
+ * Options of {@link TFRecordDataReader.open}: exactly one of `dataDir` (its TFRecord files, by
+ * extension, see {@link isTFRecordPath}) and `files`, as {@link FileReaderOptions}.
+ */
+export type TFRecordDataReaderOptions = FileReaderOptions & {
   /** How the files are stored; `auto` (default) tells each file from its first bytes. */
   readonly compression?: TFRecordCompressionOption;
-  /** Files kept open between tasks (default 16). */
-  readonly maxOpenFiles?: number;
   /** Bytes per batch read (default 1 MiB). */
   readonly batchBytes?: number;
 };
@@ -102,9 +92,9 @@ export class TFRecordDataReader extends FileDataReader<TFRecordReader> {
         ),
       );
     }
-    const maxOpenFiles = checkMaxOpenFiles(o);
+    const maxOpenFiles = FileDataReader.checkMaxOpenFiles(o);
     const batchBytes = checkOptionalInteger(o.batchBytes, 'options.batchBytes', MIB, 1, 2 ** 31);
-    const files = await resolveFileList(o, TFRECORD);
+    const files = await FileDataReader.listFiles(o, TFRECORD);
     return new TFRecordDataReader(files, compression as TFRecordCompressionOption, maxOpenFiles, batchBytes);
   }
 
