@@ -19,6 +19,8 @@ export class StorageError extends EdlError<StorageErrorCode> {
   override readonly name = 'StorageError';
   /** The object or location concerned. */
   readonly location: string;
+  /** What went wrong, without the code and the location. */
+  readonly detail: string;
 
   /**
    * @param code - stable error code.
@@ -29,5 +31,6 @@ export class StorageError extends EdlError<StorageErrorCode> {
   constructor(code: StorageErrorCode, location: string, detail: string, cause?: unknown) {
     super(code, `${code}: ${location}: ${detail}`, { cause });
     this.location = location;
+    this.detail = detail;
   }
 }

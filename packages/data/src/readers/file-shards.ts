@@ -19,9 +19,7 @@ export async function listDataFiles(
   try {
     objects = await (await byteSourceFor(dataDir)).list(dataDir);
   } catch (error) {
-    const why =
-      error instanceof StorageError && error.cause instanceof Error ? error.cause : (error as Error);
-    throw new DataReaderError('IO', `cannot list ${dataDir}: ${why.message}`, error);
+    throw new DataReaderError('IO', `cannot list ${dataDir}: ${storageReason(error)}`, error);
   }
   if (objects.length === 1 && objects[0]?.location === normalizeLocation(dataDir)) {
     throw new DataReaderError('IO', `cannot list ${dataDir}: it is a file, not a directory`);
@@ -29,6 +27,12 @@ export async function listDataFiles(
   const files = objects.filter((object) => accept(basename(object.location)));
   if (files.length === 0) throw new DataReaderError('NO_FILES', noFiles);
   return files;
+}
+
+/** Why a byte source failed, without its code and location (the caller names the location). */
+export function storageReason(error: unknown): string {
+  if (!(error instanceof StorageError)) return (error as Error).message;
+  return error.cause instanceof Error ? error.cause.message : error.detail;
 }
 
 /** Checks a task's range and that its shard is one of the reader's files (`UNKNOWN_SHARD`). */
