@@ -392,32 +392,32 @@ export class RecordIOReader extends FileReader {
     return true;
   }
 
-  /** Reads on the calling thread, into the spare buffers of released batches if any. */
+  /** Reads on the calling thread. */
   #readNow(start: number, count: number, callSite: CallSite): NativeReadResult {
-    this.checkOpen(callSite);
+    return this.#callNative(callSite, (native, data, bounds) =>
+      native.readSync(start, count, this.#skipCorrupt, data, bounds),
+    );
+  }
+
+  /** Reads on the libuv pool. */
+  async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
     try {
-      return this.#native.readSync(
-        start,
-        count,
-        this.#skipCorrupt,
-        this.#spareData.pop(),
-        this.#spareBounds.pop(),
+      return await this.#callNative(callSite, (native, data, bounds) =>
+        native.read(start, count, this.#skipCorrupt, data, bounds),
       );
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
   }
 
-  async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
+  /** Calls the open native reader with the spare buffers of released batches, if any, to decode into. */
+  #callNative<T>(
+    callSite: CallSite,
+    read: (native: NativeReader, data: ArrayBuffer | undefined, bounds: ArrayBuffer | undefined) => T,
+  ): T {
     this.checkOpen(callSite);
     try {
-      return await this.#native.read(
-        start,
-        count,
-        this.#skipCorrupt,
-        this.#spareData.pop(),
-        this.#spareBounds.pop(),
-      );
+      return read(this.#native, this.#spareData.pop(), this.#spareBounds.pop());
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
