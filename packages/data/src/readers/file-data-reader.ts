@@ -56,8 +56,12 @@ export interface OpenedFile extends Closable {
 export interface FileList {
   readonly files: readonly string[];
   readonly dataDir: string | undefined;
-  /** What the listing stat'ed, so that opening a listed file does not stat it again. */
-  readonly listed: ReadonlyMap<string, ObjectStat>;
+  /**
+   * Each file's stat: from the directory's listing, or (for `files`) taken when the reader is
+   * opened, so that the first open of a file (and a range announced before it) does not wait for
+   * an I/O round trip. A failed stat fails the open of its file, as the file's own open would.
+   */
+  readonly stats: ReadonlyMap<string, Promise<ObjectStat>>;
 }
 
 /**
@@ -94,8 +98,8 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   }
 
   /**
-   * Exactly one of `options.dataDir` (listed now, once, through its byte source) and `options.files`,
-   * as locations in code-unit order without duplicates.
+   * Exactly one of `options.dataDir` (listed now, once, through its byte source) and `options.files`
+   * (stat'ed now, in parallel), as locations in code-unit order without duplicates.
    */
   protected static async listFiles(o: Record<string, unknown>, format: FileFormat): Promise<FileList> {
     if ((o.dataDir === undefined) === (o.files === undefined)) {
@@ -103,13 +107,13 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     }
     let files: string[];
     let dataDir: string | undefined;
-    const listed = new Map<string, ObjectStat>();
+    const stats = new Map<string, Promise<ObjectStat>>();
     if (o.dataDir !== undefined) {
       dataDir = normalizeLocation(checkNonEmptyString(o.dataDir, 'options.dataDir'));
       for (const object of await listDataFiles(dataDir, format.accepts, format.noFiles(dataDir))) {
-        listed.set(object.location, object);
+        stats.set(object.location, Promise.resolve(object));
       }
-      files = [...listed.keys()];
+      files = [...stats.keys()];
     } else {
       if (!Array.isArray(o.files) || o.files.length === 0) {
         throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
@@ -117,9 +121,11 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
       files = [
         ...new Set(o.files.map((f, i) => normalizeLocation(checkNonEmptyString(f, `options.files[${i}]`)))),
       ];
+      for (const location of files) stats.set(location, statLater(location));
+      await Promise.allSettled(stats.values());
     }
     files.sort(compareCodeUnits);
-    return { files, dataDir, listed };
+    return { files, dataDir, stats };
   }
 
   /** The files, in shard order. */
@@ -225,7 +231,7 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
 
   async #openLocation(location: string): Promise<R> {
     const source = await byteSourceFor(location);
-    const object = this.#files.listed.get(location) ?? (await source.stat(location));
+    const object = await (this.#files.stats.get(location) ?? source.stat(location));
     const path = source.localPath(object);
     if (path === undefined) {
       throw new DataReaderError(
@@ -244,4 +250,11 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
       );
     }
   }
+}
+
+/** The stat of `location` through its byte source, started now; a failure is reported where it is used. */
+function statLater(location: string): Promise<ObjectStat> {
+  const stat = byteSourceFor(location).then((source) => source.stat(location));
+  stat.catch(() => {});
+  return stat;
 }
