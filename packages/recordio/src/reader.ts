@@ -1,11 +1,11 @@
-import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
+import { checkInteger, checkOneOf } from '@edl/common';
 import { type ChunkInfo, chunkIndexOf, chunkInfosFromTable, planChunkAlignedRanges } from './chunk-info.js';
 import { type CallSite, captureCallSite, fromThrown, RecordIOError, withCallSite } from './errors.js';
+import { FileReader } from './file-reader.js';
 import type { NativeReader, NativeReadResult } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
-import { type BatchRecycler, RecordBatch } from './record-batch.js';
+import { type BatchRecycler, RecordBatch, splitBatch } from './record-batch.js';
 import { type ChunkCacheStats, RecordCache } from './record-cache.js';
-import { RecordIterator } from './record-iterator.js';
 
 /** Options of {@link RecordIOReader.open}. */
 export interface RecordIOReaderOptions {
@@ -43,7 +43,6 @@ export interface SkipStats {
 const OPTION_KEYS = ['onCorruptChunk', 'batchBytes', 'chunkCacheBytes'] as const;
 const DEFAULT_CHUNK_CACHE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024;
-const MAX_BATCH_BYTES = 2 ** 31;
 /** Released buffers kept per reader (each of data and bounds): the batch in use, one read ahead, spare. */
 const SPARE_BUFFERS = 4;
 /** Smaller buffers are not worth keeping: malloc serves them without page faults. */
@@ -60,15 +59,9 @@ const MIN_SPARE_BYTES = 64 * 1024;
  * for await (const record of reader.records()) handle(record);
  * ```
  */
-export class RecordIOReader implements AsyncDisposable, Disposable {
-  /** The file read. */
-  readonly path: string;
-  /** Records in the file, from the chunk headers. */
-  readonly numRecords: number;
+export class RecordIOReader extends FileReader {
   /** Chunks in the file. */
   readonly numChunks: number;
-  /** Size of the file in bytes when it was opened. */
-  readonly fileSize: number;
   /** One entry per chunk, in file order. */
   readonly chunks: readonly ChunkInfo[];
   readonly #native: NativeReader;
@@ -77,7 +70,6 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   readonly #cache: RecordCache;
   readonly #skippedChunks = new Map<number, RecordIOError>();
   #skippedRecords = 0;
-  #closed = false;
   /**
    * The records after the end of the last range that {@link RecordIOReader.batches} read, up to the
    * end of their chunk: that chunk was decoded whole, and the next range (the next task of the same
@@ -88,7 +80,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   #spareData: ArrayBuffer[] = [];
   #spareBounds: ArrayBuffer[] = [];
   readonly #recycle: BatchRecycler = (data, bounds) => {
-    if (this.#closed) return;
+    if (this.closed) return;
     if (
       data instanceof ArrayBuffer &&
       data.byteLength >= MIN_SPARE_BYTES &&
@@ -107,14 +99,12 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   };
 
   private constructor(native: NativeReader, options: Required<RecordIOReaderOptions>) {
+    super(native, RecordIOError, 'the reader is closed');
     this.#native = native;
     this.#skipCorrupt = options.onCorruptChunk === 'skip';
     this.#batchBytes = options.batchBytes;
     this.#cache = new RecordCache(native, options.chunkCacheBytes, native.path);
-    this.path = native.path;
-    this.numRecords = native.numRecords;
     this.numChunks = native.numChunks;
-    this.fileSize = native.fileSize;
     this.chunks = chunkInfosFromTable(native.chunkTable());
   }
 
@@ -135,16 +125,12 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   static #open(path: unknown, options: unknown, callSite: CallSite): RecordIOReader {
-    const file = checkNonEmptyString(path, 'path');
-    const opts = checkOptions(options, 'options', OPTION_KEYS);
+    const { file, options: opts } = FileReader.checkOpenArguments(path, options, OPTION_KEYS);
     const onCorruptChunk =
       opts.onCorruptChunk === undefined
         ? 'error'
         : checkOneOf(opts.onCorruptChunk, 'options.onCorruptChunk', ['error', 'skip'] as const);
-    const batchBytes =
-      opts.batchBytes === undefined
-        ? DEFAULT_BATCH_BYTES
-        : checkInteger(opts.batchBytes, 'options.batchBytes', 1, MAX_BATCH_BYTES);
+    const batchBytes = FileReader.batchBytesOption(opts.batchBytes, DEFAULT_BATCH_BYTES);
     const chunkCacheBytes =
       opts.chunkCacheBytes === undefined
         ? DEFAULT_CHUNK_CACHE_BYTES
@@ -156,11 +142,6 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       throw fromThrown(error, callSite, file);
     }
     return new RecordIOReader(native, { onCorruptChunk, batchBytes, chunkCacheBytes });
-  }
-
-  /** Whether {@link RecordIOReader.close} was called. */
-  get closed(): boolean {
-    return this.#closed;
   }
 
   /** Chunks and records skipped so far (always zero unless `onCorruptChunk` is `'skip'`). */
@@ -217,7 +198,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     try {
       checkInteger(index, 'index', 0, Number.MAX_SAFE_INTEGER);
       this.#checkRange(index, 1, callSite);
-      this.#checkOpen(callSite);
+      this.checkOpen(callSite);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -233,7 +214,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   getSync(index: number): Uint8Array {
     checkInteger(index, 'index', 0, Number.MAX_SAFE_INTEGER);
     this.#checkRange(index, 1, this.getSync);
-    this.#checkOpen(this.getSync);
+    this.checkOpen(this.getSync);
     return this.#cache.getSync(index, this.getSync);
   }
 
@@ -243,31 +224,15 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
   }
 
   /**
-   * Yields records `[start, start + count)` one by one (views, no copies), reading chunk-aligned
-   * batches one ahead of the consumer: on the libuv pool, except a first read of stored
-   * (uncompressed) chunks, which is waited for at once and runs on the calling thread. On a
-   * corrupt chunk (with `onCorruptChunk: 'error'`) it first yields every record before the fault,
-   * then throws the RecordIOError.
-   *
-   * @param start - first record (default 0).
-   * @param count - number of records (default: to the end of the file).
+   * Chunk-aligned batches of `[start, start + count)` for `batches()` and `records()`, read one
+   * ahead of the consumer: on the libuv pool, except a first read of stored (uncompressed) chunks,
+   * which is waited for at once and runs on the calling thread.
    */
-  records(start = 0, count?: number): AsyncIterableIterator<Uint8Array> {
-    const callSite = captureCallSite(this.records);
-    const total =
-      count ?? (Number.isSafeInteger(start) && start >= 0 ? Math.max(this.numRecords - start, 0) : 0);
-    this.#checkRange(start, total, callSite);
-    return new RecordIterator(this.#iterateBatches(start, total, callSite));
-  }
-
-  /**
-   * Like {@link RecordIOReader.records} but yields whole chunk-aligned batches: the fast path for
-   * consumers that work on `data`/`bounds` directly. On a fault the batch of records before it comes
-   * first, then the error. Calling `batch.release()` before asking for the next batch lets the read
-   * ahead decode into its memory (see {@link RecordBatch.release}).
-   */
-  batches(start = 0, count?: number): AsyncIterableIterator<RecordBatch> {
-    const callSite = captureCallSite(this.batches);
+  protected override rangeBatches(
+    start: number,
+    count: number | undefined,
+    callSite: Error,
+  ): AsyncIterableIterator<RecordBatch> {
     const total =
       count ?? (Number.isSafeInteger(start) && start >= 0 ? Math.max(this.numRecords - start, 0) : 0);
     this.#checkRange(start, total, callSite);
@@ -283,7 +248,7 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
    */
   tailFault(): RecordIOError | undefined {
     const callSite = this.tailFault;
-    this.#checkOpen(callSite);
+    this.checkOpen(callSite);
     let result: NativeReadResult;
     try {
       result = this.#native.readSync(this.numRecords, 0, false);
@@ -293,26 +258,13 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return result.error === null ? undefined : RecordIOError.fromNative(result.error, callSite);
   }
 
-  /** Releases the file. Idempotent; a read in flight finishes first. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+  protected override releaseFile(): void {
     this.#carry?.release();
     this.#carry = undefined;
     this.#spareData = [];
     this.#spareBounds = [];
     this.#cache.close();
     this.#native.close();
-  }
-
-  /** Same as {@link RecordIOReader.close}, for `using`. */
-  [Symbol.dispose](): void {
-    this.close();
-  }
-
-  /** Same as {@link RecordIOReader.close}, for `await using`. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.close();
   }
 
   async *#iterateBatches(
@@ -440,32 +392,32 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return true;
   }
 
-  /** Reads on the calling thread, into the spare buffers of released batches if any. */
+  /** Reads on the calling thread. */
   #readNow(start: number, count: number, callSite: CallSite): NativeReadResult {
-    this.#checkOpen(callSite);
+    return this.#callNative(callSite, (native, data, bounds) =>
+      native.readSync(start, count, this.#skipCorrupt, data, bounds),
+    );
+  }
+
+  /** Reads on the libuv pool. */
+  async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
     try {
-      return this.#native.readSync(
-        start,
-        count,
-        this.#skipCorrupt,
-        this.#spareData.pop(),
-        this.#spareBounds.pop(),
+      return await this.#callNative(callSite, (native, data, bounds) =>
+        native.read(start, count, this.#skipCorrupt, data, bounds),
       );
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
   }
 
-  async #readNative(start: number, count: number, callSite: Error): Promise<NativeReadResult> {
-    this.#checkOpen(callSite);
+  /** Calls the open native reader with the spare buffers of released batches, if any, to decode into. */
+  #callNative<T>(
+    callSite: CallSite,
+    read: (native: NativeReader, data: ArrayBuffer | undefined, bounds: ArrayBuffer | undefined) => T,
+  ): T {
+    this.checkOpen(callSite);
     try {
-      return await this.#native.read(
-        start,
-        count,
-        this.#skipCorrupt,
-        this.#spareData.pop(),
-        this.#spareBounds.pop(),
-      );
+      return read(this.#native, this.#spareData.pop(), this.#spareBounds.pop());
     } catch (error) {
       throw fromThrown(error, callSite, this.path);
     }
@@ -489,12 +441,6 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
     return new RecordBatch(result.data, result.bounds, Math.max(first, result.firstRecord), this.#recycle);
   }
 
-  #checkOpen(callSite: CallSite): void {
-    if (this.#closed) {
-      throw withCallSite(new RecordIOError('CLOSED', 'the reader is closed', { path: this.path }), callSite);
-    }
-  }
-
   #checkRange(start: unknown, count: unknown, callSite: CallSite): void {
     checkInteger(start, 'start', 0, Number.MAX_SAFE_INTEGER);
     checkInteger(count, 'count', 0, Number.MAX_SAFE_INTEGER);
@@ -505,21 +451,4 @@ export class RecordIOReader implements AsyncDisposable, Disposable {
       throw withCallSite(new RecordIOError('OUT_OF_RANGE', detail, { path: this.path }), callSite);
     }
   }
-}
-
-/**
- * Cuts a batch in two at record `at`: two batches over the same buffers, which go back to the
- * batch's reader once both are released.
- */
-function splitBatch(batch: RecordBatch, at: number): [RecordBatch, RecordBatch] {
-  const { data, bounds, firstRecord } = batch;
-  let shares = 2;
-  const done: BatchRecycler = () => {
-    shares--;
-    if (shares === 0) batch.release();
-  };
-  return [
-    new RecordBatch(data, bounds.subarray(0, 2 * at), firstRecord, done),
-    new RecordBatch(data, bounds.subarray(2 * at), firstRecord + at, done),
-  ];
 }

@@ -130,3 +130,20 @@ export class RecordBatch implements Iterable<Uint8Array> {
     for (let i = 0; i < this.length; i++) yield this.get(i);
   }
 }
+
+/**
+ * Cuts a batch in two at record `at`: two batches over the same buffers, which go back to the
+ * batch's recycler once both are released.
+ */
+export function splitBatch(batch: RecordBatch, at: number): [RecordBatch, RecordBatch] {
+  const { data, bounds, firstRecord } = batch;
+  let shares = 2;
+  const done: BatchRecycler = () => {
+    shares--;
+    if (shares === 0) batch.release();
+  };
+  return [
+    new RecordBatch(data, bounds.subarray(0, 2 * at), firstRecord, done),
+    new RecordBatch(data, bounds.subarray(2 * at), firstRecord + at, done),
+  ];
+}

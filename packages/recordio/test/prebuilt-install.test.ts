@@ -112,9 +112,11 @@ function prepare(): void {
     JSON.stringify({
       private: true,
       dependencies: { '@edl/recordio': `file:${tarball('@edl/recordio')}` },
-      // Stand in for the registry: @edl/common and the optional dependency resolve to our tarballs.
+      // Stand in for the registry: @edl/common, @edl/storage and the optional dependency resolve to
+      // our tarballs.
       overrides: {
         '@edl/common': `file:${tarball('@edl/common')}`,
+        '@edl/storage': `file:${tarball('@edl/storage')}`,
         [platformPackage]: `file:${tarball(platformPackage)}`,
       },
     }),

@@ -1,7 +1,6 @@
-import { readdir, stat } from 'node:fs/promises';
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { checkObject, describeValue, expectedMessage } from '@edl/common';
+import { basename, extname } from 'node:path';
+import { checkObject, describeValue, expectedMessage, hasErrorCode } from '@edl/common';
+import { byteSourceFor, normalizeLocation, type ObjectStat, schemeOf } from '@edl/storage';
 import type { DataReader, JsonObject, ReaderDescription } from '../protocols.js';
 import { type LoadCustomReaderOptions, loadCustomReader } from './custom-reader.js';
 import { DataReaderError } from './errors.js';
@@ -83,28 +82,27 @@ export async function createDataReader(
       'no data origin and no reader type: give a path or URL, or params.type',
     );
   }
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(origin)?.[1]?.toLowerCase();
+  const scheme = schemeOf(origin);
   if (scheme === 'postgres' || scheme === 'postgresql')
     return createByType('table', origin, rest as JsonObject, options);
-  let path = origin;
-  if (scheme === 'file') {
-    path = fileURLToPath(origin);
-  } else if (scheme !== undefined && scheme.length > 1) {
-    // One letter is a Windows drive, not a scheme.
+  // Any other origin is read through its byte source: local files, or a registered remote one.
+  await byteSourceFor(origin).catch((error: unknown) => {
+    if (!hasErrorCode(error, 'UNSUPPORTED_SCHEME')) throw error;
     throw unknownOrigin(origin, `the URL scheme ${scheme}: is not supported`);
-  }
+  });
+  const path = normalizeLocation(origin);
   const extension = extname(path).toLowerCase();
   if (TEXT_EXTENSIONS.has(extension)) return createByType('text', path, rest as JsonObject, options);
   if (RECORDIO_EXTENSIONS.has(extension)) return createByType('recordio', path, rest as JsonObject, options);
   if (isTFRecordPath(path)) return createByType('tfrecord', path, rest as JsonObject, options);
-  const info = await stat(path).catch(() => undefined);
-  if (info?.isDirectory()) {
-    const type = (await holdsOnlyTFRecords(path)) ? 'tfrecord' : 'recordio';
+  const listing = await listingOf(path);
+  if (listing !== undefined && !isFile(listing, path)) {
+    const type = holdsOnlyTFRecords(listing) ? 'tfrecord' : 'recordio';
     return createByType(type, path, rest as JsonObject, options);
   }
   throw unknownOrigin(
     origin,
-    info === undefined
+    listing === undefined
       ? 'no such file or directory'
       : `the extension ${JSON.stringify(extension)} is not known`,
   );
@@ -146,33 +144,40 @@ async function createByType(
       return TableDataReader.open({ ...p, connection: p.connection ?? origin } as Parameters<
         typeof TableDataReader.open
       >[0]);
-    case 'tfrecord': {
-      if (p.dataDir === undefined && p.files === undefined && origin !== undefined) {
-        const path = origin.startsWith('file:') ? fileURLToPath(origin) : origin;
-        const isDir = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
-        return TFRecordDataReader.open({
-          ...p,
-          ...(isDir ? { dataDir: path } : { files: [path] }),
-        } as Parameters<typeof TFRecordDataReader.open>[0]);
-      }
-      return TFRecordDataReader.open(p as Parameters<typeof TFRecordDataReader.open>[0]);
-    }
-    case 'recordio': {
-      if (p.dataDir === undefined && p.files === undefined && origin !== undefined) {
-        const path = origin.startsWith('file:') ? fileURLToPath(origin) : origin;
-        const isDir = (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
-        return RecordIODataReader.open({
-          ...p,
-          ...(isDir ? { dataDir: path } : { files: [path] }),
-        } as Parameters<typeof RecordIODataReader.open>[0]);
-      }
-      return RecordIODataReader.open(p as Parameters<typeof RecordIODataReader.open>[0]);
-    }
+    case 'tfrecord':
+      return TFRecordDataReader.open(
+        (await withFileOrigin(p, origin)) as Parameters<typeof TFRecordDataReader.open>[0],
+      );
+    case 'recordio':
+      return RecordIODataReader.open(
+        (await withFileOrigin(p, origin)) as Parameters<typeof RecordIODataReader.open>[0],
+      );
   }
 }
 
-/** Whether a directory's visible files are all TFRecord files (and there is at least one). */
-async function holdsOnlyTFRecords(dir: string): Promise<boolean> {
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
-  return names.length > 0 && names.every((n) => isTFRecordPath(n));
+/** A file reader's params, with the origin as `dataDir` (a directory) or `files` unless they name files. */
+async function withFileOrigin(
+  params: Record<string, unknown>,
+  origin: string | undefined,
+): Promise<Record<string, unknown>> {
+  if (params.dataDir !== undefined || params.files !== undefined || origin === undefined) return params;
+  const path = normalizeLocation(origin);
+  const listing = await listingOf(path);
+  const isDir = listing !== undefined && !isFile(listing, path);
+  return { ...params, ...(isDir ? { dataDir: path } : { files: [path] }) };
+}
+
+/** What the byte source lists at `location` (undefined when nothing is there). */
+async function listingOf(location: string): Promise<ObjectStat[] | undefined> {
+  return (await byteSourceFor(location)).list(location).catch(() => undefined);
+}
+
+/** Whether a listing is of the one file `location` names rather than of a directory. */
+function isFile(listing: readonly ObjectStat[], location: string): boolean {
+  return listing.length === 1 && listing[0]?.location === location;
+}
+
+/** Whether a directory's listed files are all TFRecord files (and there is at least one). */
+function holdsOnlyTFRecords(listing: readonly ObjectStat[]): boolean {
+  return listing.length > 0 && listing.every((object) => isTFRecordPath(basename(object.location)));
 }

@@ -1,37 +1,38 @@
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename } from 'node:path';
+import { byteSourceFor, normalizeLocation, type ObjectStat, StorageError } from '@edl/storage';
 import type { RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
 
-/** Code-unit order of paths: shards are listed the same way on every machine and locale. */
-export function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 /**
- * The regular files directly in `dataDir` whose names `accept` takes (hidden files skipped).
- * `IO` when the directory cannot be listed, `NO_FILES` (with `noFiles` as the message) when none.
+ * The data files directly in `dataDir` (a directory or key prefix, through its byte source) whose
+ * names `accept` takes, in code-unit order of locations; hidden and sidecar files are never listed.
+ * `IO` when the location cannot be listed or names a single object, `NO_FILES` (with `noFiles` as
+ * the message) when none is left.
  */
 export async function listDataFiles(
   dataDir: string,
   accept: (name: string) => boolean,
   noFiles: string,
-): Promise<string[]> {
-  let names: string[];
+): Promise<ObjectStat[]> {
+  let objects: ObjectStat[];
   try {
-    names = await readdir(dataDir);
+    objects = await (await byteSourceFor(dataDir)).list(dataDir);
   } catch (error) {
-    throw new DataReaderError('IO', `cannot list ${dataDir}: ${(error as Error).message}`, error);
+    throw new DataReaderError('IO', `cannot list ${dataDir}: ${storageReason(error)}`, error);
   }
-  const files: string[] = [];
-  for (const name of names) {
-    if (name.startsWith('.') || !accept(name)) continue;
-    const path = join(dataDir, name);
-    if ((await stat(path)).isFile()) files.push(path);
+  if (objects.length === 1 && objects[0]?.location === normalizeLocation(dataDir)) {
+    throw new DataReaderError('IO', `cannot list ${dataDir}: it is a file, not a directory`);
   }
+  const files = objects.filter((object) => accept(basename(object.location)));
   if (files.length === 0) throw new DataReaderError('NO_FILES', noFiles);
   return files;
+}
+
+/** Why a byte source failed, without its code and location (the caller names the location). */
+export function storageReason(error: unknown): string {
+  if (!(error instanceof StorageError)) return (error as Error).message;
+  return error.cause instanceof Error ? error.cause.message : error.detail;
 }
 
 /** Checks a task's range and that its shard is one of the reader's files (`UNKNOWN_SHARD`). */

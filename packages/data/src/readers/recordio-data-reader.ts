@@ -1,37 +1,22 @@
 import { availableParallelism } from 'node:os';
-import { dirname, resolve } from 'node:path';
-import { checkNonEmptyString, checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
+import { checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
-import type {
-  DataReader,
-  JsonObject,
-  ReaderDescription,
-  ReaderMetadata,
-  RecordRange,
-  Shard,
-} from '../protocols.js';
-import { recordsOfBatches } from '../records-of-batches.js';
+import type { ObjectStat } from '@edl/storage';
+import type { JsonObject, RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
-import { DataReaderError } from './errors.js';
-import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
+import {
+  FileDataReader,
+  type FileFormat,
+  type FileList,
+  type FileReaderOptions,
+} from './file-data-reader.js';
 import { type FileRange, fileRangeKey, PrefetchedRanges } from './prefetched-ranges.js';
-import { ReaderCache } from './reader-cache.js';
 
-/** Options of {@link RecordIODataReader.open}: exactly one of `dataDir` and `files`. */
-export type RecordIODataReaderOptions = (
-  | {
-      /** A directory: every regular file in it whose name does not start with `.` is a RecordIO file. */
-      readonly dataDir: string;
-      readonly files?: undefined;
-    }
-  | {
-      /** The RecordIO files to read. */
-      readonly files: readonly string[];
-      readonly dataDir?: undefined;
-    }
-) & {
-  /** RecordIO files kept open between tasks (least recently used closed first). Default 16. */
-  readonly maxOpenFiles?: number;
+/**
+ * Options of {@link RecordIODataReader.open}: exactly one of `dataDir` (every regular file in it is a
+ * RecordIO file) and `files`, as {@link FileReaderOptions}.
+ */
+export type RecordIODataReaderOptions = FileReaderOptions & {
   /** A corrupt chunk fails the read (`error`, default) or is skipped and counted (`skip`). */
   readonly onCorruptChunk?: 'error' | 'skip';
   /**
@@ -74,14 +59,20 @@ const MIB = 1024 * 1024;
 /** Record bytes per native batch at most: large records still come several batches per budget. */
 const MAX_BATCH_BYTES = 4 * MIB;
 
+const RECORDIO: FileFormat = {
+  type: 'recordio',
+  name: 'RecordIO',
+  accepts: () => true,
+  noFiles: (dataDir) => `${dataDir} holds no RecordIO file`,
+};
+
 /**
  * ElasticDL's default reader: one shard per RecordIO file, named by the file's absolute path, in
  * sorted (code-unit) order of paths; the record counts come from the native chunk-header index.
  * Records are `Uint8Array` views into the batch the native core decoded (no copies); keep or copy
  * them as you like, they stay valid. Files with no records give no shard.
  */
-export class RecordIODataReader implements DataReader<Uint8Array> {
-  readonly metadata: ReaderMetadata;
+export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   /**
    * Announces that `readRecords(range)` will follow: the range is queued on the native prefetcher
    * now and read ahead, after the ranges announced before it, while earlier ranges are consumed.
@@ -91,11 +82,7 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
    * cannot read ahead has no `prefetch`, so callers such as the worker's TaskFeed do not try).
    */
   readonly prefetch?: (range: RecordRange) => void;
-  readonly #files: readonly string[];
-  readonly #dataDir: string | undefined;
-  readonly #maxOpenFiles: number;
   readonly #onCorruptChunk: 'error' | 'skip';
-  readonly #cache: ReaderCache<RecordIOReader>;
   /** `options.prefetch` as given (undefined: the defaults), for describe(). */
   readonly #prefetchParam: JsonObject | false | undefined;
   readonly #ranges: PrefetchedRanges | undefined;
@@ -105,29 +92,17 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   readonly #storedOnly = new Map<string, boolean>();
   /** Ranges announced before their file was open, until it is (see #announceWhenOpen). */
   readonly #awaitingOpen = new Set<string>();
-  #closed = false;
 
   private constructor(
-    files: readonly string[],
-    dataDir: string | undefined,
+    files: FileList,
     maxOpenFiles: number,
     onCorruptChunk: 'error' | 'skip',
     prefetch: ResolvedPrefetchOptions | false,
     prefetchParam: JsonObject | false | undefined,
   ) {
-    this.#files = files;
-    this.#dataDir = dataDir;
-    this.#maxOpenFiles = maxOpenFiles;
+    super(RECORDIO, files, maxOpenFiles);
     this.#onCorruptChunk = onCorruptChunk;
     this.#prefetchParam = prefetchParam;
-    this.#cache = new ReaderCache(maxOpenFiles, async (path) => {
-      const reader = await RecordIOReader.open(path, { onCorruptChunk });
-      this.#storedOnly.set(
-        path,
-        reader.chunks.every((chunk) => chunk.compressor === 'none'),
-      );
-      return reader;
-    });
     this.#storedDirect = prefetch !== false && prefetch.storedFiles === 'direct';
     this.#ranges =
       prefetch === false
@@ -144,72 +119,29 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
               }),
             prefetch.maxBufferedBytes,
           );
-    this.metadata = { format: 'recordio', files: files.length };
     if (prefetch !== false) this.prefetch = (range) => this.#announce(range);
   }
 
   /** Checks the options and lists the files (a directory is listed now, once). */
   static async open(options: RecordIODataReaderOptions): Promise<RecordIODataReader> {
     const o = checkObject(options, 'options');
-    const maxOpenFiles = checkOptionalInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+    const maxOpenFiles = FileDataReader.checkMaxOpenFiles(o);
     const onCorruptChunk = o.onCorruptChunk ?? 'error';
     if (onCorruptChunk !== 'error' && onCorruptChunk !== 'skip') {
       throw new TypeError(expectedMessage("'error' or 'skip'", 'options.onCorruptChunk', o.onCorruptChunk));
     }
-    if ((o.dataDir === undefined) === (o.files === undefined)) {
-      throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
-    }
-    let files: string[];
-    let dataDir: string | undefined;
-    if (o.dataDir !== undefined) {
-      dataDir = resolve(checkNonEmptyString(o.dataDir, 'options.dataDir'));
-      files = await listRecordIOFiles(dataDir);
-    } else {
-      if (!Array.isArray(o.files) || o.files.length === 0) {
-        throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
-      }
-      files = o.files.map((f, i) => resolve(checkNonEmptyString(f, `options.files[${i}]`)));
-      files = [...new Set(files)];
-    }
-    files.sort(compareCodeUnits);
+    const files = await FileDataReader.listFiles(o, RECORDIO);
     const prefetch = checkPrefetchOptions(o.prefetch);
     const given =
       o.prefetch === undefined || o.prefetch === false
         ? o.prefetch
         : ({ ...(o.prefetch as object) } as JsonObject);
-    return new RecordIODataReader(
-      files,
-      dataDir,
-      maxOpenFiles,
-      onCorruptChunk as 'error' | 'skip',
-      prefetch,
-      given,
-    );
-  }
-
-  /** The files, in shard order. */
-  get files(): readonly string[] {
-    return this.#files;
+    return new RecordIODataReader(files, maxOpenFiles, onCorruptChunk as 'error' | 'skip', prefetch, given);
   }
 
   /** Files open now, and files opened since the reader was made (reuses of an open file not counted). */
   get openFiles(): { readonly open: number; readonly opened: number } {
-    return { open: this.#cache.size, opened: this.#cache.opened };
-  }
-
-  /** One shard `{ name: path, start: 0, count: numRecords }` per file that has records. */
-  async createShards(): Promise<Shard[]> {
-    this.#checkOpen();
-    const shards: Shard[] = [];
-    for (const path of this.#files) {
-      const reader = await this.#cache.acquire(path);
-      try {
-        if (reader.numRecords > 0) shards.push({ name: path, start: 0, count: reader.numRecords });
-      } finally {
-        this.#cache.release(path);
-      }
-    }
-    return shards;
+    return { open: this.cache.size, opened: this.cache.opened };
   }
 
   /** The native prefetcher's counters, once it has started (undefined with `prefetch: false`). */
@@ -217,15 +149,24 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
     return this.#ranges?.prefetcher?.stats;
   }
 
+  protected override async openFile(path: string, object: ObjectStat): Promise<RecordIOReader> {
+    const reader = await RecordIOReader.open(path, { onCorruptChunk: this.#onCorruptChunk });
+    this.#storedOnly.set(
+      object.location,
+      reader.chunks.every((chunk) => chunk.compressor === 'none'),
+    );
+    return reader;
+  }
+
   #announce(range: RecordRange): void {
-    if (this.#closed || this.#ranges === undefined) return;
+    if (this.closed || this.#ranges === undefined) return;
     let checked: { shardName: string; start: number; end: number };
     try {
       checked = checkRange(range);
     } catch {
       return;
     }
-    if (!this.#owns(checked.shardName) || checked.end <= checked.start) return;
+    if (!this.owns(checked.shardName) || checked.end <= checked.start) return;
     const fileRange = { path: checked.shardName, start: checked.start, count: checked.end - checked.start };
     if (this.#storedDirect) {
       const storedOnly = this.#storedOnly.get(fileRange.path);
@@ -252,11 +193,11 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   #announceWhenOpen(range: FileRange): void {
     const key = fileRangeKey(range);
     this.#awaitingOpen.add(key);
-    this.#cache.acquire(range.path).then(
+    this.cache.acquire(range.path).then(
       () => {
-        this.#cache.release(range.path);
+        this.cache.release(range.path);
         // Not when its read began meanwhile: it is being read already.
-        if (!this.#awaitingOpen.delete(key) || this.#closed) return;
+        if (!this.#awaitingOpen.delete(key) || this.closed) return;
         if (this.#storedOnly.get(range.path) === false) this.#announceNow(range);
       },
       () => {
@@ -267,73 +208,39 @@ export class RecordIODataReader implements DataReader<Uint8Array> {
   }
 
   /**
-   * Yields the records `[range.start, range.end)` of the file `range.shardName` a batch at a time,
-   * as the native core decoded them: through the native prefetcher (the batches of the same range
-   * announced with `prefetch`, or of one queued now), or with `prefetch: false` straight from the
-   * file. Release each batch when its records are no longer needed: its buffers then go back to
-   * the decoder instead of waiting for garbage collection. Corrupt data ends the range with a
-   * `RecordIOError` after the records before it; other ranges are not affected.
+   * The batches of records `[start, end)` as the native core decoded them: through the native
+   * prefetcher (the batches of the same range announced with `prefetch`, or of one queued now), or
+   * with `prefetch: false` straight from the file. Release each batch when its records are no
+   * longer needed: its buffers then go back to the decoder instead of waiting for garbage
+   * collection. Corrupt data ends the range with a `RecordIOError` after the records before it;
+   * other ranges are not affected.
    */
-  async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
-    this.#checkOpen();
-    const { shardName, start, end } = checkFileRange(
-      range,
-      (path) => this.#owns(path),
-      this.#dataDir ?? `${this.#files.length} files`,
-    );
-    const reader = await this.#cache.acquire(shardName);
-    try {
-      checkWithinFile(shardName, start, end, reader.numRecords);
-      if (end <= start) return;
-      const fileRange = { path: shardName, start, count: end - start };
-      if (this.#awaitingOpen.size > 0) this.#awaitingOpen.delete(fileRangeKey(fileRange));
-      // Ranges of stored files are never announced to the prefetcher with storedFiles: 'direct'.
-      if (this.#ranges === undefined || (this.#storedDirect && this.#storedOnly.get(shardName) === true)) {
-        yield* reader.batches(start, end - start);
-        return;
-      }
-      yield* this.#ranges.read(fileRange);
-    } finally {
-      this.#cache.release(shardName);
+  protected override batchesOf(
+    reader: RecordIOReader,
+    location: string,
+    start: number,
+    end: number,
+  ): AsyncIterable<RecordBatch> {
+    const fileRange = { path: location, start, count: end - start };
+    if (this.#awaitingOpen.size > 0) this.#awaitingOpen.delete(fileRangeKey(fileRange));
+    // Ranges of stored files are never announced to the prefetcher with storedFiles: 'direct'.
+    if (this.#ranges === undefined || (this.#storedDirect && this.#storedOnly.get(location) === true)) {
+      return reader.batches(start, end - start);
     }
+    return this.#ranges.read(fileRange);
   }
 
-  /**
-   * Yields records `[range.start, range.end)` of the file `range.shardName`, as views into the
-   * batches of {@link RecordIODataReader.readBatches} (never released, so they stay valid).
-   */
-  readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    return recordsOfBatches(this.readBatches(range));
-  }
-
-  /** `{ type: 'recordio', params }` with `dataDir` or `files`, for `createDataReader`. */
-  describe(): ReaderDescription {
-    const params: JsonObject =
-      this.#dataDir !== undefined ? { dataDir: this.#dataDir } : { files: [...this.#files] };
-    params.maxOpenFiles = this.#maxOpenFiles;
-    params.onCorruptChunk = this.#onCorruptChunk;
+  protected override formatParams(): JsonObject {
+    const params: JsonObject = { maxOpenFiles: this.maxOpenFiles, onCorruptChunk: this.#onCorruptChunk };
     if (this.#prefetchParam !== undefined) {
       params.prefetch = this.#prefetchParam === false ? false : { ...this.#prefetchParam };
     }
-    return { type: 'recordio', params };
+    return params;
   }
 
-  /** Closes every open file and stops the prefetcher's threads. Idempotent. */
-  async close(): Promise<void> {
-    this.#closed = true;
+  /** Stops the prefetcher's threads; the base closes every open file. */
+  protected override closeFormat(): void {
     this.#ranges?.close();
-    await this.#cache.closeAll();
-  }
-
-  /** A listed file, or (for a directory) any file directly in it: the listing may have grown. */
-  #owns(path: string): boolean {
-    if (this.#files.includes(path)) return true;
-    return this.#dataDir !== undefined && dirname(path) === this.#dataDir && !path.endsWith('/');
-  }
-
-  #checkOpen(): void {
-    if (this.#closed)
-      throw new DataReaderError('CLOSED', `the RecordIO reader of ${this.#dataDir ?? 'its files'} is closed`);
   }
 }
 
@@ -375,8 +282,4 @@ function checkStoredFiles(value: unknown): 'direct' | 'prefetch' {
     throw new TypeError(expectedMessage("'direct' or 'prefetch'", 'options.prefetch.storedFiles', value));
   }
   return value;
-}
-
-async function listRecordIOFiles(dataDir: string): Promise<string[]> {
-  return listDataFiles(dataDir, () => true, `${dataDir} holds no RecordIO file`);
 }

@@ -1,5 +1,5 @@
-import { open, stat } from 'node:fs/promises';
-import { extname, resolve } from 'node:path';
+import { open } from 'node:fs/promises';
+import { extname } from 'node:path';
 import {
   checkBoolean,
   checkNonEmptyString,
@@ -7,6 +7,7 @@ import {
   checkOptionalInteger,
   expectedMessage,
 } from '@edl/common';
+import { byteSourceFor, normalizeLocation } from '@edl/storage';
 import type { DataReader, ReaderDescription, ReaderMetadata, RecordRange, Shard } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import {
@@ -19,6 +20,7 @@ import {
 } from './csv-columns.js';
 import { parseCsvRecord } from './csv-record.js';
 import { DataReaderError } from './errors.js';
+import { storageReason } from './file-shards.js';
 import type { TextFormat } from './record-boundary-scanner.js';
 import {
   buildTextIndex,
@@ -117,7 +119,7 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     options: TextDataReaderOptions<F>,
   ): Promise<TextDataReader<F>> {
     checkObject(options, 'options');
-    const path = resolve(checkNonEmptyString(options.path, 'options.path'));
+    const path = normalizeLocation(checkNonEmptyString(options.path, 'options.path'));
     const extension = extname(path).toLowerCase();
     const format = options.format ?? (extension === '.csv' || extension === '.tsv' ? 'csv' : 'lines');
     if (format !== 'csv' && format !== 'lines') {
@@ -153,14 +155,12 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     if (options.onIndexProgress !== undefined && typeof options.onIndexProgress !== 'function') {
       throw new TypeError(expectedMessage('a function', 'options.onIndexProgress', options.onIndexProgress));
     }
-    const layout: TextLayout = { path, format, delimiter: delimiter.charCodeAt(0), header };
-    let info: Awaited<ReturnType<typeof stat>>;
-    try {
-      info = await stat(path);
-    } catch (error) {
-      throw new DataReaderError('IO', `cannot read ${path}: ${(error as Error).message}`, error);
-    }
-    if (!info.isFile()) throw new DataReaderError('IO', `${path} is not a regular file`);
+    const layout: TextLayout = {
+      path: await localTextPath(path),
+      format,
+      delimiter: delimiter.charCodeAt(0),
+      header,
+    };
     const inferTypes = checkBoolean(options.inferTypes, 'options.inferTypes', false);
     if (options.columns !== undefined) checkObject(options.columns, 'options.columns');
     if (format !== 'csv' && (inferTypes || options.columns !== undefined)) {
@@ -318,6 +318,23 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       throw new DataReaderError('OUT_OF_RANGE', `records [${start}, ${end}) lie outside shard ${shardName}`);
     }
   }
+}
+
+/**
+ * The local path of the text file at `location`, found and stat'ed through its byte source: the
+ * index and the reads stream the file from the local disk.
+ */
+async function localTextPath(location: string): Promise<string> {
+  let path: string | undefined;
+  try {
+    const source = await byteSourceFor(location);
+    path = source.localPath(await source.stat(location));
+  } catch (error) {
+    throw new DataReaderError('IO', `cannot read ${location}: ${storageReason(error)}`, error);
+  }
+  if (path === undefined)
+    throw new DataReaderError('IO', `cannot read ${location}: the text reader reads local files only`);
+  return path;
 }
 
 /**

@@ -1,43 +1,30 @@
-import { dirname, extname, resolve } from 'node:path';
-import { checkNonEmptyString, checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
+import { extname } from 'node:path';
+import { checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import {
   type RecordBatch,
   TFRECORD_COMPRESSIONS,
   type TFRecordCompressionOption,
   TFRecordReader,
 } from '@edl/recordio';
-import type {
-  DataReader,
-  JsonObject,
-  ReaderDescription,
-  ReaderMetadata,
-  RecordRange,
-  Shard,
-} from '../protocols.js';
-import { recordsOfBatches } from '../records-of-batches.js';
-import { DataReaderError } from './errors.js';
-import { checkFileRange, checkWithinFile, compareCodeUnits, listDataFiles } from './file-shards.js';
-import { ReaderCache } from './reader-cache.js';
+import type { JsonObject } from '../protocols.js';
+import {
+  FileDataReader,
+  type FileFormat,
+  type FileList,
+  type FileReaderOptions,
+} from './file-data-reader.js';
+import { listDataFiles } from './file-shards.js';
 
 /** File name extensions of TFRecord files (a trailing `.gz`/`.zz`/`.zlib` is allowed after them). */
 export const TFRECORD_EXTENSIONS: readonly string[] = ['.tfrecord', '.tfrecords', '.tfrec'];
 
-/** Options of {@link TFRecordDataReader.open}: exactly one of `dataDir` and `files`. */
-export type TFRecordDataReaderOptions = (
-  | {
-      /** A directory: its TFRecord files (by extension, see {@link isTFRecordPath}) are read. */
-      readonly dataDir: string;
-      readonly files?: undefined;
-    }
-  | {
-      readonly files: readonly string[];
-      readonly dataDir?: undefined;
-    }
-) & {
+/**
+ * Options of {@link TFRecordDataReader.open}: exactly one of `dataDir` (its TFRecord files, by
+ * extension, see {@link isTFRecordPath}) and `files`, as {@link FileReaderOptions}.
+ */
+export type TFRecordDataReaderOptions = FileReaderOptions & {
   /** How the files are stored; `auto` (default) tells each file from its first bytes. */
   readonly compression?: TFRecordCompressionOption;
-  /** Files kept open between tasks (default 16). */
-  readonly maxOpenFiles?: number;
   /** Bytes per batch read (default 1 MiB). */
   readonly batchBytes?: number;
 };
@@ -52,6 +39,15 @@ export function isTFRecordPath(path: string): boolean {
   return TFRECORD_EXTENSIONS.includes(extname(lower));
 }
 
+const TFRECORD: FileFormat = {
+  type: 'tfrecord',
+  name: 'TFRecord',
+  accepts: isTFRecordPath,
+  noFiles: (dataDir) => `${dataDir} holds no TFRecord file (${TFRECORD_EXTENSIONS.join(', ')})`,
+};
+
+const OPTION_KEYS = ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'];
+
 /**
  * ElasticDL's reader for TensorFlow's TFRecord files: one shard per file (named by its absolute
  * path, sorted), of as many records as the file holds. Uncompressed files are indexed by a native
@@ -63,46 +59,27 @@ export function isTFRecordPath(path: string): boolean {
  * themselves (the worker's batch path). A damaged file fails `createShards` with the
  * `TFRecordError` that names its first bad frame, so no record is silently left out of a job.
  */
-export class TFRecordDataReader implements DataReader<Uint8Array> {
-  readonly metadata: ReaderMetadata;
-  readonly #files: readonly string[];
-  readonly #dataDir: string | undefined;
+export class TFRecordDataReader extends FileDataReader<TFRecordReader> {
   readonly #compression: TFRecordCompressionOption;
-  readonly #maxOpenFiles: number;
   readonly #batchBytes: number;
-  readonly #cache: ReaderCache<TFRecordReader>;
-  #closed = false;
 
   private constructor(
-    files: readonly string[],
-    dataDir: string | undefined,
+    files: FileList,
     compression: TFRecordCompressionOption,
     maxOpenFiles: number,
     batchBytes: number,
   ) {
-    this.#files = files;
-    this.#dataDir = dataDir;
+    super(TFRECORD, files, maxOpenFiles);
     this.#compression = compression;
-    this.#maxOpenFiles = maxOpenFiles;
     this.#batchBytes = batchBytes;
-    this.#cache = new ReaderCache(maxOpenFiles, (path) =>
-      TFRecordReader.open(path, { compression, batchBytes }),
-    );
-    this.metadata = { format: 'tfrecord', files: files.length };
   }
 
   /** Checks the options and lists the files (a directory is listed now, once). */
   static async open(options: TFRecordDataReaderOptions): Promise<TFRecordDataReader> {
     const o = checkObject(options, 'options');
     for (const key of Object.keys(o)) {
-      if (!['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'].includes(key)) {
-        throw new TypeError(
-          expectedMessage(
-            'one of dataDir, files, compression, maxOpenFiles, batchBytes',
-            'a key of options',
-            key,
-          ),
-        );
+      if (!OPTION_KEYS.includes(key)) {
+        throw new TypeError(expectedMessage(`one of ${OPTION_KEYS.join(', ')}`, 'a key of options', key));
       }
     }
     const compression = o.compression ?? 'auto';
@@ -115,110 +92,39 @@ export class TFRecordDataReader implements DataReader<Uint8Array> {
         ),
       );
     }
-    const maxOpenFiles = checkOptionalInteger(o.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+    const maxOpenFiles = FileDataReader.checkMaxOpenFiles(o);
     const batchBytes = checkOptionalInteger(o.batchBytes, 'options.batchBytes', MIB, 1, 2 ** 31);
-    if ((o.dataDir === undefined) === (o.files === undefined)) {
-      throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
-    }
-    let files: string[];
-    let dataDir: string | undefined;
-    if (o.dataDir !== undefined) {
-      dataDir = resolve(checkNonEmptyString(o.dataDir, 'options.dataDir'));
-      files = await listTFRecordFiles(dataDir);
-    } else {
-      if (!Array.isArray(o.files) || o.files.length === 0) {
-        throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
-      }
-      files = [...new Set(o.files.map((f, i) => resolve(checkNonEmptyString(f, `options.files[${i}]`))))];
-    }
-    files.sort(compareCodeUnits);
-    return new TFRecordDataReader(
-      files,
-      dataDir,
-      compression as TFRecordCompressionOption,
-      maxOpenFiles,
-      batchBytes,
-    );
+    const files = await FileDataReader.listFiles(o, TFRECORD);
+    return new TFRecordDataReader(files, compression as TFRecordCompressionOption, maxOpenFiles, batchBytes);
   }
 
-  /** The files, in shard order. */
-  get files(): readonly string[] {
-    return this.#files;
+  protected override openFile(path: string): Promise<TFRecordReader> {
+    return TFRecordReader.open(path, { compression: this.#compression, batchBytes: this.#batchBytes });
   }
 
-  /** One shard `{ name: path, start: 0, count }` per file that has records. */
-  async createShards(): Promise<Shard[]> {
-    this.#checkOpen();
-    const shards: Shard[] = [];
-    for (const path of this.#files) {
-      const reader = await this.#cache.acquire(path);
-      try {
-        const fault = reader.tailFault();
-        if (fault !== undefined) throw fault;
-        if (reader.numRecords > 0) shards.push({ name: path, start: 0, count: reader.numRecords });
-      } finally {
-        this.#cache.release(path);
-      }
-    }
-    return shards;
+  /** A damaged file fails `createShards`: its records past the damage would be left out silently. */
+  protected override checkWhole(reader: TFRecordReader): void {
+    const fault = reader.tailFault();
+    if (fault !== undefined) throw fault;
   }
 
-  /** Records `[range.start, range.end)` of the file `range.shardName`, a batch at a time. */
-  async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
-    this.#checkOpen();
-    const { shardName, start, end } = checkFileRange(
-      range,
-      (path) => this.#owns(path),
-      this.#dataDir ?? `${this.#files.length} files`,
-    );
-    const reader = await this.#cache.acquire(shardName);
-    try {
-      checkWithinFile(shardName, start, end, reader.numRecords);
-      if (end <= start) return;
-      yield* reader.batches(start, end - start);
-    } finally {
-      this.#cache.release(shardName);
-    }
+  /** Records `[start, end)` of the file, a batch at a time. */
+  protected override batchesOf(
+    reader: TFRecordReader,
+    _location: string,
+    start: number,
+    end: number,
+  ): AsyncIterable<RecordBatch> {
+    return reader.batches(start, end - start);
   }
 
-  /** Records `[range.start, range.end)` of the file `range.shardName`, as views (never released). */
-  readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
-    return recordsOfBatches(this.readBatches(range));
-  }
-
-  /** `{ type: 'tfrecord', params }`, for `createDataReader`. */
-  describe(): ReaderDescription {
-    const params: JsonObject =
-      this.#dataDir !== undefined ? { dataDir: this.#dataDir } : { files: [...this.#files] };
-    params.compression = this.#compression;
-    params.maxOpenFiles = this.#maxOpenFiles;
-    params.batchBytes = this.#batchBytes;
-    return { type: 'tfrecord', params };
-  }
-
-  /** Closes every open file. Idempotent. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    await this.#cache.closeAll();
-  }
-
-  #owns(path: string): boolean {
-    if (this.#files.includes(path)) return true;
-    return this.#dataDir !== undefined && dirname(path) === this.#dataDir && isTFRecordPath(path);
-  }
-
-  #checkOpen(): void {
-    if (this.#closed) {
-      throw new DataReaderError('CLOSED', `the TFRecord reader of ${this.#dataDir ?? 'its files'} is closed`);
-    }
+  protected override formatParams(): JsonObject {
+    return { compression: this.#compression, maxOpenFiles: this.maxOpenFiles, batchBytes: this.#batchBytes };
   }
 }
 
-/** The TFRecord files directly in `dataDir` (by extension; hidden files skipped). */
-export function listTFRecordFiles(dataDir: string): Promise<string[]> {
-  return listDataFiles(
-    dataDir,
-    isTFRecordPath,
-    `${dataDir} holds no TFRecord file (${TFRECORD_EXTENSIONS.join(', ')})`,
-  );
+/** The TFRecord files directly in `dataDir` (by extension; hidden and sidecar files skipped), as absolute locations. */
+export async function listTFRecordFiles(dataDir: string): Promise<string[]> {
+  const objects = await listDataFiles(dataDir, TFRECORD.accepts, TFRECORD.noFiles(dataDir));
+  return objects.map((object) => object.location);
 }

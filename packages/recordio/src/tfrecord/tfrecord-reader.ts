@@ -10,10 +10,11 @@ import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip, createInflate } from 'node:zlib';
-import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions } from '@edl/common';
+import { checkInteger, checkOneOf } from '@edl/common';
+import { FileReader } from '../file-reader.js';
 import type { NativeTFRecordDecode } from '../native/addon-types.js';
 import { getAddon } from '../native/load-addon.js';
-import { type BatchRecycler, RecordBatch } from '../record-batch.js';
+import { type BatchRecycler, RecordBatch, splitBatch } from '../record-batch.js';
 import {
   detectCompression,
   TFRECORD_COMPRESSIONS,
@@ -64,20 +65,14 @@ const ZLIB_CHUNK = 256 * 1024;
  * {@link TFRecordReader.tailFault} describes it; a read that reaches it delivers every record
  * before it, then throws a {@link TFRecordError} that names the record, the byte offset and the file.
  */
-export class TFRecordReader implements AsyncDisposable {
-  readonly path: string;
+export class TFRecordReader extends FileReader {
   /** How the file is stored (resolved when `auto`). */
   readonly compression: TFRecordCompression;
-  /** Records before the end of the file or before the first damaged frame. */
-  readonly numRecords: number;
-  /** Size of the file in bytes when it was opened. */
-  readonly fileSize: number;
   readonly #offsets: Float64Array | undefined;
   readonly #tailFault: TFRecordError | undefined;
   readonly #batchBytes: number;
   readonly #batchRecords: number;
   #fd: number | undefined;
-  #closedFlag = false;
   /** The decompressing stream left where the last range of a compressed file ended. */
   #cursor:
     | { next: number; iterator: AsyncIterator<RecordBatch>; leftover: RecordBatch | undefined }
@@ -104,10 +99,8 @@ export class TFRecordReader implements AsyncDisposable {
     batchBytes: number,
     batchRecords: number,
   ) {
-    this.path = path;
+    super({ path, numRecords, fileSize }, TFRecordError, 'the TFRecord reader is closed');
     this.compression = compression;
-    this.numRecords = numRecords;
-    this.fileSize = fileSize;
     this.#offsets = offsets;
     this.#tailFault = tailFault;
     this.#fd = fd;
@@ -123,10 +116,9 @@ export class TFRecordReader implements AsyncDisposable {
    * be read, `BAD_COMPRESSION` when `auto` cannot tell what the file is.
    */
   static async open(path: string, options?: TFRecordReaderOptions): Promise<TFRecordReader> {
-    const file = checkNonEmptyString(path, 'path');
-    const o = checkOptions(options, 'options', OPTION_KEYS);
+    const { file, options: o } = FileReader.checkOpenArguments(path, options, OPTION_KEYS);
     const wanted = checkOneOf(o.compression ?? 'auto', 'options.compression', TFRECORD_COMPRESSIONS);
-    const batchBytes = checkInteger(o.batchBytes ?? MIB, 'options.batchBytes', 1, 2 ** 31);
+    const batchBytes = FileReader.batchBytesOption(o.batchBytes, MIB);
     const batchRecords = checkInteger(o.batchRecords ?? 65_536, 'options.batchRecords', 1, 2 ** 24);
     let fd: number;
     try {
@@ -207,11 +199,6 @@ export class TFRecordReader implements AsyncDisposable {
     return this.#offsets !== undefined;
   }
 
-  /** Whether {@link TFRecordReader.close} was called. */
-  get closed(): boolean {
-    return this.#closedFlag;
-  }
-
   /**
    * The damage that ends the readable part of the file (a bad header, a file cut inside a record,
    * a broken compressed stream), or undefined for a sound file. Data CRC faults inside the
@@ -258,15 +245,15 @@ export class TFRecordReader implements AsyncDisposable {
   }
 
   /**
-   * Batches of records `[start, start + count)` in order (`count` defaults to the rest of the
-   * file), about `batchBytes` each. Works on compressed files too (decompressing from the start).
-   * Release each batch when done with it to have the next read reuse its memory.
-   *
-   * A bad record ends the iteration with a {@link TFRecordError}, after a batch holding every
-   * record before it.
+   * Batches of `[start, start + count)` for `batches()` and `records()`, about `batchBytes` each.
+   * Works on compressed files too (decompressing from the start). A bad record ends the iteration
+   * with a {@link TFRecordError}, after a batch holding every record before it.
    */
-  async *batches(start = 0, count?: number): AsyncGenerator<RecordBatch> {
-    this.#checkOpen();
+  protected override async *rangeBatches(
+    start: number,
+    count: number | undefined,
+  ): AsyncGenerator<RecordBatch> {
+    this.checkOpen();
     checkInteger(start, 'start', 0, this.numRecords);
     const n =
       count === undefined
@@ -324,34 +311,18 @@ export class TFRecordReader implements AsyncDisposable {
           batch = r.value;
         }
         const take = Math.min(batch.length, end - cursor.next);
-        if (take < batch.length) {
-          cursor.leftover = new RecordBatch(
-            batch.data,
-            batch.bounds.subarray(2 * take),
-            batch.firstRecord + take,
-          );
-          batch = new RecordBatch(batch.data, batch.bounds.subarray(0, 2 * take), batch.firstRecord);
-        }
+        if (take < batch.length) [batch, cursor.leftover] = splitBatch(batch, take);
         cursor.next += take;
         yield batch;
       }
       completed = cursor.next >= end;
     } finally {
-      if (completed && !this.#closedFlag) this.#cursor = cursor;
+      if (completed && !this.closed) this.#cursor = cursor;
       else void cursor.iterator.return?.(undefined);
     }
   }
 
-  /** Every record of `[start, start + count)`, as views (never released by the library). */
-  async *records(start = 0, count?: number): AsyncGenerator<Uint8Array> {
-    for await (const batch of this.batches(start, count)) {
-      for (let i = 0; i < batch.length; i++) yield batch.get(i);
-    }
-  }
-
-  /** Closes the file. Idempotent. */
-  close(): void {
-    this.#closedFlag = true;
+  protected override releaseFile(): void {
     const fd = this.#fd;
     this.#fd = undefined;
     this.#spare = undefined;
@@ -360,12 +331,8 @@ export class TFRecordReader implements AsyncDisposable {
     if (fd !== undefined) closeSync(fd);
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.close();
-  }
-
   #seekable(what: string): Float64Array {
-    this.#checkOpen();
+    this.checkOpen();
     if (this.#offsets === undefined) {
       throw new TFRecordError(
         'NOT_SEEKABLE',
@@ -374,11 +341,6 @@ export class TFRecordReader implements AsyncDisposable {
       );
     }
     return this.#offsets;
-  }
-
-  #checkOpen(): void {
-    if (this.#closedFlag)
-      throw new TFRecordError('CLOSED', 'the TFRecord reader is closed', { path: this.path });
   }
 
   #prepare(start: number, count: number): { begin: number; span: number; buffer: Uint8Array } {

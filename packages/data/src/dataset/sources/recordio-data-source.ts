@@ -1,8 +1,7 @@
-import { checkInteger, invalidArgument } from '@edl/common';
+import { checkInteger } from '@edl/common';
 import { type RecordBatch, RecordIOReader } from '@edl/recordio';
-import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
-import { DatasetError } from '../errors.js';
-import { locateRecord } from './locate-record.js';
+import type { DataSourceDescription } from '../../protocols.js';
+import { checkSourcePaths, describedPaths, FileDataSource, openSourceFiles } from './file-data-source.js';
 
 /** Options of `RecordIODataSource.open`. */
 export interface RecordIODataSourceOptions {
@@ -16,27 +15,18 @@ type CachedReader = RecordIOReader & { get?: (index: number) => Uint8Array | Pro
 /**
  * Random access to the records of RecordIO files, in order, as one source (Grain's file sources).
  * Records are zero-copy views into decoded chunks. Until the reader has a native chunk cache, the
- * source keeps the last `cacheChunks` decoded chunks (concurrent reads of one chunk share a decode).
+ * source keeps the last `cacheChunks` decoded chunks (concurrent reads of one chunk share a decode,
+ * and `getMany` decodes each chunk once).
  *
  * Like Grain's picklable sources it is re-created elsewhere from `describe()`:
  * `await RecordIODataSource.fromDescription({ type: 'recordio', paths })`.
  */
-export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
-  readonly paths: readonly string[];
-  readonly length: number;
-  readonly #readers: readonly CachedReader[];
-  /** `#starts[f]`: index of the first record of file f; the last entry is the length. */
-  readonly #starts: readonly number[];
+export class RecordIODataSource extends FileDataSource<CachedReader> {
   readonly #cacheChunks: number;
   readonly #cache = new Map<string, Promise<RecordBatch>>();
 
   private constructor(paths: readonly string[], readers: CachedReader[], cacheChunks: number) {
-    this.paths = paths;
-    this.#readers = readers;
-    const starts = [0];
-    for (const reader of readers) starts.push(starts[starts.length - 1]! + reader.numRecords);
-    this.#starts = starts;
-    this.length = starts[starts.length - 1]!;
+    super('recordio', 'RecordIODataSource', paths, readers);
     this.#cacheChunks = cacheChunks;
   }
 
@@ -45,65 +35,28 @@ export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
     paths: string | readonly string[],
     options: RecordIODataSourceOptions = {},
   ): Promise<RecordIODataSource> {
-    const list = typeof paths === 'string' ? [paths] : paths;
-    if (!Array.isArray(list) || list.length === 0 || list.some((p) => typeof p !== 'string')) {
-      invalidArgument('a path or a non-empty array of paths', 'paths', paths, 'type');
-    }
+    const list = checkSourcePaths(paths);
     const cacheChunks = checkInteger(options.cacheChunks ?? 8, 'options.cacheChunks', 1);
-    const readers: CachedReader[] = [];
-    try {
-      for (const path of list) readers.push(await RecordIOReader.open(path));
-    } catch (error) {
-      for (const reader of readers) reader.close();
-      throw error;
-    }
-    return new RecordIODataSource([...list], readers, cacheChunks);
+    const opened = await openSourceFiles(list, (path) => RecordIOReader.open(path));
+    return new RecordIODataSource(opened.paths, opened.readers, cacheChunks);
   }
 
   /** Re-creates a source from `describe()`'s output. */
   static async fromDescription(description: DataSourceDescription): Promise<RecordIODataSource> {
-    const paths = description?.paths;
-    if (
-      description?.type !== 'recordio' ||
-      !Array.isArray(paths) ||
-      !paths.every((p) => typeof p === 'string')
-    ) {
-      throw new DatasetError(
-        'ERR_SOURCE',
-        `Expected a description { type: 'recordio', paths } but received ${JSON.stringify(description)}`,
-      );
-    }
-    return RecordIODataSource.open(paths as string[]);
-  }
-
-  /** Record `index` of the concatenated files. */
-  async get(index: number): Promise<Uint8Array> {
-    const [file, local] = locateRecord(this.#starts, index);
-    const reader = this.#readers[file]!;
-    if (typeof reader.get === 'function') return reader.get(local);
-    const chunk = chunkOf(reader, local);
-    const batch = await this.#chunk(file, chunk);
-    return batch.get(local - batch.firstRecord);
-  }
-
-  /** Several records, each chunk decoded once. */
-  getMany(indices: readonly number[]): Promise<Uint8Array[]> {
-    return Promise.all(indices.map((index) => this.get(index)));
-  }
-
-  /** A plain description from which `fromDescription` re-creates this source in another process. */
-  describe(): DataSourceDescription {
-    return { type: 'recordio', paths: [...this.paths] };
+    return RecordIODataSource.open(describedPaths(description, 'recordio'));
   }
 
   /** Closes the files; idempotent. */
-  close(): void {
-    for (const reader of this.#readers) reader.close();
+  override close(): void {
+    super.close();
     this.#cache.clear();
   }
 
-  toString(): string {
-    return `RecordIODataSource(${this.paths.length} files, ${this.length} records)`;
+  protected override async recordOf(file: number, local: number): Promise<Uint8Array> {
+    const reader = this.readers[file] as CachedReader;
+    if (typeof reader.get === 'function') return reader.get(local);
+    const batch = await this.#chunk(file, chunkOf(reader, local));
+    return batch.get(local - batch.firstRecord);
   }
 
   /** The decoded chunk, from the cache (most recently used last) or read now. */
@@ -113,8 +66,9 @@ export class RecordIODataSource implements RandomAccessDataSource<Uint8Array> {
     if (batch !== undefined) {
       this.#cache.delete(key);
     } else {
-      const info = this.#readers[file]!.chunks[chunk]!;
-      batch = this.#readers[file]!.read(info.firstRecord, info.numRecords);
+      const reader = this.readers[file] as CachedReader;
+      const info = reader.chunks[chunk]!;
+      batch = reader.read(info.firstRecord, info.numRecords);
       // A failed read is not cached: the next get tries again.
       batch.catch(() => this.#cache.delete(key));
     }

@@ -1,0 +1,260 @@
+import { basename, dirname } from 'node:path';
+import { checkNonEmptyString, checkOptionalInteger, expectedMessage } from '@edl/common';
+import type { RecordBatch } from '@edl/recordio';
+import { byteSourceFor, compareCodeUnits, normalizeLocation, type ObjectStat } from '@edl/storage';
+import type {
+  DataReader,
+  JsonObject,
+  ReaderDescription,
+  ReaderMetadata,
+  RecordRange,
+  Shard,
+} from '../protocols.js';
+import { recordsOfBatches } from '../records-of-batches.js';
+import { DataReaderError } from './errors.js';
+import { checkFileRange, checkWithinFile, listDataFiles } from './file-shards.js';
+import { type Closable, ReaderCache } from './reader-cache.js';
+
+/**
+ * Options every file reader takes: exactly one of `dataDir` and `files`, and `maxOpenFiles`.
+ * Locations are local paths or `file:` URLs (and the URLs of any registered byte source).
+ */
+export type FileReaderOptions = (
+  | {
+      /** A directory: the format's files directly in it are read (hidden and sidecar files never). */
+      readonly dataDir: string;
+      readonly files?: undefined;
+    }
+  | {
+      /** The files to read. */
+      readonly files: readonly string[];
+      readonly dataDir?: undefined;
+    }
+) & {
+  /** Files kept open between tasks (least recently used closed first). Default 16. */
+  readonly maxOpenFiles?: number;
+};
+
+/** What a file format tells the reader core: its names and which files in a directory are its own. */
+export interface FileFormat {
+  /** The reader type of `describe()` and `metadata.format`. */
+  readonly type: 'recordio' | 'tfrecord';
+  /** The format's name in messages (`RecordIO`). */
+  readonly name: string;
+  /** Whether a file of this name, in a listed directory, is read. */
+  accepts(name: string): boolean;
+  /** The `NO_FILES` message for a directory that holds none. */
+  noFiles(dataDir: string): string;
+}
+
+/** A format's reader of one opened file, as the reader cache keeps it. */
+export interface OpenedFile extends Closable {
+  readonly numRecords: number;
+}
+
+/** The files of a file reader, in shard order, and the directory they were listed from. */
+export interface FileList {
+  readonly files: readonly string[];
+  readonly dataDir: string | undefined;
+  /**
+   * Each file's stat: from the directory's listing, or (for `files`) taken when the reader is
+   * opened, so that the first open of a file (and a range announced before it) does not wait for
+   * an I/O round trip. A failed stat fails the open of its file, as the file's own open would.
+   */
+  readonly stats: ReadonlyMap<string, Promise<ObjectStat>>;
+}
+
+/**
+ * The reader core of file formats (RecordIO, TFRecord): one shard per file, named by its location,
+ * in the order of {@link FileDataReader.listFiles}; files opened through a {@link ReaderCache} (so
+ * consecutive tasks of one shard reuse one open file); task ranges checked against the shard's
+ * records; batches; `describe()`. A format adds only what differs: how a file is opened and
+ * indexed, how a range's batches are read, and its own options.
+ *
+ * Files are found and stat'ed through their byte source (`@edl/storage`). The native readers open
+ * what the source gives a local path for, and keep their own `pread` path and prefetch threads.
+ */
+export abstract class FileDataReader<R extends OpenedFile> implements DataReader<Uint8Array> {
+  readonly metadata: ReaderMetadata;
+  /** The opened files, least recently used closed first. */
+  protected readonly cache: ReaderCache<R>;
+  /** Files kept open between tasks. */
+  protected readonly maxOpenFiles: number;
+  readonly #format: FileFormat;
+  readonly #files: FileList;
+  #closed = false;
+
+  protected constructor(format: FileFormat, files: FileList, maxOpenFiles: number) {
+    this.#format = format;
+    this.#files = files;
+    this.maxOpenFiles = maxOpenFiles;
+    this.cache = new ReaderCache(maxOpenFiles, (location) => this.#openLocation(location));
+    this.metadata = { format: format.type, files: files.files.length };
+  }
+
+  /** `options.maxOpenFiles`: files kept open between tasks (default 16). */
+  protected static checkMaxOpenFiles(options: Record<string, unknown>): number {
+    return checkOptionalInteger(options.maxOpenFiles, 'options.maxOpenFiles', 16, 1, 65_536);
+  }
+
+  /**
+   * Exactly one of `options.dataDir` (listed now, once, through its byte source) and `options.files`
+   * (stat'ed now, in parallel), as locations in code-unit order without duplicates.
+   */
+  protected static async listFiles(o: Record<string, unknown>, format: FileFormat): Promise<FileList> {
+    if ((o.dataDir === undefined) === (o.files === undefined)) {
+      throw new TypeError(expectedMessage('exactly one of dataDir and files', 'options', o));
+    }
+    let files: string[];
+    let dataDir: string | undefined;
+    const stats = new Map<string, Promise<ObjectStat>>();
+    if (o.dataDir !== undefined) {
+      dataDir = normalizeLocation(checkNonEmptyString(o.dataDir, 'options.dataDir'));
+      for (const object of await listDataFiles(dataDir, format.accepts, format.noFiles(dataDir))) {
+        stats.set(object.location, Promise.resolve(object));
+      }
+      files = [...stats.keys()];
+    } else {
+      if (!Array.isArray(o.files) || o.files.length === 0) {
+        throw new TypeError(expectedMessage('a non-empty array of paths', 'options.files', o.files));
+      }
+      files = [
+        ...new Set(o.files.map((f, i) => normalizeLocation(checkNonEmptyString(f, `options.files[${i}]`)))),
+      ];
+      for (const location of files) stats.set(location, statLater(location));
+      await Promise.allSettled(stats.values());
+    }
+    files.sort(compareCodeUnits);
+    return { files, dataDir, stats };
+  }
+
+  /** The files, in shard order. */
+  get files(): readonly string[] {
+    return this.#files.files;
+  }
+
+  /** Whether {@link FileDataReader.close} was called. */
+  protected get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** One shard `{ name: location, start: 0, count: numRecords }` per file that has records. */
+  async createShards(): Promise<Shard[]> {
+    this.#checkOpen();
+    const shards: Shard[] = [];
+    for (const location of this.#files.files) {
+      const reader = await this.cache.acquire(location);
+      try {
+        this.checkWhole(reader);
+        if (reader.numRecords > 0) shards.push({ name: location, start: 0, count: reader.numRecords });
+      } finally {
+        this.cache.release(location);
+      }
+    }
+    return shards;
+  }
+
+  /**
+   * Yields the records `[range.start, range.end)` of the file `range.shardName` a batch at a time
+   * (see the format's {@link FileDataReader.batchesOf}).
+   */
+  async *readBatches(range: RecordRange): AsyncGenerator<RecordBatch> {
+    this.#checkOpen();
+    const { shardName, start, end } = checkFileRange(
+      range,
+      (location) => this.owns(location),
+      this.#files.dataDir ?? `${this.#files.files.length} files`,
+    );
+    const reader = await this.cache.acquire(shardName);
+    try {
+      checkWithinFile(shardName, start, end, reader.numRecords);
+      if (end <= start) return;
+      yield* this.batchesOf(reader, shardName, start, end);
+    } finally {
+      this.cache.release(shardName);
+    }
+  }
+
+  /**
+   * Yields records `[range.start, range.end)` of the file `range.shardName`, as views into the
+   * batches of {@link FileDataReader.readBatches} (never released, so they stay valid).
+   */
+  readRecords(range: RecordRange): AsyncGenerator<Uint8Array> {
+    return recordsOfBatches(this.readBatches(range));
+  }
+
+  /** `{ type, params }` with `dataDir` or `files` and the format's options, for `createDataReader`. */
+  describe(): ReaderDescription {
+    const { dataDir, files } = this.#files;
+    const where: JsonObject = dataDir !== undefined ? { dataDir } : { files: [...files] };
+    return { type: this.#format.type, params: { ...where, ...this.formatParams() } };
+  }
+
+  /** Closes every open file (and what the format holds besides). Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.closeFormat();
+    await this.cache.closeAll();
+  }
+
+  /** A listed file, or (for a directory) any file of the format directly in it: the listing may have grown. */
+  protected owns(location: string): boolean {
+    if (this.#files.files.includes(location)) return true;
+    const { dataDir } = this.#files;
+    return (
+      dataDir !== undefined &&
+      dirname(location) === dataDir &&
+      !location.endsWith('/') &&
+      this.#format.accepts(basename(location))
+    );
+  }
+
+  /** Opens the local file `path` (of `object`) in the format's native reader. */
+  protected abstract openFile(path: string, object: ObjectStat): Promise<R>;
+
+  /** The batches of records `[start, end)` (a non-empty range within the file) of an opened file. */
+  protected abstract batchesOf(
+    reader: R,
+    location: string,
+    start: number,
+    end: number,
+  ): AsyncIterable<RecordBatch>;
+
+  /** The format's options for `describe()`, after `dataDir`/`files`. */
+  protected abstract formatParams(): JsonObject;
+
+  /** Throws when a file cannot be served whole (called by `createShards`, once per file). */
+  protected checkWhole(_reader: R): void {}
+
+  /** Releases what the format holds besides the open files. */
+  protected closeFormat(): void {}
+
+  async #openLocation(location: string): Promise<R> {
+    const source = await byteSourceFor(location);
+    const object = await (this.#files.stats.get(location) ?? source.stat(location));
+    const path = source.localPath(object);
+    if (path === undefined) {
+      throw new DataReaderError(
+        'IO',
+        `cannot read ${location}: the ${this.#format.name} reader opens local files only, and ${source.scheme}: objects have no local path`,
+      );
+    }
+    return this.openFile(path, object);
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) {
+      throw new DataReaderError(
+        'CLOSED',
+        `the ${this.#format.name} reader of ${this.#files.dataDir ?? 'its files'} is closed`,
+      );
+    }
+  }
+}
+
+/** The stat of `location` through its byte source, started now; a failure is reported where it is used. */
+function statLater(location: string): Promise<ObjectStat> {
+  const stat = byteSourceFor(location).then((source) => source.stat(location));
+  stat.catch(() => {});
+  return stat;
+}
