@@ -1,0 +1,21 @@
+// Decoding byte ranges that JavaScript already holds in memory (fetched from object storage): the
+// RecordIO and TFRecord entry points of docs/native-binding.md, "Decoding from memory".
+#ifndef EDL_BINDING_MEMORY_DECODE_H_
+#define EDL_BINDING_MEMORY_DECODE_H_
+
+#include "napi.h"
+
+namespace edl::binding {
+
+/// recordioDecodeRange(bytes, spec, chunkTable, reuseData?, reuseBounds?): Promise (libuv pool).
+Napi::Value RecordIODecodeRange(const Napi::CallbackInfo& info);
+/// recordioDecodeRangeSync(...): the same on the calling thread.
+Napi::Value RecordIODecodeRangeSync(const Napi::CallbackInfo& info);
+/// tfrecordDecodeRange(bytes, baseOffset, count, maxRecordSize): Promise (libuv pool).
+Napi::Value TFRecordDecodeRange(const Napi::CallbackInfo& info);
+/// tfrecordDecodeRangeSync(...): the same on the calling thread.
+Napi::Value TFRecordDecodeRangeSync(const Napi::CallbackInfo& info);
+
+}  // namespace edl::binding
+
+#endif  // EDL_BINDING_MEMORY_DECODE_H_
