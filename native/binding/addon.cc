@@ -53,13 +53,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("tfrecordEncode", Napi::Function::New<TFRecordEncode>(env, "tfrecordEncode"));
   exports.Set("tfrecordDetect", Napi::Function::New<TFRecordDetect>(env, "tfrecordDetect"));
   exports.Set("recordioDecodeRange",
-              Napi::Function::New<RecordIODecodeRange>(env, "recordioDecodeRange"));
+              Napi::Function::New<RecordIODecodeRange<true>>(env, "recordioDecodeRange"));
   exports.Set("recordioDecodeRangeSync",
-              Napi::Function::New<RecordIODecodeRangeSync>(env, "recordioDecodeRangeSync"));
+              Napi::Function::New<RecordIODecodeRange<false>>(env, "recordioDecodeRangeSync"));
   exports.Set("tfrecordDecodeRange",
-              Napi::Function::New<TFRecordDecodeRange>(env, "tfrecordDecodeRange"));
+              Napi::Function::New<TFRecordDecodeRange<true>>(env, "tfrecordDecodeRange"));
   exports.Set("tfrecordDecodeRangeSync",
-              Napi::Function::New<TFRecordDecodeRangeSync>(env, "tfrecordDecodeRangeSync"));
+              Napi::Function::New<TFRecordDecodeRange<false>>(env, "tfrecordDecodeRangeSync"));
   return exports;
 }
 

@@ -68,6 +68,14 @@ Napi::Value RunJobNow(Napi::Env env, Args&&... args) {
   return job.Result(env);
 }
 
+/// Runs a `Job` built from `args` on the pool (a promise) when `async`, else here (its result):
+/// the one body behind each pair of entry points such as read() and readSync().
+template <typename Job, typename... Args>
+Napi::Value StartJob(Napi::Env env, bool async, const char* name, Args&&... args) {
+  if (async) return QueueJob<Job>(env, name, std::forward<Args>(args)...);
+  return RunJobNow<Job>(env, std::forward<Args>(args)...);
+}
+
 /// A promise already rejected with `s`, e.g. for a read after close().
 inline Napi::Promise RejectedPromise(Napi::Env env, const recordio::Status& s,
                                      const std::string& path) {

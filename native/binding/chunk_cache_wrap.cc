@@ -120,22 +120,23 @@ Napi::Value ChunkCacheWrap::Lookup(const Napi::CallbackInfo& info) {
   return RecordView(env, std::move(chunk), record);
 }
 
-Napi::Value ChunkCacheWrap::Load(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint64_t record = 0;
-  if (!RecordArg(info, &record)) return ThrowTypeError(env, "a record index", "load");
-  if (!cache_) return RejectedPromise(env, Closed(), path_);
-  return QueueJob<LoadJob>(env, "edl.recordio.chunkCache.load", cache_, record, path_);
-}
+Napi::Value ChunkCacheWrap::Load(const Napi::CallbackInfo& info) { return StartGet(info, true); }
 
 Napi::Value ChunkCacheWrap::GetSync(const Napi::CallbackInfo& info) {
+  return StartGet(info, false);
+}
+
+Napi::Value ChunkCacheWrap::StartGet(const Napi::CallbackInfo& info, bool async) {
   Napi::Env env = info.Env();
   uint64_t record = 0;
-  if (!RecordArg(info, &record)) return ThrowTypeError(env, "a record index", "getSync");
-  if (!cache_) return ThrowStatus(env, Closed(), path_);
-  auto r = cache_->Get(record);
-  if (!r.ok()) return ThrowStatus(env, r.status(), path_);
-  return RecordView(env, std::move(r.value()), record);
+  if (!RecordArg(info, &record)) {
+    return ThrowTypeError(env, "a record index", async ? "load" : "getSync");
+  }
+  if (!cache_) {
+    return async ? Napi::Value(RejectedPromise(env, Closed(), path_))
+                 : ThrowStatus(env, Closed(), path_);
+  }
+  return StartJob<LoadJob>(env, async, "edl.recordio.chunkCache.load", cache_, record, path_);
 }
 
 Napi::Value ChunkCacheWrap::Stats(const Napi::CallbackInfo& info) {

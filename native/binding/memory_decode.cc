@@ -188,38 +188,34 @@ class TFRecordRangeJob {
   std::string path_;
 };
 
+// Parses the arguments of `function` and starts its Job, on the pool or here.
+template <typename Job, typename Args, bool (*Parse)(const Napi::CallbackInfo&, Args*)>
+Napi::Value StartDecode(const Napi::CallbackInfo& info, bool async, const char* signature,
+                        const char* function, const char* job_name) {
+  Args args;
+  if (!Parse(info, &args)) return ThrowTypeError(info.Env(), signature, function);
+  return StartJob<Job>(info.Env(), async, job_name, std::move(args));
+}
+
 }  // namespace
 
+template <bool kAsync>
 Napi::Value RecordIODecodeRange(const Napi::CallbackInfo& info) {
-  RecordIORangeArgs args;
-  if (!ParseRecordIORange(info, &args)) {
-    return ThrowTypeError(info.Env(), kRecordIOSignature, "recordioDecodeRange");
-  }
-  return QueueJob<RecordIORangeJob>(info.Env(), "edl.recordio.decodeRange", std::move(args));
+  return StartDecode<RecordIORangeJob, RecordIORangeArgs, ParseRecordIORange>(
+      info, kAsync, kRecordIOSignature, kAsync ? "recordioDecodeRange" : "recordioDecodeRangeSync",
+      "edl.recordio.decodeRange");
 }
 
-Napi::Value RecordIODecodeRangeSync(const Napi::CallbackInfo& info) {
-  RecordIORangeArgs args;
-  if (!ParseRecordIORange(info, &args)) {
-    return ThrowTypeError(info.Env(), kRecordIOSignature, "recordioDecodeRangeSync");
-  }
-  return RunJobNow<RecordIORangeJob>(info.Env(), std::move(args));
-}
-
+template <bool kAsync>
 Napi::Value TFRecordDecodeRange(const Napi::CallbackInfo& info) {
-  TFRecordRangeArgs args;
-  if (!ParseTFRecordRange(info, &args)) {
-    return ThrowTypeError(info.Env(), kTFRecordSignature, "tfrecordDecodeRange");
-  }
-  return QueueJob<TFRecordRangeJob>(info.Env(), "edl.tfrecord.decodeRange", std::move(args));
+  return StartDecode<TFRecordRangeJob, TFRecordRangeArgs, ParseTFRecordRange>(
+      info, kAsync, kTFRecordSignature, kAsync ? "tfrecordDecodeRange" : "tfrecordDecodeRangeSync",
+      "edl.tfrecord.decodeRange");
 }
 
-Napi::Value TFRecordDecodeRangeSync(const Napi::CallbackInfo& info) {
-  TFRecordRangeArgs args;
-  if (!ParseTFRecordRange(info, &args)) {
-    return ThrowTypeError(info.Env(), kTFRecordSignature, "tfrecordDecodeRangeSync");
-  }
-  return RunJobNow<TFRecordRangeJob>(info.Env(), std::move(args));
-}
+template Napi::Value RecordIODecodeRange<true>(const Napi::CallbackInfo&);
+template Napi::Value RecordIODecodeRange<false>(const Napi::CallbackInfo&);
+template Napi::Value TFRecordDecodeRange<true>(const Napi::CallbackInfo&);
+template Napi::Value TFRecordDecodeRange<false>(const Napi::CallbackInfo&);
 
 }  // namespace edl::binding

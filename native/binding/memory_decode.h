@@ -7,14 +7,15 @@
 
 namespace edl::binding {
 
-/// recordioDecodeRange(bytes, spec, chunkTable, reuseData?, reuseBounds?): Promise (libuv pool).
+/// recordioDecodeRange(bytes, spec, chunkTable, reuseData?, reuseBounds?): a promise settled on
+/// the libuv pool (kAsync), or recordioDecodeRangeSync: the result, decoded on the calling thread.
+template <bool kAsync>
 Napi::Value RecordIODecodeRange(const Napi::CallbackInfo& info);
-/// recordioDecodeRangeSync(...): the same on the calling thread.
-Napi::Value RecordIODecodeRangeSync(const Napi::CallbackInfo& info);
-/// tfrecordDecodeRange(bytes, baseOffset, count, maxRecordSize): Promise (libuv pool).
+
+/// tfrecordDecodeRange(bytes, baseOffset, count, maxRecordSize) and tfrecordDecodeRangeSync,
+/// likewise.
+template <bool kAsync>
 Napi::Value TFRecordDecodeRange(const Napi::CallbackInfo& info);
-/// tfrecordDecodeRangeSync(...): the same on the calling thread.
-Napi::Value TFRecordDecodeRangeSync(const Napi::CallbackInfo& info);
 
 }  // namespace edl::binding
 

@@ -142,22 +142,22 @@ Napi::Value ReaderWrap::ChunkTable(const Napi::CallbackInfo& info) {
   return t;
 }
 
-Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  ReadArgs args;
-  Reuse reuse;
-  if (!ParseReadArgs(info, &args, &reuse)) return ThrowTypeError(env, kReadSignature, "read");
-  if (!core_) return RejectedPromise(env, Closed(), path_);
-  return QueueJob<ReadJob>(env, "edl.recordio.read", core_, args, std::move(reuse));
-}
+Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) { return StartRead(info, true); }
 
-Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) {
+Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) { return StartRead(info, false); }
+
+Napi::Value ReaderWrap::StartRead(const Napi::CallbackInfo& info, bool async) {
   Napi::Env env = info.Env();
   ReadArgs args;
   Reuse reuse;
-  if (!ParseReadArgs(info, &args, &reuse)) return ThrowTypeError(env, kReadSignature, "readSync");
-  if (!core_) return ThrowStatus(env, Closed(), path_);
-  return RunJobNow<ReadJob>(env, core_, args, std::move(reuse));
+  if (!ParseReadArgs(info, &args, &reuse)) {
+    return ThrowTypeError(env, kReadSignature, async ? "read" : "readSync");
+  }
+  if (!core_) {
+    return async ? Napi::Value(RejectedPromise(env, Closed(), path_))
+                 : ThrowStatus(env, Closed(), path_);
+  }
+  return StartJob<ReadJob>(env, async, "edl.recordio.read", core_, args, std::move(reuse));
 }
 
 Napi::Value ReaderWrap::Close(const Napi::CallbackInfo& info) {

@@ -330,6 +330,22 @@ describe('decodeTFRecordRange', () => {
     }
   });
 
+  it('checks a range of 1 MiB or more on the libuv pool, with the same result', async () => {
+    const one = readFileSync(join(TFRECORD_DIR, 'examples.tfrecord'));
+    const copies = Math.ceil((1024 * 1024) / one.length) + 1;
+    const bytes = Buffer.concat(Array.from({ length: copies }, () => one));
+    const onPool = await decodeTFRecordRange(bytes, { firstRecord: 10 });
+    const here = decodeTFRecordRangeSync(bytes, { firstRecord: 10 });
+    expect(onPool.length).toBe(24 * copies);
+    expect(onPool.firstRecord).toBe(10);
+    expect(streamSha256(onPool)).toBe(streamSha256(here));
+    const cut = bytes.subarray(0, bytes.length - 1);
+    await expect(decodeTFRecordRange(cut, { firstRecord: 10 })).rejects.toMatchObject({
+      code: 'TRUNCATED',
+      record: 10 + 24 * copies - 1,
+    });
+  });
+
   it('names the record and file offset of a short or damaged range', async () => {
     const path = join(TFRECORD_DIR, 'examples.tfrecord');
     const bytes = readFileSync(path);
