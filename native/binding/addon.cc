@@ -5,6 +5,7 @@
 #include "addon_data.h"
 #include "chunk_cache_wrap.h"
 #include "crc32.h"
+#include "memory_decode.h"
 #include "napi.h"
 #include "prefetcher_wrap.h"
 #include "reader_wrap.h"
@@ -51,6 +52,14 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("tfrecordDecode", Napi::Function::New<TFRecordDecode>(env, "tfrecordDecode"));
   exports.Set("tfrecordEncode", Napi::Function::New<TFRecordEncode>(env, "tfrecordEncode"));
   exports.Set("tfrecordDetect", Napi::Function::New<TFRecordDetect>(env, "tfrecordDetect"));
+  exports.Set("recordioDecodeRange",
+              Napi::Function::New<RecordIODecodeRange<true>>(env, "recordioDecodeRange"));
+  exports.Set("recordioDecodeRangeSync",
+              Napi::Function::New<RecordIODecodeRange<false>>(env, "recordioDecodeRangeSync"));
+  exports.Set("tfrecordDecodeRange",
+              Napi::Function::New<TFRecordDecodeRange<true>>(env, "tfrecordDecodeRange"));
+  exports.Set("tfrecordDecodeRangeSync",
+              Napi::Function::New<TFRecordDecodeRange<false>>(env, "tfrecordDecodeRangeSync"));
   return exports;
 }
 

@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "args.h"
+#include "async_work.h"
 #include "errors.h"
+#include "read_result.h"
 #include "reader_wrap.h"
 
 namespace edl::binding {
@@ -27,23 +30,14 @@ Napi::Value RecordView(Napi::Env env, std::shared_ptr<const DecodedChunk> chunk,
 }
 
 bool RecordArg(const Napi::CallbackInfo& info, uint64_t* record) {
-  if (info.Length() < 1 || !info[0].IsNumber()) return false;
-  const double d = info[0].As<Napi::Number>().DoubleValue();
-  if (!(d >= 0 && d <= 9007199254740991.0)) return false;
-  *record = static_cast<uint64_t>(d);
-  return true;
+  return info.Length() >= 1 && SafeCount(info[0], record);
 }
 
-class LoadWorker : public Napi::AsyncWorker {
+class LoadJob {
  public:
-  LoadWorker(Napi::Env env, std::shared_ptr<ChunkCache> cache, uint64_t record, std::string path)
-      : Napi::AsyncWorker(env, "edl.recordio.chunkCache.load"),
-        cache_(std::move(cache)),
-        record_(record),
-        path_(std::move(path)),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-  void Execute() override {
+  LoadJob(std::shared_ptr<ChunkCache> cache, uint64_t record, std::string path)
+      : cache_(std::move(cache)), record_(record), path_(std::move(path)) {}
+  void Run() {
     auto r = cache_->Get(record_);
     if (r.ok()) {
       chunk_ = std::move(r.value());
@@ -51,24 +45,22 @@ class LoadWorker : public Napi::AsyncWorker {
       status_ = r.status();
     }
   }
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    if (!status_.ok()) {
-      deferred_.Reject(MakeError(env, status_, path_).Value());
-      return;
-    }
-    deferred_.Resolve(RecordView(env, std::move(chunk_), record_));
-  }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+  const Status& status() const { return status_; }
+  const std::string& path() const { return path_; }
+  Napi::Value Result(Napi::Env env) { return RecordView(env, std::move(chunk_), record_); }
 
  private:
   std::shared_ptr<ChunkCache> cache_;
   uint64_t record_;
   std::string path_;
-  Napi::Promise::Deferred deferred_;
   Status status_;
   std::shared_ptr<const DecodedChunk> chunk_;
+};
+
+// What openChunkCache hands to the wrapper's constructor.
+struct CacheState {
+  std::shared_ptr<ChunkCache> cache;
+  std::string path;
 };
 
 Status Closed() { return Status(ErrorCode::kClosed, "reader is closed"); }
@@ -89,12 +81,9 @@ Napi::Function ChunkCacheWrap::Init(Napi::Env env) {
 Napi::Value ChunkCacheWrap::Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* data = env.GetInstanceData<AddonData>();
-  if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsNumber() ||
+  uint64_t capacity = 0;
+  if (info.Length() < 2 || !info[0].IsObject() || !SafeCount(info[1], &capacity) ||
       !info[0].As<Napi::Object>().InstanceOf(data->reader_constructor.Value())) {
-    return ThrowTypeError(env, "(reader: NativeReader, capacityBytes: number)", "openChunkCache");
-  }
-  const double capacity = info[1].As<Napi::Number>().DoubleValue();
-  if (!(capacity >= 0 && capacity <= 9007199254740991.0)) {
     return ThrowTypeError(env, "(reader: NativeReader, capacityBytes: number)", "openChunkCache");
   }
   ReaderWrap* reader = ReaderWrap::Unwrap(info[0].As<Napi::Object>());
@@ -103,30 +92,17 @@ Napi::Value ChunkCacheWrap::Open(const Napi::CallbackInfo& info) {
   // The cache shares the reader's file and index (aliasing pointers keep the core alive).
   auto cache = std::make_shared<ChunkCache>(
       std::shared_ptr<const recordio::RandomAccessFile>(core, core->file.get()),
-      std::shared_ptr<const recordio::FileIndex>(core, &core->index),
-      static_cast<uint64_t>(capacity));
-  auto* handoff = new std::pair<std::shared_ptr<ChunkCache>, std::string>(cache, core->path);
-  Napi::Object obj = data->chunk_cache_constructor.New({Napi::External<void>::New(env, handoff)});
-  if (obj.IsEmpty()) {
-    delete handoff;
-    return env.Undefined();
-  }
-  return obj;
+      std::shared_ptr<const recordio::FileIndex>(core, &core->index), capacity);
+  return NewWrapped(env, data->chunk_cache_constructor, CacheState{cache, core->path});
 }
 
 ChunkCacheWrap::ChunkCacheWrap(const Napi::CallbackInfo& info)
     : Napi::ObjectWrap<ChunkCacheWrap>(info) {
-  Napi::Env env = info.Env();
-  if (info.Length() != 1 || !info[0].IsExternal()) {
-    ThrowTypeError(env, "openChunkCache() to be used", "NativeChunkCache");
-    return;
-  }
-  auto* handoff = static_cast<std::pair<std::shared_ptr<ChunkCache>, std::string>*>(
-      info[0].As<Napi::External<void>>().Data());
-  cache_ = std::move(handoff->first);
-  path_ = std::move(handoff->second);
-  delete handoff;
-  registry_ = env.GetInstanceData<AddonData>()->registry;
+  CacheState state;
+  if (!TakeHandoff(info, "openChunkCache() to be used", "NativeChunkCache", &state)) return;
+  cache_ = std::move(state.cache);
+  path_ = std::move(state.path);
+  registry_ = info.Env().GetInstanceData<AddonData>()->registry;
   registry_->open.insert(this);
 }
 
@@ -144,46 +120,35 @@ Napi::Value ChunkCacheWrap::Lookup(const Napi::CallbackInfo& info) {
   return RecordView(env, std::move(chunk), record);
 }
 
-Napi::Value ChunkCacheWrap::Load(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint64_t record = 0;
-  if (!RecordArg(info, &record)) return ThrowTypeError(env, "a record index", "load");
-  if (!cache_) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Reject(MakeError(env, Closed(), path_).Value());
-    return d.Promise();
-  }
-  auto* worker = new LoadWorker(env, cache_, record, path_);
-  Napi::Promise p = worker->Promise();
-  worker->Queue();
-  return p;
-}
+Napi::Value ChunkCacheWrap::Load(const Napi::CallbackInfo& info) { return StartGet(info, true); }
 
 Napi::Value ChunkCacheWrap::GetSync(const Napi::CallbackInfo& info) {
+  return StartGet(info, false);
+}
+
+Napi::Value ChunkCacheWrap::StartGet(const Napi::CallbackInfo& info, bool async) {
   Napi::Env env = info.Env();
   uint64_t record = 0;
-  if (!RecordArg(info, &record)) return ThrowTypeError(env, "a record index", "getSync");
-  if (!cache_) return ThrowStatus(env, Closed(), path_);
-  auto r = cache_->Get(record);
-  if (!r.ok()) return ThrowStatus(env, r.status(), path_);
-  return RecordView(env, std::move(r.value()), record);
+  if (!RecordArg(info, &record)) {
+    return ThrowTypeError(env, "a record index", async ? "load" : "getSync");
+  }
+  if (!cache_) {
+    return async ? Napi::Value(RejectedPromise(env, Closed(), path_))
+                 : ThrowStatus(env, Closed(), path_);
+  }
+  return StartJob<LoadJob>(env, async, "edl.recordio.chunkCache.load", cache_, record, path_);
 }
 
 Napi::Value ChunkCacheWrap::Stats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   prefetch::ChunkCacheStats s;
   if (cache_) s = cache_->Stats();
-  Napi::Object o = Napi::Object::New(env);
-  auto set = [&](const char* k, uint64_t v) {
-    o.Set(k, Napi::Number::New(env, static_cast<double>(v)));
-  };
-  set("hits", s.hits);
-  set("misses", s.misses);
-  set("decodes", s.decodes);
-  set("evictions", s.evictions);
-  set("bytes", s.bytes);
-  set("chunks", s.chunks);
-  return o;
+  return Counters(env, {{"hits", s.hits},
+                        {"misses", s.misses},
+                        {"decodes", s.decodes},
+                        {"evictions", s.evictions},
+                        {"bytes", s.bytes},
+                        {"chunks", s.chunks}});
 }
 
 Napi::Value ChunkCacheWrap::Close(const Napi::CallbackInfo& info) {

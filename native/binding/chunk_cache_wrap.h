@@ -26,6 +26,8 @@ class ChunkCacheWrap : public Napi::ObjectWrap<ChunkCacheWrap>, public Closable 
   Napi::Value Lookup(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
   Napi::Value GetSync(const Napi::CallbackInfo& info);
+  // load() on the libuv pool (async) or getSync() on the calling thread.
+  Napi::Value StartGet(const Napi::CallbackInfo& info, bool async);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 

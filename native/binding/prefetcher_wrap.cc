@@ -5,7 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "args.h"
+#include "async_work.h"
 #include "errors.h"
+#include "read_result.h"
 
 namespace edl::binding {
 
@@ -142,41 +145,26 @@ Napi::Object ItemToJs(Napi::Env env, Item& item, const std::shared_ptr<Delivered
   return o;
 }
 
-bool GetNumber(Napi::Object o, const char* key, double min, double max, double* out) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsNumber()) return false;
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= min && d <= max)) return false;
-  *out = d;
-  return true;
-}
-
 // Waits on a libuv thread for the next item: the AsyncWorker alternative to wait()'s
 // ThreadSafeFunction (bench/get-batch.mjs compares the two).
-class PullWorker : public Napi::AsyncWorker {
+class PullJob {
  public:
-  PullWorker(Napi::Env env, std::shared_ptr<prefetch::Prefetcher> core,
-             std::shared_ptr<Delivered> delivered)
-      : Napi::AsyncWorker(env, "edl.prefetch.pull"),
-        core_(std::move(core)),
-        delivered_(std::move(delivered)),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-  void Execute() override { result_ = core_->Pop(&item_, true); }
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    deferred_.Resolve(result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_, delivered_))
-                                                  : env.Null());
+  PullJob(std::shared_ptr<prefetch::Prefetcher> core, std::shared_ptr<Delivered> delivered)
+      : core_(std::move(core)), delivered_(std::move(delivered)) {}
+  void Run() { result_ = core_->Pop(&item_, true); }
+  const Status& status() const { return status_; }  // a pull never fails: null when closed
+  const std::string& path() const { return path_; }
+  Napi::Value Result(Napi::Env env) {
+    return result_ == PopResult::kItem ? Napi::Value(ItemToJs(env, item_, delivered_)) : env.Null();
   }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   std::shared_ptr<prefetch::Prefetcher> core_;
   std::shared_ptr<Delivered> delivered_;
-  Napi::Promise::Deferred deferred_;
   PopResult result_ = PopResult::kClosed;
   Item item_;
+  Status status_;
+  std::string path_;
 };
 
 }  // namespace
@@ -206,7 +194,7 @@ Napi::Value PrefetcherWrap::Create(const Napi::CallbackInfo& info) {
   if (!GetNumber(o, "threads", 0, 256, &threads) ||
       !GetNumber(o, "batchRecords", 1, 4294967295.0, &batch_records) ||
       !GetNumber(o, "batchBytes", 1, 4294967295.0, &batch_bytes) ||
-      !GetNumber(o, "maxBufferedBytes", 1, 9007199254740991.0, &max_bytes) ||
+      !GetNumber(o, "maxBufferedBytes", 1, kMaxSafeInteger, &max_bytes) ||
       !GetNumber(o, "maxBufferedBatches", 1, 4294967295.0, &max_batches) ||
       !GetNumber(o, "maxOpenFiles", 1, 1e6, &max_files) || !o.Get("skipCorrupt").IsBoolean()) {
     return ThrowTypeError(env, "valid prefetcher options", "createPrefetcher");
@@ -219,25 +207,15 @@ Napi::Value PrefetcherWrap::Create(const Napi::CallbackInfo& info) {
   opts.max_buffered_batches = static_cast<uint32_t>(max_batches);
   opts.max_open_files = static_cast<size_t>(max_files);
   opts.skip_corrupt = o.Get("skipCorrupt").As<Napi::Boolean>().Value();
-  auto* data = env.GetInstanceData<AddonData>();
-  auto* handoff = new prefetch::PrefetchOptions(opts);
-  Napi::Object obj =
-      data->prefetcher_constructor.New({Napi::External<void>::New(env, handoff), info[1]});
-  delete handoff;
-  if (obj.IsEmpty()) return env.Undefined();
-  return obj;
+  return NewWrapped(env, env.GetInstanceData<AddonData>()->prefetcher_constructor, opts, {info[1]});
 }
 
 PrefetcherWrap::PrefetcherWrap(const Napi::CallbackInfo& info)
     : Napi::ObjectWrap<PrefetcherWrap>(info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 2 || !info[0].IsExternal() || !info[1].IsFunction()) {
-    ThrowTypeError(env, "createPrefetcher() to be used", "NativePrefetcher");
-    return;
-  }
-  const auto* opts =
-      static_cast<const prefetch::PrefetchOptions*>(info[0].As<Napi::External<void>>().Data());
-  core_ = std::make_shared<prefetch::Prefetcher>(*opts);
+  prefetch::PrefetchOptions opts;
+  if (!TakeHandoff(info, "createPrefetcher() to be used", "NativePrefetcher", &opts, 1)) return;
+  core_ = std::make_shared<prefetch::Prefetcher>(opts);
   // onReady runs on the main thread when a wait() is over; it holds the loop open only while
   // someone waits (see Wait/Unref).
   on_ready_ =
@@ -284,17 +262,15 @@ void PrefetcherWrap::Unref(Napi::Env env) {
 
 Napi::Value PrefetcherWrap::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
-    return ThrowTypeError(env, "(path: string, start: number, count: number)", "enqueue");
-  }
-  const double start = info[1].As<Napi::Number>().DoubleValue();
-  const double count = info[2].As<Napi::Number>().DoubleValue();
-  if (!(start >= 0 && start <= 9007199254740991.0 && count >= 0 && count <= 9007199254740991.0)) {
+  uint64_t start = 0;
+  uint64_t count = 0;
+  if (info.Length() < 3 || !info[0].IsString() || !SafeCount(info[1], &start) ||
+      !SafeCount(info[2], &count)) {
     return ThrowTypeError(env, "(path: string, start: number, count: number)", "enqueue");
   }
   std::string path = info[0].As<Napi::String>().Utf8Value();
   if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "prefetcher is closed"), path);
-  auto id = core_->Enqueue({path, static_cast<uint64_t>(start), static_cast<uint64_t>(count)});
+  auto id = core_->Enqueue({path, start, count});
   if (!id.ok()) return ThrowStatus(env, id.status(), path);
   return Napi::Number::New(env, static_cast<double>(id.value()));
 }
@@ -333,15 +309,8 @@ Napi::Value PrefetcherWrap::Wait(const Napi::CallbackInfo& info) {
 
 Napi::Value PrefetcherWrap::Pull(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!core_) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Resolve(env.Null());
-    return d.Promise();
-  }
-  auto* worker = new PullWorker(env, core_, delivered_);
-  Napi::Promise p = worker->Promise();
-  worker->Queue();
-  return p;
+  if (!core_) return ResolvedPromise(env, env.Null());
+  return QueueJob<PullJob>(env, "edl.prefetch.pull", core_, delivered_);
 }
 
 Napi::Value PrefetcherWrap::Recycle(const Napi::CallbackInfo& info) {
@@ -374,23 +343,18 @@ Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   prefetch::PrefetchStats s;
   if (core_) s = core_->Stats();
-  Napi::Object o = Napi::Object::New(env);
-  auto set = [&](const char* k, uint64_t v) {
-    o.Set(k, Napi::Number::New(env, static_cast<double>(v)));
-  };
-  set("bufferedBytes", s.buffered_bytes);
-  set("peakBufferedBytes", s.peak_buffered_bytes);
-  set("bufferedBatches", s.buffered_batches);
-  set("peakBufferedBatches", s.peak_buffered_batches);
-  set("rangesEnqueued", s.ranges_enqueued);
-  set("rangesDone", s.ranges_done);
-  set("batchesDelivered", s.batches_delivered);
-  set("piecesDecoded", s.pieces_decoded);
-  set("openFiles", s.open_files);
-  set("fileOpens", s.file_opens);
-  set("batchesRecycled", s.batches_recycled);
-  set("spareBlocks", s.spare_blocks);
-  return o;
+  return Counters(env, {{"bufferedBytes", s.buffered_bytes},
+                        {"peakBufferedBytes", s.peak_buffered_bytes},
+                        {"bufferedBatches", s.buffered_batches},
+                        {"peakBufferedBatches", s.peak_buffered_batches},
+                        {"rangesEnqueued", s.ranges_enqueued},
+                        {"rangesDone", s.ranges_done},
+                        {"batchesDelivered", s.batches_delivered},
+                        {"piecesDecoded", s.pieces_decoded},
+                        {"openFiles", s.open_files},
+                        {"fileOpens", s.file_opens},
+                        {"batchesRecycled", s.batches_recycled},
+                        {"spareBlocks", s.spare_blocks}});
 }
 
 Napi::Value PrefetcherWrap::Close(const Napi::CallbackInfo& info) {

@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "args.h"
+#include "async_work.h"
 #include "errors.h"
+#include "read_result.h"
 #include "reader.h"
 
 namespace edl::binding {
@@ -17,144 +20,49 @@ constexpr const char* kReadSignature =
     "(start: number, count: number, skipCorrupt: boolean, reuseData?: ArrayBuffer, "
     "reuseBounds?: ArrayBuffer)";
 
-// Hands a decoded buffer to JavaScript without a copy. The ArrayBuffer spans the whole block
-// (capacity, not just the bytes used) so that JavaScript can hand it back for a later read
-// (RecordBatch.release()) and have it filled in place. The bytes past the view are zeros or earlier
-// decoded records of this process, never foreign memory (small blocks are malloc'ed at exact size).
-// V8 is told about the memory so that garbage collection keeps up with large batches.
-Napi::ArrayBuffer TakeArrayBuffer(Napi::Env env, recordio::ByteBuffer& b) {
-  const size_t cap = b.capacity();
-  uint8_t* p = b.Release();
-  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(cap));
-  return Napi::ArrayBuffer::New(env, p, cap, [cap](Napi::Env e, void* q) {
-    recordio::FreeBlock(q, cap);
-    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(cap));
-  });
-}
-
-// `data` or `bounds` of a result: a view of `b`'s bytes, in the ArrayBuffer handed in for reuse
-// when the read fitted in it, else in a new external ArrayBuffer.
-template <typename View>
-View TakeView(Napi::Env env, recordio::ByteBuffer& b, const Napi::ObjectReference& reused,
-              size_t element) {
-  const size_t n = b.size();
-  if (b.borrowed()) {
-    b.Release();
-    return View::New(env, n / element, reused.Value().As<Napi::ArrayBuffer>(), 0);
-  }
-  if (b.data() == nullptr) return View::New(env, 0);
-  return View::New(env, n / element, TakeArrayBuffer(env, b), 0);
-}
-
-Napi::Object MakeResult(Napi::Env env, ReadOutput& out, const std::string& path,
-                        const Napi::ObjectReference& reuse_data,
-                        const Napi::ObjectReference& reuse_bounds) {
-  Napi::Object r = Napi::Object::New(env);
-  r.Set("data", TakeView<Napi::Uint8Array>(env, out.data, reuse_data, 1));
-  r.Set("bounds", TakeView<Napi::Uint32Array>(env, out.bounds, reuse_bounds, 4));
-  r.Set("firstRecord", Napi::Number::New(env, static_cast<double>(out.first_record)));
-  Napi::Array skipped = Napi::Array::New(env, out.skipped.size());
-  for (size_t i = 0; i < out.skipped.size(); ++i) {
-    skipped.Set(static_cast<uint32_t>(i),
-                MakeFault(env, out.skipped[i].status, path, out.skipped[i].records));
-  }
-  r.Set("skipped", skipped);
-  r.Set("error", out.has_error
-                     ? Napi::Value(MakeFault(env, out.error.status, path, out.error.records))
-                     : env.Null());
-  return r;
-}
-
 struct ReadArgs {
   uint64_t start = 0;
   uint64_t count = 0;
   bool skip_corrupt = false;
 };
 
-// Optional 4th / 5th arguments: ArrayBuffers of earlier results handed back for reuse (or
-// undefined). Anything else is a caller bug.
-bool ParseReuse(const Napi::CallbackInfo& info, size_t i, Napi::ObjectReference* ref) {
-  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return true;
-  if (!info[i].IsArrayBuffer()) return false;
-  *ref = Napi::Persistent(info[i].As<Napi::Object>());
-  return true;
-}
-
-// Points `b` at a reused ArrayBuffer. Its memory stays valid while `ref` holds the ArrayBuffer
-// (JavaScript does not touch a buffer it handed back until the read returns it).
-void BorrowInto(const Napi::ObjectReference& ref, recordio::ByteBuffer* b) {
-  if (ref.IsEmpty()) return;
-  Napi::ArrayBuffer ab = ref.Value().As<Napi::ArrayBuffer>();
-  b->Borrow(static_cast<uint8_t*>(ab.Data()), ab.ByteLength());
-}
-
-bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a, Napi::ObjectReference* reuse_data,
-                   Napi::ObjectReference* reuse_bounds) {
-  if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsBoolean()) {
-    return false;
-  }
-  const double start = info[0].As<Napi::Number>().DoubleValue();
-  const double count = info[1].As<Napi::Number>().DoubleValue();
+bool ParseReadArgs(const Napi::CallbackInfo& info, ReadArgs* a, Reuse* reuse) {
   // Only what keeps the conversion defined; range checks are TypeScript's (and ReadRecords').
-  if (!(start >= 0 && start <= 9007199254740991.0 && count >= 0 && count <= 9007199254740991.0)) {
+  if (info.Length() < 3 || !SafeCount(info[0], &a->start) || !SafeCount(info[1], &a->count) ||
+      !info[2].IsBoolean()) {
     return false;
   }
-  a->start = static_cast<uint64_t>(start);
-  a->count = static_cast<uint64_t>(count);
   a->skip_corrupt = info[2].As<Napi::Boolean>().Value();
-  if (!ParseReuse(info, 3, reuse_data) || !ParseReuse(info, 4, reuse_bounds)) return false;
-  // One buffer for both would have the bounds overwrite the records.
-  if (!reuse_data->IsEmpty() && !reuse_bounds->IsEmpty() &&
-      reuse_data->Value().StrictEquals(reuse_bounds->Value())) {
-    return false;
-  }
-  return true;
+  return ParseReuse(info, 3, reuse);
 }
 
-class ReadWorker : public Napi::AsyncWorker {
+class ReadJob {
  public:
-  ReadWorker(Napi::Env env, std::shared_ptr<const ReaderCore> core, ReadArgs args,
-             Napi::ObjectReference reuse_data, Napi::ObjectReference reuse_bounds)
-      : Napi::AsyncWorker(env, "edl.recordio.read"),
-        core_(std::move(core)),
-        args_(args),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        reuse_data_(std::move(reuse_data)),
-        reuse_bounds_(std::move(reuse_bounds)) {
+  ReadJob(std::shared_ptr<const ReaderCore> core, ReadArgs args, Reuse reuse)
+      : core_(std::move(core)), args_(args), reuse_(std::move(reuse)) {
     // Resolved here, on the main thread; the pool thread only sees raw memory kept alive by the
-    // references until OnOK.
-    BorrowInto(reuse_data_, &out_.data);
-    BorrowInto(reuse_bounds_, &out_.bounds);
+    // references until Result.
+    BorrowInto(reuse_, &out_);
   }
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
+  void Run() {
     status_ = recordio::ReadRecords(*core_->file, core_->index, args_.start, args_.count,
                                     args_.skip_corrupt, &out_);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    if (!status_.ok()) {
-      deferred_.Reject(MakeError(env, status_, core_->path).Value());
-      return;
-    }
-    deferred_.Resolve(MakeResult(env, out_, core_->path, reuse_data_, reuse_bounds_));
-  }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+  const Status& status() const { return status_; }
+  const std::string& path() const { return core_->path; }
+  Napi::Value Result(Napi::Env env) { return MakeResult(env, out_, core_->path, reuse_); }
 
  private:
   std::shared_ptr<const ReaderCore> core_;
   ReadArgs args_;
-  Napi::Promise::Deferred deferred_;
-  Napi::ObjectReference reuse_data_;
-  Napi::ObjectReference reuse_bounds_;
+  Reuse reuse_;
   Status status_;
   ReadOutput out_;
 };
+
+Status Closed() { return Status(ErrorCode::kClosed, "reader is closed"); }
 
 }  // namespace
 
@@ -186,32 +94,18 @@ Napi::Value ReaderWrap::Open(const Napi::CallbackInfo& info) {
   if (core->index.chunks.empty() && !core->index.tail.ok()) {
     return ThrowStatus(env, core->index.tail, core->path);
   }
-  auto* data = env.GetInstanceData<AddonData>();
-  auto* handoff = new std::shared_ptr<const ReaderCore>(std::move(core));
-  Napi::Object obj = data->reader_constructor.New({Napi::External<void>::New(env, handoff)});
-  if (obj.IsEmpty()) {
-    delete handoff;
-    return env.Undefined();
-  }
-  return obj;
+  return NewWrapped(env, env.GetInstanceData<AddonData>()->reader_constructor,
+                    std::shared_ptr<const ReaderCore>(std::move(core)));
 }
 
 ReaderWrap::ReaderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ReaderWrap>(info) {
-  Napi::Env env = info.Env();
-  // Only openReader() makes readers: it passes the opened core through an External.
-  if (info.Length() != 1 || !info[0].IsExternal()) {
-    ThrowTypeError(env, "openReader() to be used", "NativeReader");
-    return;
-  }
-  auto* handoff =
-      static_cast<std::shared_ptr<const ReaderCore>*>(info[0].As<Napi::External<void>>().Data());
-  core_ = std::move(*handoff);
-  delete handoff;
+  // Only openReader() makes readers: it hands the opened core over.
+  if (!TakeHandoff(info, "openReader() to be used", "NativeReader", &core_)) return;
   path_ = core_->path;
   num_records_ = static_cast<double>(core_->index.num_records);
   num_chunks_ = static_cast<double>(core_->index.chunks.size());
   file_size_ = static_cast<double>(core_->index.file_size);
-  registry_ = env.GetInstanceData<AddonData>()->registry;
+  registry_ = info.Env().GetInstanceData<AddonData>()->registry;
   registry_->open.insert(this);
 }
 
@@ -234,7 +128,7 @@ Napi::Value ReaderWrap::FileSize(const Napi::CallbackInfo& info) {
 
 Napi::Value ReaderWrap::ChunkTable(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "reader is closed"), path_);
+  if (!core_) return ThrowStatus(env, Closed(), path_);
   const auto& chunks = core_->index.chunks;
   Napi::Float64Array t = Napi::Float64Array::New(env, chunks.size() * 5);
   double* p = t.Data();
@@ -248,41 +142,22 @@ Napi::Value ReaderWrap::ChunkTable(const Napi::CallbackInfo& info) {
   return t;
 }
 
-Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) {
+Napi::Value ReaderWrap::Read(const Napi::CallbackInfo& info) { return StartRead(info, true); }
+
+Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) { return StartRead(info, false); }
+
+Napi::Value ReaderWrap::StartRead(const Napi::CallbackInfo& info, bool async) {
   Napi::Env env = info.Env();
   ReadArgs args;
-  Napi::ObjectReference reuse_data;
-  Napi::ObjectReference reuse_bounds;
-  if (!ParseReadArgs(info, &args, &reuse_data, &reuse_bounds)) {
-    return ThrowTypeError(env, kReadSignature, "read");
+  Reuse reuse;
+  if (!ParseReadArgs(info, &args, &reuse)) {
+    return ThrowTypeError(env, kReadSignature, async ? "read" : "readSync");
   }
   if (!core_) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Reject(MakeError(env, Status(ErrorCode::kClosed, "reader is closed"), path_).Value());
-    return d.Promise();
+    return async ? Napi::Value(RejectedPromise(env, Closed(), path_))
+                 : ThrowStatus(env, Closed(), path_);
   }
-  auto* worker = new ReadWorker(env, core_, args, std::move(reuse_data), std::move(reuse_bounds));
-  Napi::Promise p = worker->Promise();
-  worker->Queue();
-  return p;
-}
-
-Napi::Value ReaderWrap::ReadSync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  ReadArgs args;
-  Napi::ObjectReference reuse_data;
-  Napi::ObjectReference reuse_bounds;
-  if (!ParseReadArgs(info, &args, &reuse_data, &reuse_bounds)) {
-    return ThrowTypeError(env, kReadSignature, "readSync");
-  }
-  if (!core_) return ThrowStatus(env, Status(ErrorCode::kClosed, "reader is closed"), path_);
-  ReadOutput out;
-  BorrowInto(reuse_data, &out.data);
-  BorrowInto(reuse_bounds, &out.bounds);
-  Status s = recordio::ReadRecords(*core_->file, core_->index, args.start, args.count,
-                                   args.skip_corrupt, &out);
-  if (!s.ok()) return ThrowStatus(env, s, path_);  // ~ByteBuffer leaves borrowed storage alone
-  return MakeResult(env, out, path_, reuse_data, reuse_bounds);
+  return StartJob<ReadJob>(env, async, "edl.recordio.read", core_, args, std::move(reuse));
 }
 
 Napi::Value ReaderWrap::Close(const Napi::CallbackInfo& info) {

@@ -40,6 +40,8 @@ class ReaderWrap : public Napi::ObjectWrap<ReaderWrap>, public Closable {
   Napi::Value ChunkTable(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value ReadSync(const Napi::CallbackInfo& info);
+  // read() on the libuv pool (async) or readSync() on the calling thread.
+  Napi::Value StartRead(const Napi::CallbackInfo& info, bool async);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
   std::shared_ptr<const ReaderCore> core_;

@@ -1,10 +1,13 @@
 #include "tfrecord_binding.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "args.h"
+#include "async_work.h"
 #include "errors.h"
 #include "file.h"
 #include "tfrecord_format.h"
@@ -17,54 +20,45 @@ using recordio::Status;
 
 namespace {
 
-class ScanWorker : public Napi::AsyncWorker {
+class ScanJob {
  public:
-  ScanWorker(Napi::Env env, std::string path)
-      : Napi::AsyncWorker(env, "edl.tfrecord.scan"),
-        path_(std::move(path)),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
+  explicit ScanJob(std::string path) : path_(std::move(path)) {}
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
+  void Run() {
     auto file = recordio::PosixFile::Open(path_);
     if (!file.ok()) {
       open_status_ = file.status();
       return;
     }
     file_size_ = file.value()->Size();
-    status_ = tfrecord::ScanIndex(*file.value(), &offsets_);
+    scan_fault_ = tfrecord::ScanIndex(*file.value(), &offsets_);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    if (!open_status_.ok()) {
-      deferred_.Reject(MakeError(env, open_status_, path_).Value());
-      return;
-    }
+  // Only a file that cannot be opened rejects; a fault of the scan is part of the result.
+  const Status& status() const { return open_status_; }
+  const std::string& path() const { return path_; }
+
+  Napi::Value Result(Napi::Env env) {
     Napi::Object r = Napi::Object::New(env);
     Napi::Float64Array offsets = Napi::Float64Array::New(env, offsets_.size());
     for (size_t i = 0; i < offsets_.size(); ++i) offsets[i] = static_cast<double>(offsets_[i]);
     r.Set("offsets", offsets);
     r.Set("fileSize", Napi::Number::New(env, static_cast<double>(file_size_)));
-    if (!status_.ok()) r.Set("fault", MakeFault(env, status_, path_, 0));
-    deferred_.Resolve(r);
+    if (!scan_fault_.ok()) r.Set("fault", MakeFault(env, scan_fault_, path_, 0));
+    return r;
   }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   std::string path_;
-  Napi::Promise::Deferred deferred_;
   Status open_status_;
-  Status status_;
+  Status scan_fault_;
   std::vector<uint64_t> offsets_;
   uint64_t file_size_ = 0;
 };
 
 bool IsNonNegativeNumber(const Napi::Value& v) {
-  return v.IsNumber() && v.As<Napi::Number>().DoubleValue() >= 0;
+  double d = 0;
+  return NumberIn(v, 0, HUGE_VAL, &d);
 }
 
 }  // namespace
@@ -72,24 +66,16 @@ bool IsNonNegativeNumber(const Napi::Value& v) {
 Napi::Value TFRecordScan(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) return ThrowTypeError(env, "a string", "path");
-  auto* worker = new ScanWorker(env, info[0].As<Napi::String>().Utf8Value());
-  Napi::Promise p = worker->Promise();
-  worker->Queue();
-  return p;
+  return QueueJob<ScanJob>(env, "edl.tfrecord.scan", info[0].As<Napi::String>().Utf8Value());
 }
 
 Napi::Value TFRecordDecode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 6 || !info[0].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  if (info.Length() < 6 || !IsUint8Array(info[0]))
     return ThrowTypeError(env, "a Uint8Array", "buf");
-  }
   if (!IsNonNegativeNumber(info[1])) return ThrowTypeError(env, "a number >= 0", "base");
   if (!IsNonNegativeNumber(info[2])) return ThrowTypeError(env, "a number >= 0", "maxRecords");
-  if (!info[3].IsTypedArray() ||
-      info[3].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
-    return ThrowTypeError(env, "a Uint32Array", "bounds");
-  }
+  if (!IsUint32Array(info[3])) return ThrowTypeError(env, "a Uint32Array", "bounds");
   if (!IsNonNegativeNumber(info[5])) return ThrowTypeError(env, "a number >= 0", "maxRecordSize");
   Napi::Uint8Array buf = info[0].As<Napi::Uint8Array>();
   Napi::Uint32Array bounds = info[3].As<Napi::Uint32Array>();
@@ -112,14 +98,9 @@ Napi::Value TFRecordDecode(const Napi::CallbackInfo& info) {
 
 Napi::Value TFRecordEncode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  if (info.Length() < 2 || !IsUint8Array(info[0]))
     return ThrowTypeError(env, "a Uint8Array", "data");
-  }
-  if (!info[1].IsTypedArray() ||
-      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
-    return ThrowTypeError(env, "a Uint32Array", "bounds");
-  }
+  if (!IsUint32Array(info[1])) return ThrowTypeError(env, "a Uint32Array", "bounds");
   Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
   Napi::Uint32Array bounds = info[1].As<Napi::Uint32Array>();
   const size_t n = bounds.ElementLength() / 2;
@@ -147,10 +128,8 @@ Napi::Value TFRecordEncode(const Napi::CallbackInfo& info) {
 
 Napi::Value TFRecordDetect(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  if (info.Length() < 1 || !IsUint8Array(info[0]))
     return ThrowTypeError(env, "a Uint8Array", "head");
-  }
   Napi::Uint8Array head = info[0].As<Napi::Uint8Array>();
   return Napi::String::New(env, tfrecord::DetectCompression(head.Data(), head.ByteLength()));
 }

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "args.h"
+#include "async_work.h"
 #include "errors.h"
 
 namespace edl::binding {
@@ -40,41 +42,29 @@ Napi::Value WriterWrap::Create(const Napi::CallbackInfo& info) {
                           "createWriter");
   }
   const int compressor = info[1].As<Napi::Number>().Int32Value();
-  const double max_chunk = info[2].As<Napi::Number>().DoubleValue();
-  if (compressor < 0 || compressor > 2 || !(max_chunk >= 0 && max_chunk <= 9007199254740991.0)) {
+  uint64_t max_chunk = 0;
+  if (compressor < 0 || compressor > 2 || !SafeCount(info[2], &max_chunk)) {
     return ThrowTypeError(env, "a compressor id 0..2 and a non-negative maxChunkBytes",
                           "createWriter");
   }
   recordio::WriterOptions o;
   o.compressor = static_cast<Compressor>(compressor);
-  o.max_chunk_bytes = static_cast<uint64_t>(max_chunk);
+  o.max_chunk_bytes = max_chunk;
   o.gzip_level = info[3].As<Napi::Number>().Int32Value();
-  auto handoff = std::make_unique<Handoff>();
-  handoff->path = info[0].As<Napi::String>().Utf8Value();
-  auto w = recordio::Writer::Create(handoff->path, o);
-  if (!w.ok()) return ThrowStatus(env, w.status(), handoff->path);
-  handoff->writer = std::move(w.value());
-  auto* data = env.GetInstanceData<AddonData>();
-  Handoff* raw = handoff.release();
-  Napi::Object obj = data->writer_constructor.New({Napi::External<void>::New(env, raw)});
-  if (obj.IsEmpty()) {
-    delete raw;
-    return env.Undefined();
-  }
-  return obj;
+  Handoff handoff;
+  handoff.path = info[0].As<Napi::String>().Utf8Value();
+  auto w = recordio::Writer::Create(handoff.path, o);
+  if (!w.ok()) return ThrowStatus(env, w.status(), handoff.path);
+  handoff.writer = std::move(w.value());
+  return NewWrapped(env, env.GetInstanceData<AddonData>()->writer_constructor, std::move(handoff));
 }
 
 WriterWrap::WriterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<WriterWrap>(info) {
-  Napi::Env env = info.Env();
-  if (info.Length() != 1 || !info[0].IsExternal()) {
-    ThrowTypeError(env, "createWriter() to be used", "NativeWriter");
-    return;
-  }
-  std::unique_ptr<Handoff> handoff(
-      static_cast<Handoff*>(info[0].As<Napi::External<void>>().Data()));
-  writer_ = std::move(handoff->writer);
-  path_ = std::move(handoff->path);
-  registry_ = env.GetInstanceData<AddonData>()->registry;
+  Handoff handoff;
+  if (!TakeHandoff(info, "createWriter() to be used", "NativeWriter", &handoff)) return;
+  writer_ = std::move(handoff.writer);
+  path_ = std::move(handoff.path);
+  registry_ = info.Env().GetInstanceData<AddonData>()->registry;
   registry_->open.insert(this);
 }
 
@@ -89,12 +79,9 @@ void WriterWrap::CloseForTeardown() {
 
 Napi::Value WriterWrap::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsTypedArray()) {
+  if (info.Length() < 1 || !IsUint8Array(info[0]))
     return ThrowTypeError(env, "a Uint8Array", "record");
-  }
-  Napi::TypedArray t = info[0].As<Napi::TypedArray>();
-  if (t.TypedArrayType() != napi_uint8_array) return ThrowTypeError(env, "a Uint8Array", "record");
-  const Napi::Uint8Array a = t.As<Napi::Uint8Array>();
+  const Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
   Status s = writer_->Write(a.Data(), a.ByteLength());
   if (!s.ok()) return ThrowStatus(env, s, path_);
   return env.Undefined();
@@ -102,9 +89,7 @@ Napi::Value WriterWrap::Write(const Napi::CallbackInfo& info) {
 
 Napi::Value WriterWrap::WriteBatch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
-      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
+  if (info.Length() < 2 || !IsUint8Array(info[0]) || !IsUint32Array(info[1])) {
     return ThrowTypeError(env, "(data: Uint8Array, bounds: Uint32Array)", "writeBatch");
   }
   const Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();

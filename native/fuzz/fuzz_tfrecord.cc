@@ -1,5 +1,5 @@
-// libFuzzer target: TFRecord frames through the decoder, and the same bytes as a file through the
-// header scan and range reads.
+// libFuzzer target: TFRecord frames through the decoder, the same bytes as a file through the
+// header scan and range reads, and as a range held in memory (DecodeRecords).
 //
 // Input: [mode][bytes]. Mode bit 0 set: every header's length CRC and every data CRC that can be
 // fixed up is recomputed first, so mutations reach the length and framing logic instead of
@@ -51,6 +51,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ReadRange(file, offsets, n / 2, n - n / 2, out, &b);
     for (size_t i = 0; i < b.size() / 2; ++i) {
       if (b[2 * i] > b[2 * i + 1] || b[2 * i + 1] > out.size()) __builtin_trap();
+    }
+  }
+  // As a range in memory: every frame, then a count from the last byte (a lying count must not
+  // size the output). Faults are TRUNCATED at or after the last whole record.
+  for (const uint64_t count : {kAllRecords, uint64_t{data[size - 1]}}) {
+    std::vector<uint32_t> b;
+    edl::recordio::Status s = DecodeRecords(in.data(), in.size(), 7, count, max_size, &b);
+    if (b.size() / 2 > in.size() / kFrameOverhead ||
+        (s.ok() && count != kAllRecords && b.size() / 2 != count)) {
+      __builtin_trap();
+    }
+    for (size_t i = 0; i < b.size() / 2; ++i) {
+      if (b[2 * i] > b[2 * i + 1] || b[2 * i + 1] > in.size()) __builtin_trap();
     }
   }
   return 0;

@@ -18,6 +18,14 @@ class RandomAccessFile {
   virtual uint64_t Size() const = 0;
   /// Reads up to `n` bytes at `offset` into `dst`; `*got` < n only at end of file. Thread-safe.
   virtual Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const = 0;
+  /// The bytes [offset, offset + n) in place when the file already holds them in memory, so that
+  /// decoders read them there instead of copying them into a scratch buffer first; null when they
+  /// are not in memory (a POSIX file) or not all inside the file.
+  virtual const uint8_t* View(uint64_t offset, size_t n) const {
+    (void)offset;
+    (void)n;
+    return nullptr;
+  }
 };
 
 /// A read-only POSIX file; closed when the last reference goes.
@@ -37,12 +45,16 @@ class PosixFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
-/// A file held in memory (tests, fuzzers). Does not own the bytes.
+/// A file held in memory: a byte range handed over by JavaScript (object storage fetches), tests,
+/// fuzzers. Does not own the bytes.
 class MemoryFile final : public RandomAccessFile {
  public:
   MemoryFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   uint64_t Size() const override { return size_; }
   Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const override;
+  const uint8_t* View(uint64_t offset, size_t n) const override {
+    return offset <= size_ && n <= size_ - offset ? data_ + offset : nullptr;
+  }
 
  private:
   const uint8_t* data_;

@@ -16,8 +16,9 @@ bool StopsEveryMode(ErrorCode code) {
 
 class RangeReader {
  public:
-  RangeReader(const RandomAccessFile& file, const FileIndex& index, ReadOutput* out)
-      : file_(file), index_(index), out_(out) {}
+  RangeReader(const RandomAccessFile& file, const FileIndex& index, uint64_t max_bytes,
+              ReadOutput* out)
+      : file_(file), index_(index), max_bytes_(max_bytes), out_(out) {}
 
   // Decodes chunk `c` into out_->data and emits the bounds of its records [skip, skip + take).
   Status ReadChunk(size_t c, uint32_t skip, uint32_t take) {
@@ -38,11 +39,11 @@ class RangeReader {
     }
     ByteBuffer& data = out_->data;
     const size_t base = data.size();
-    const uint64_t room = kMaxDecodedBytes - base;
+    const uint64_t room = base < max_bytes_ ? max_bytes_ - base : 0;
     const uint8_t* decoded;
     size_t n;
     if (h.compressor == static_cast<uint32_t>(Compressor::kNone)) {
-      // Stored chunks go from the page cache straight into the caller's buffer.
+      // Stored chunks go from the page cache (or the caller's memory) straight into the output.
       if (size > room) return TooLarge();
       if (!data.EnsureSpare(size)) return TooLarge();
       Status s = ReadPayload(payload_at, data.end(), size);
@@ -52,13 +53,14 @@ class RangeReader {
       decoded = data.end();
       n = size;
     } else {
-      ByteBuffer& scratch = Scratch();
-      if (!scratch.Reserve(size)) return TooLarge();
-      Status s = ReadPayload(payload_at, scratch.data(), size);
+      const uint8_t* payload = nullptr;
+      Status s = CompressedPayload(payload_at, size, &payload);
       if (!s.ok()) return s;
-      s = CheckPayloadCrc(h, scratch.data());
+      s = CheckPayloadCrc(h, payload);
       if (!s.ok()) return Status(s.code(), s.message());
-      s = DecompressPayload(h.compressor, scratch.data(), size, data, room);
+      s = DecompressPayload(h.compressor, payload, size, data, room);
+      // A caller's own limit is named as such, not as the decompressor's output cap.
+      if (s.code() == ErrorCode::kTooLarge && max_bytes_ < kMaxDecodedBytes) return TooLarge();
       if (!s.ok()) return s.Shift(static_cast<int64_t>(payload_at));
       // Decompression appended; take the bytes back out of `size` so the split below sees them.
       n = data.size() - base;
@@ -88,6 +90,19 @@ class RangeReader {
   }
 
  private:
+  // Where a compressed payload is decoded from: in place when the file holds its bytes in memory
+  // (a range handed over by JavaScript), else read into the scratch buffer.
+  Status CompressedPayload(uint64_t at, size_t n, const uint8_t** payload) {
+    *payload = file_.View(at, n);
+    if (*payload != nullptr) return Status::Ok();
+    ByteBuffer& scratch = Scratch();
+    if (!scratch.Reserve(n)) return TooLarge();
+    Status s = ReadPayload(at, scratch.data(), n);
+    if (!s.ok()) return s;
+    *payload = scratch.data();
+    return Status::Ok();
+  }
+
   Status ReadPayload(uint64_t at, uint8_t* dst, size_t n) {
     size_t got = 0;
     Status s = file_.ReadAt(at, dst, n, &got);
@@ -100,8 +115,13 @@ class RangeReader {
     return Status::Ok();
   }
 
-  static Status TooLarge() {
-    return Status(ErrorCode::kTooLarge, "batch exceeds 4 GiB - 1 bytes (or memory is exhausted)");
+  Status TooLarge() const {
+    if (max_bytes_ >= kMaxDecodedBytes) {
+      return Status(ErrorCode::kTooLarge, "batch exceeds 4 GiB - 1 bytes (or memory is exhausted)");
+    }
+    return Status(ErrorCode::kTooLarge, "decoded records exceed the limit of " +
+                                            std::to_string(max_bytes_) +
+                                            " bytes (or memory is exhausted)");
   }
 
   // Compressed payloads land here before decoding. One per thread and kept between reads: a fresh
@@ -124,13 +144,15 @@ class RangeReader {
 
   const RandomAccessFile& file_;
   const FileIndex& index_;
+  const uint64_t max_bytes_;
   ReadOutput* out_;
 };
 
 }  // namespace
 
 Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_t start,
-                   uint64_t count, bool skip_corrupt, ReadOutput* out) {
+                   uint64_t count, bool skip_corrupt, ReadOutput* out, uint64_t max_bytes) {
+  if (max_bytes > kMaxDecodedBytes) max_bytes = kMaxDecodedBytes;
   if (start > index.num_records || count > index.num_records - start) {
     return Status(ErrorCode::kOutOfRange, "records [" + std::to_string(start) + ", " +
                                               std::to_string(start + count) + ") are outside [0, " +
@@ -171,11 +193,11 @@ Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_
   // back, so batches of a steady size settle on buffers that fit. (Stored chunks: the estimate is
   // exact, and moving while still empty copies nothing.)
   if (!out->data.borrowed() || all_stored) {
-    out->data.Reserve(static_cast<size_t>(std::min(data_estimate, kMaxDecodedBytes)));
+    out->data.Reserve(static_cast<size_t>(std::min(data_estimate, max_bytes)));
   }
-  out->bounds.Reserve(static_cast<size_t>(std::min(record_estimate, kMaxDecodedBytes / 4)) * 8);
+  out->bounds.Reserve(static_cast<size_t>(std::min(record_estimate, max_bytes / 4)) * 8);
 
-  RangeReader reader(file, index, out);
+  RangeReader reader(file, index, max_bytes, out);
   bool stopped = false;
   bool read_last_chunk = false;
   for (size_t c = first; c < chunks.size() && chunks[c].first_record < end; ++c) {

@@ -35,8 +35,11 @@ struct ReadOutput {
 
 /// Reads records [start, start + count). Returns OUT_OF_RANGE for a bad range; every other fault
 /// goes into `out` (see ReadOutput). Safe to call concurrently on the same file and index.
+/// `max_bytes` bounds the decoded bytes of the batch (at most kMaxDecodedBytes): a chunk that
+/// would take it past the limit is TOO_LARGE, which stops the read in both modes.
 Status ReadRecords(const RandomAccessFile& file, const FileIndex& index, uint64_t start,
-                   uint64_t count, bool skip_corrupt, ReadOutput* out);
+                   uint64_t count, bool skip_corrupt, ReadOutput* out,
+                   uint64_t max_bytes = kMaxDecodedBytes);
 
 }  // namespace edl::recordio
 

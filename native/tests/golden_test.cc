@@ -1,5 +1,5 @@
-// Every file of packages/recordio/test/golden reads back as MANIFEST.txt says; the damaged ones fail the way
-// golden/README.md describes.
+// Every file of packages/recordio/test/golden reads back as MANIFEST.txt says; the damaged ones
+// fail the way golden/README.md describes.
 #include <fstream>
 #include <map>
 #include <sstream>

@@ -179,3 +179,48 @@ TEST(writer_round_trip) {
   }
   ::unlink(path.c_str());
 }
+
+TEST(decode_records_from_memory) {
+  auto records = Sample(50);
+  ByteBuffer framed = Frame(records);
+  std::vector<uint64_t> offsets;
+  MemoryFile file(framed.data(), framed.size());
+  CHECK_OK(ScanIndex(file, &offsets));
+  // A range cut at frame boundaries, as ReadRange reads it.
+  std::vector<uint32_t> bounds;
+  const uint64_t base = offsets[10];
+  CHECK_OK(DecodeRecords(framed.data() + base, offsets[30] - base, base, kAllRecords,
+                         kMaxRecordSize, &bounds));
+  CHECK_EQ(bounds.size(), size_t{40});
+  for (size_t i = 0; i < 20; ++i) {
+    std::string got(reinterpret_cast<const char*>(framed.data() + base) + bounds[2 * i],
+                    bounds[2 * i + 1] - bounds[2 * i]);
+    CHECK(got == records[10 + i]);
+  }
+  // Fewer whole frames than asked for; a frame cut short; a header cut short: TRUNCATED at the
+  // frame, with the records before it delivered, and the header scan's messages.
+  bounds.clear();
+  Status s =
+      DecodeRecords(framed.data() + base, offsets[30] - base, base, 21, kMaxRecordSize, &bounds);
+  CHECK_EQ(s.code(), ErrorCode::kTruncated);
+  CHECK_EQ(s.offset(), static_cast<int64_t>(offsets[30]));
+  CHECK_EQ(bounds.size(), size_t{40});
+  for (const uint64_t cut : {offsets[30] - 1, offsets[29] + 5}) {
+    bounds.clear();
+    s = DecodeRecords(framed.data(), cut, 0, kAllRecords, kMaxRecordSize, &bounds);
+    CHECK_EQ(s.code(), ErrorCode::kTruncated);
+    CHECK_EQ(s.offset(), static_cast<int64_t>(offsets[29]));
+    CHECK_EQ(bounds.size(), size_t{58});
+    std::vector<uint64_t> scanned;
+    const Status scan = ScanIndex(MemoryFile(framed.data(), cut), &scanned);
+    CHECK_EQ(s.message(), scan.message());
+  }
+  // A lying count does not size the output: at most one record per 16 bytes.
+  bounds.clear();
+  CHECK_OK(DecodeRecords(framed.data(), offsets[2], 0, 2, kMaxRecordSize, &bounds));
+  std::vector<uint32_t> fresh;
+  s = DecodeRecords(framed.data(), offsets[2], 0, ~uint64_t{0} - 1, kMaxRecordSize, &fresh);
+  CHECK_EQ(s.code(), ErrorCode::kTruncated);
+  CHECK_EQ(fresh.size(), size_t{4});
+  CHECK(fresh.capacity() <= 2 * (offsets[2] / kFrameOverhead));
+}

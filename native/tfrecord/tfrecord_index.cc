@@ -85,16 +85,38 @@ Status ReadRange(const recordio::RandomAccessFile& file, const std::vector<uint6
   Status s = file.ReadAt(begin, data.data(), static_cast<size_t>(span), &got);
   if (!s.ok()) return s.At(-1, static_cast<int64_t>(begin));
   data.SetSize(got);
-  bounds->resize(2 * count);
-  DecodeResult r =
-      DecodeFrames(data.data(), got, begin, count, bounds->data(), true, kMaxRecordSize);
-  bounds->resize(2 * r.records);
+  return DecodeRecords(data.data(), got, begin, count, kMaxRecordSize, bounds);
+}
+
+Status DecodeRecords(const uint8_t* in, size_t n, uint64_t base, uint64_t count,
+                     uint64_t max_record_size, std::vector<uint32_t>* bounds) {
+  // Every frame takes at least kFrameOverhead bytes: the input bounds the output, not `count`.
+  const uint64_t most = n / kFrameOverhead;
+  const uint64_t want = count < most ? count : most;
+  const size_t first = bounds->size();
+  bounds->resize(first + 2 * want);
+  DecodeResult r = DecodeFrames(in, n, base, want, bounds->data() + first, true, max_record_size);
+  bounds->resize(first + 2 * r.records);
   if (!r.status.ok()) return r.status;
-  if (r.records < count) {
-    return Status(ErrorCode::kTruncated, "file ends inside a record (it shrank after the scan?)",
-                  -1, static_cast<int64_t>(begin + r.consumed));
+  const size_t left = n - static_cast<size_t>(r.consumed);
+  const auto at = static_cast<int64_t>(base + r.consumed);
+  if (r.records == count || (count == kAllRecords && left == 0)) return Status::Ok();
+  if (left == 0) {
+    return Status(ErrorCode::kTruncated,
+                  "the range ends after " + std::to_string(r.records) + " of the " +
+                      std::to_string(count) + " records asked for",
+                  -1, at);
   }
-  return Status::Ok();
+  if (left < kHeaderSize) {
+    return Status(ErrorCode::kTruncated,
+                  "file ends inside a record header (" + std::to_string(left) + " of " +
+                      std::to_string(kHeaderSize) + " bytes)",
+                  -1, at);
+  }
+  return Status(
+      ErrorCode::kTruncated,
+      "file ends inside a record of " + std::to_string(LoadU64(in + r.consumed)) + " bytes", -1,
+      at);
 }
 
 }  // namespace edl::tfrecord

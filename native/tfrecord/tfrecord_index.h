@@ -20,6 +20,19 @@ namespace edl::tfrecord {
 recordio::Status ScanIndex(const recordio::RandomAccessFile& file, std::vector<uint64_t>* offsets,
                            size_t block_size = size_t{1} << 20);
 
+/// `count` of DecodeRecords: every whole frame up to the end of the input.
+inline constexpr uint64_t kAllRecords = ~uint64_t{0};
+
+/// Decodes the frames of `in[0, n)`, which starts at a frame boundary at stream offset `base`
+/// (for error offsets): the first `count` records, or all of them (kAllRecords). Appends each
+/// record's [begin, end) within `in` to `bounds`. Both CRCs are checked and lengths are bounded by
+/// `max_record_size`. An input that ends inside a frame, or holds fewer than `count` records, is
+/// TRUNCATED with the header scan's message at the offset where the frame starts; on any fault the
+/// records before it are in `bounds`. Never reads past `n`; `bounds` grows by at most one pair per
+/// 16 input bytes, whatever `count` says. `n` must be below 4 GiB (bounds are uint32).
+recordio::Status DecodeRecords(const uint8_t* in, size_t n, uint64_t base, uint64_t count,
+                               uint64_t max_record_size, std::vector<uint32_t>* bounds);
+
 /// Reads records [start, start + count) given their `offsets` (from ScanIndex): the frames are
 /// read into `data` and each record's [begin, end) within it is appended to `bounds`. Both CRCs are
 /// checked; on a fault the records before it are in `bounds` and the status has its offset.

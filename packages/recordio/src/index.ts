@@ -7,6 +7,14 @@
 export type { ChunkInfo } from './chunk-info.js';
 export { COMPRESSORS, type CompressorName } from './compressor.js';
 export {
+  decodeRecordIORange,
+  decodeRecordIORangeSync,
+  decodeTFRecordRange,
+  decodeTFRecordRangeSync,
+  type RecordIORangeOptions,
+  type TFRecordRangeOptions,
+} from './decode-memory.js';
+export {
   type FaultLocation,
   RecordIOError,
   type RecordIOErrorCode,

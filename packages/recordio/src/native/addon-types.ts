@@ -46,6 +46,70 @@ export interface NativeAddon extends NativePrefetchAddon {
   tfrecordEncode(data: Uint8Array, bounds: Uint32Array): Uint8Array;
   /** What the first bytes of a stream look like. */
   tfrecordDetect(head: Uint8Array): 'none' | 'gzip' | 'zlib' | 'unknown';
+  /**
+   * Decodes RecordIO chunks held in memory (`bytes` starts at a chunk header) on the libuv pool:
+   * the index scan and chunk reads of a file, over the buffer. `chunkTable` (5 numbers per chunk,
+   * as {@link NativeReader.chunkTable}) lists the chunks the buffer must hold, or null. Faults name
+   * no path. `bytes` and the reused buffers are left untouched until the promise settles.
+   */
+  recordioDecodeRange(
+    bytes: Uint8Array,
+    spec: NativeRangeSpec,
+    chunkTable: Float64Array | null,
+    reuseData?: ArrayBuffer,
+    reuseBounds?: ArrayBuffer,
+  ): Promise<NativeReadResult>;
+  /** Same as {@link NativeAddon.recordioDecodeRange}, on the calling thread. */
+  recordioDecodeRangeSync(
+    bytes: Uint8Array,
+    spec: NativeRangeSpec,
+    chunkTable: Float64Array | null,
+    reuseData?: ArrayBuffer,
+    reuseBounds?: ArrayBuffer,
+  ): NativeReadResult;
+  /**
+   * Checks and locates the TFRecord frames of `bytes` (starting at a frame, at file offset
+   * `baseOffset`) on the libuv pool: the first `count` records, or every frame (-1). Records stay
+   * in `bytes`: `bounds` index it. Rejects only for 4 GiB or more of bytes.
+   */
+  tfrecordDecodeRange(
+    bytes: Uint8Array,
+    baseOffset: number,
+    count: number,
+    maxRecordSize: number,
+  ): Promise<NativeTFRecordRange>;
+  /** Same as {@link NativeAddon.tfrecordDecodeRange}, on the calling thread. */
+  tfrecordDecodeRangeSync(
+    bytes: Uint8Array,
+    baseOffset: number,
+    count: number,
+    maxRecordSize: number,
+  ): NativeTFRecordRange;
+}
+
+/** What {@link NativeAddon.recordioDecodeRange} decodes, and where the bytes lie in their file. */
+export interface NativeRangeSpec {
+  /** File offset of `bytes[0]`. */
+  readonly baseOffset: number;
+  /** Index in the file of the buffer's first chunk. */
+  readonly firstChunk: number;
+  /** Index in the file of that chunk's first record. */
+  readonly firstRecord: number;
+  /** Records of the buffer passed over before the first one delivered. */
+  readonly skip: number;
+  /** Records to deliver, or -1 for every one after `skip`. */
+  readonly count: number;
+  readonly skipCorrupt: boolean;
+  /** Decoded bytes beyond which the read stops with `TOO_LARGE` (at most 4 GiB - 1). */
+  readonly maxDecodedBytes: number;
+}
+
+/** Result of {@link NativeAddon.tfrecordDecodeRange}. */
+export interface NativeTFRecordRange {
+  /** `[begin, end)` of each record's data, as offsets into the input bytes. */
+  readonly bounds: Uint32Array;
+  /** What stopped the decode (`offset` absolute); the records before it are in `bounds`. */
+  readonly fault: NativeFault | null;
 }
 
 /** Result of {@link NativeAddon.tfrecordScan}. */
@@ -110,7 +174,10 @@ export interface NativeReadResult {
   readonly data: Uint8Array;
   /** 2 per delivered record: begin, end (byte offsets into `data`). */
   readonly bounds: Uint32Array;
-  /** Index of the first delivered record. */
+  /**
+   * Index of the first delivered record: the start of the read for file reads; past the chunks
+   * skipped at its start for decodes from memory.
+   */
   readonly firstRecord: number;
   /** With `skipCorrupt`: each bad chunk passed over. */
   readonly skipped: NativeFault[];
