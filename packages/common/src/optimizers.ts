@@ -275,27 +275,26 @@ export function adagradUpdate(
   }
 }
 
-/** w -= lr * g. (A negative learning rate is allowed: tests use -1 to make w count gradients.) */
-class Sgd implements Optimizer {
+/** What every optimizer shares: its config, the step count and the per-variable slots. */
+abstract class SteppedOptimizer<C extends ResolvedOptimizerConfig> implements Optimizer {
   step = 0;
   readonly slots: OptimizerSlots = new Map();
-  constructor(readonly config: Extract<ResolvedOptimizerConfig, { type: 'sgd' }>) {}
+  constructor(readonly config: C) {}
   beginStep(): void {
     this.step++;
   }
+  abstract apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale?: number): void;
+}
+
+/** w -= lr * g. (A negative learning rate is allowed: tests use -1 to make w count gradients.) */
+class Sgd extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'sgd' }>> {
   apply(_name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     sgdUpdate(weights, 0, gradient, 0, weights.length, this.config.learningRate * lrScale);
   }
 }
 
 /** Keras SGD with momentum: v = m*v - lr*g; w += v (Nesterov: w += m*v - lr*g). */
-class Momentum implements Optimizer {
-  step = 0;
-  readonly slots: OptimizerSlots = new Map();
-  constructor(readonly config: Extract<ResolvedOptimizerConfig, { type: 'momentum' }>) {}
-  beginStep(): void {
-    this.step++;
-  }
+class Momentum extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'momentum' }>> {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const v = slot(this.slots, name, 'momentum', weights.length);
     momentumUpdate(
@@ -313,13 +312,7 @@ class Momentum implements Optimizer {
 }
 
 /** Adam (Kingma & Ba) with the bias correction folded into the step size, as Keras does. */
-class Adam implements Optimizer {
-  step = 0;
-  readonly slots: OptimizerSlots = new Map();
-  constructor(readonly config: Extract<ResolvedOptimizerConfig, { type: 'adam' }>) {}
-  beginStep(): void {
-    this.step++;
-  }
+class Adam extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'adam' }>> {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const m = slot(this.slots, name, 'm', weights.length);
     const v = slot(this.slots, name, 'v', weights.length);
@@ -332,13 +325,7 @@ class Adam implements Optimizer {
  * Adagrad (Duchi et al.) as TensorFlow.js' `tf.train.adagrad`: a per-element accumulator of squared
  * gradients, starting at `initialAccumulatorValue`, scales each element's step down as it grows.
  */
-class Adagrad implements Optimizer {
-  step = 0;
-  readonly slots: OptimizerSlots = new Map();
-  constructor(readonly config: Extract<ResolvedOptimizerConfig, { type: 'adagrad' }>) {}
-  beginStep(): void {
-    this.step++;
-  }
+class Adagrad extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'adagrad' }>> {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const acc = slot(this.slots, name, 'accumulator', weights.length, this.config.initialAccumulatorValue);
     adagradUpdate(weights, 0, acc, 0, gradient, 0, weights.length, this.config.learningRate * lrScale);

@@ -118,7 +118,12 @@ describe('the embedding layer', () => {
     const friend = tfl.input({ shape: [1], name: 'friend' });
     const a = embedding({ name: 'user_emb', table: 'people', outputDim: 2, combiner: 'sum' });
     const b = embedding({ name: 'friend_emb', table: 'people', outputDim: 2, combiner: 'sum' });
-    const dot = tfl.layers.dot({ axes: 1 }).apply([a.apply(user), b.apply(friend)]) as tfl.SymbolicTensor;
+    const dot = tfl.layers
+      .dot({ axes: 1 })
+      .apply([
+        a.apply(user) as tfl.SymbolicTensor,
+        b.apply(friend) as tfl.SymbolicTensor,
+      ]) as tfl.SymbolicTensor;
     const model = tfl.model({ inputs: [user, friend], outputs: dot });
     const inputs = [tf.tensor2d([[1], [2]]), tf.tensor2d([[2], [3]])];
     const pulled: Float64Array[] = [];

@@ -28,7 +28,7 @@ describe("Adagrad against TensorFlow.js' tf.train.adagrad", () => {
       const gradient = Float32Array.from({ length: 64 }, () => random.normal() * (step % 2 === 0 ? 1 : 0.1));
       optimizer.beginStep();
       optimizer.apply('w', ours, gradient);
-      reference.applyGradients({ [theirs.name]: tf.tensor1d(gradient) });
+      reference.applyGradients([{ name: theirs.name, tensor: tf.tensor1d(gradient) }]);
     }
     closeTo(ours, theirs.dataSync() as Float32Array, 1e-6);
     reference.dispose();
@@ -60,7 +60,7 @@ describe("Adagrad against TensorFlow.js' tf.train.adagrad", () => {
           rows,
         ),
       );
-      reference.applyGradients({ [dense.name]: denseGradient });
+      reference.applyGradients([{ name: dense.name, tensor: denseGradient }]);
       denseGradient.dispose();
     }
     closeTo(table.lookup(allIds), dense.dataSync() as Float32Array, 1e-6);
