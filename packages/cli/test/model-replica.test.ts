@@ -120,7 +120,7 @@ describe('ModelReplica', () => {
     expect(() => ModelReplica.fromSnapshot({ version: 0, initialized: true, variables, optimizer })).toThrow(
       /optimizer slot 'dense\/kernel\/m' \(2 values\), which fits no variable/,
     );
-    const unknown = { config: { type: 'adagrad' }, step: 0, slots: [] };
+    const unknown = { config: { type: 'rmsprop' }, step: 0, slots: [] };
     const error = (() => {
       try {
         ModelReplica.fromSnapshot({ version: 0, initialized: true, variables, optimizer: unknown });
@@ -130,7 +130,7 @@ describe('ModelReplica', () => {
     })();
     expect(error).toBeInstanceOf(WorkerError);
     expect((error as WorkerError).code).toBe('MASTER_ERROR');
-    expect((error as Error).message).toMatch(/cannot mirror.*adagrad/);
+    expect((error as Error).message).toMatch(/cannot mirror.*rmsprop/);
   });
 
   it('refuses a gradient for a variable it does not hold', () => {

@@ -23,11 +23,19 @@ export {
 export { describeValue, expectedMessage } from './describe-value.js';
 export { EdlError, type EdlErrorOptions, hasErrorCode } from './edl-error.js';
 export {
+  ADAGRAD_EPSILON,
+  adagradUpdate,
+  adamStepSize,
+  adamUpdate,
   checkOptimizerParams,
   createOptimizer,
+  momentumUpdate,
   OPTIMIZER_PARAMS,
   type Optimizer,
   type OptimizerConfig,
   type OptimizerSlots,
+  type ResolvedOptimizerConfig,
+  resolveOptimizerConfig,
+  sgdUpdate,
 } from './optimizers.js';
 export { mulberry32, SeededRandom } from './seeded-random.js';

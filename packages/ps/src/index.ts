@@ -25,6 +25,7 @@ export {
   type ParameterStoreSnapshot,
 } from './parameter-store.js';
 export { type ParameterRpcHandlers, parameterRpcHandlers } from './rpc-handlers.js';
+export * from './sparse/index.js';
 export {
   decodeStoreCheckpoint,
   encodeStoreCheckpoint,

@@ -41,7 +41,9 @@ describe('optimizers', () => {
 
   it('rejects unknown optimizers', () => {
     expect(() => createOptimizer({ type: 'rmsprop' } as never)).toThrow(
-      new RangeError(`Expected one of 'sgd', 'momentum', 'adam' for optimizer.type but received "rmsprop"`),
+      new RangeError(
+        `Expected one of 'sgd', 'momentum', 'adam', 'adagrad' for optimizer.type but received "rmsprop"`,
+      ),
     );
   });
 });

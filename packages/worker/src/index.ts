@@ -21,6 +21,7 @@ export * from './backends/index.js';
 export { batchRecords } from './batch-records.js';
 export { registerChainedOps } from './chained-ops.js';
 export { assertSingleTfjs, loadedTfjsCopies } from './duplicate-tfjs.js';
+export * from './embedding/index.js';
 export {
   taskErrorText,
   WorkerError,
