@@ -10,7 +10,13 @@ import { StorageError } from './storage-error.js';
  */
 export type ByteSourceLoader = () => ByteSource | Promise<ByteSource>;
 
-const loaders = new Map<string, ByteSourceLoader>();
+// The remote sources ship with the package and load on first use; their client libraries (the AWS
+// SDK for s3:) load later still, on the first request.
+const loaders = new Map<string, ByteSourceLoader>([
+  ['s3', async () => new (await import('./s3/s3-byte-source.js')).S3ByteSource()],
+  ['https', async () => new (await import('./http/http-byte-source.js')).HttpByteSource({ scheme: 'https' })],
+  ['http', async () => new (await import('./http/http-byte-source.js')).HttpByteSource({ scheme: 'http' })],
+]);
 const loaded = new Map<string, Promise<ByteSource>>();
 
 /**

@@ -1,5 +1,6 @@
 export type { ByteSource, ObjectStat, ReadRangeOptions } from './byte-source.js';
 export { type ByteSourceLoader, byteSourceFor, registerByteSource } from './byte-sources.js';
+export { HttpByteSource, type HttpByteSourceOptions } from './http/http-byte-source.js';
 export { LocalFileSource, localFiles } from './local-file-source.js';
 export {
   compareCodeUnits,
@@ -8,4 +9,8 @@ export {
   SIDECAR_SUFFIXES,
   schemeOf,
 } from './locations.js';
+export { RemoteError, type RemoteErrorCode, type RemoteErrorLocation } from './remote/remote-error.js';
+export { LATENCY_BUCKETS_MS, RemoteStats, type RemoteStatsSnapshot } from './remote/remote-stats.js';
+export type { RetryCause, RetryOptions } from './remote/retry-policy.js';
+export { S3ByteSource, type S3ByteSourceOptions, type S3StaticCredentials } from './s3/s3-byte-source.js';
 export { StorageError, type StorageErrorCode } from './storage-error.js';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
  * Name endings of readers' sidecar files (indexes next to the data they index, in the spirit of
  * DALI's `tfrecord2idx`): listings never return them as data.
  */
-export const SIDECAR_SUFFIXES: readonly string[] = ['.idx'];
+export const SIDECAR_SUFFIXES: readonly string[] = ['.idx', '.index'];
 
 /**
  * The URL scheme of `location` in lower case (`s3`, `https`, `file`), or undefined for a plain path.

@@ -1,3 +1,4 @@
+import { SIDECAR_SUFFIXES } from '../locations.js';
 /** A parsed `s3://bucket/key` location. */
 export interface S3Location {
   readonly bucket: string;
@@ -22,12 +23,6 @@ export function parseS3Location(location: string): S3Location {
 export function formatS3Location(bucket: string, key: string): string {
   return `s3://${bucket}/${key}`;
 }
-
-/**
- * Suffixes of readers' sidecar index files (`data.rio.idx`, `data.tfrecord.index`), which prefix
- * listings skip: they describe data objects and are not data themselves.
- */
-export const SIDECAR_SUFFIXES: readonly string[] = ['.idx', '.index'];
 
 /** Whether `key` names a sidecar index ({@link SIDECAR_SUFFIXES}). */
 export function isSidecarKey(key: string): boolean {
