@@ -112,8 +112,12 @@ describe('createDataReader', () => {
     await expect(createDataReader(join(dir, 'lines.dat'))).rejects.toThrow(
       `UNKNOWN_ORIGIN: cannot tell which reader reads "${join(dir, 'lines.dat')}": the extension ".dat" is not known.`,
     );
+    await expect(createDataReader('gs://bucket/data.csv')).rejects.toThrow(
+      /^UNKNOWN_ORIGIN: cannot tell which reader reads "gs:\/\/bucket\/data.csv": the URL scheme gs: is not supported/,
+    );
+    // s3: is read through the AWS SDK: with no credentials anywhere, one line that names the object.
     await expect(createDataReader('s3://bucket/data.csv')).rejects.toThrow(
-      /^UNKNOWN_ORIGIN: cannot tell which reader reads "s3:\/\/bucket\/data.csv": the URL scheme s3: is not supported/,
+      /ACCESS_DENIED: s3:\/\/bucket\/data.csv: no AWS credentials found/,
     );
     await expect(createDataReader(join(dir, 'missing'))).rejects.toThrow(/no such file or directory/);
     await expect(createDataReader(undefined)).rejects.toMatchObject({ code: 'UNKNOWN_ORIGIN' });
