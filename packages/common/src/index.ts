@@ -22,6 +22,7 @@ export {
 } from './checks.js';
 export { describeValue, expectedMessage } from './describe-value.js';
 export { EdlError, type EdlErrorOptions, hasErrorCode } from './edl-error.js';
+export { fmix32 } from './fmix32.js';
 export {
   ADAGRAD_EPSILON,
   adagradUpdate,

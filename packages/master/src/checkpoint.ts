@@ -10,7 +10,7 @@ import {
   type StoreCheckpointHeader,
 } from '@edl/ps';
 import { CheckpointError } from './errors.js';
-import type { TaskManagerState } from './task-manager.js';
+import type { TaskManagerState } from './tasks/task-state.js';
 
 /** What a checkpoint holds: the parameter store and the task manager, taken in one synchronous step. */
 export interface Checkpoint {

@@ -78,17 +78,17 @@ export {
 } from './master.js';
 export type { MasterObserver } from './master-observer.js';
 export { type MasterHandle, type StartMasterOptions, startMaster } from './start-master.js';
+export { TaskManager } from './task-manager.js';
+export type { TaskManagerState } from './tasks/task-state.js';
 export {
   JOB_TYPES,
   type JobType,
   type RangeCheck,
   type RecordCount,
   type RecordsByKind,
-  TaskManager,
   type TaskManagerEvent,
   type TaskManagerOptions,
   type TaskManagerPhase,
-  type TaskManagerState,
   type TaskManagerStatus,
-} from './task-manager.js';
+} from './tasks/types.js';
 export { encodeScalarEvent, TensorBoardWriter } from './tensorboard.js';

@@ -8,7 +8,7 @@
 import { checkOneOf, checkOptimizerParams, type OptimizerConfig } from '@edl/common';
 import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from '@edl/ps';
 import type { StartMasterOptions } from './start-master.js';
-import type { JobType } from './task-manager.js';
+import type { JobType } from './tasks/types.js';
 
 /**
  * An optimizer as a model definition names it (`@edl/worker`'s `OptimizerSpec`): `sgd`,

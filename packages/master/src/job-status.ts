@@ -7,7 +7,7 @@ import { EventLog, pushBounded, ThroughputHistory } from './status/histories.js'
 import { TaskRows } from './status/task-rows.js';
 import type { JobEvent, JobStatusSnapshot, JobStatusTrackerOptions, WorkerStatus } from './status/types.js';
 import { type StepSecondsListener, WorkerTable } from './status/worker-table.js';
-import type { TaskManagerEvent } from './task-manager.js';
+import type { TaskManagerEvent } from './tasks/types.js';
 
 export type {
   JobEvent,

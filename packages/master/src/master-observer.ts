@@ -1,6 +1,6 @@
 import type { WorkerStatsReport } from '@edl/proto';
 import type { EvaluationResult } from './evaluation-service.js';
-import type { TaskManagerEvent } from './task-manager.js';
+import type { TaskManagerEvent } from './tasks/types.js';
 
 /**
  * Hears what happens in a {@link Master} (the live view and the Prometheus metrics use it). Every

@@ -24,12 +24,8 @@ import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterState
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
-import {
-  TaskManager,
-  type TaskManagerEvent,
-  type TaskManagerOptions,
-  type TaskManagerStatus,
-} from './task-manager.js';
+import { TaskManager } from './task-manager.js';
+import type { TaskManagerEvent, TaskManagerOptions, TaskManagerStatus } from './tasks/types.js';
 
 /** Options of {@link Master}: the task manager's, plus the parameter store, checkpoints and metrics. */
 export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' | 'onEvent'> {

@@ -25,19 +25,6 @@ import type {
   TaskManagerStatus,
 } from './tasks/types.js';
 
-export type { TaskManagerState } from './tasks/task-state.js';
-export {
-  JOB_TYPES,
-  type JobType,
-  type RangeCheck,
-  type RecordCount,
-  type RecordsByKind,
-  type TaskManagerEvent,
-  type TaskManagerOptions,
-  type TaskManagerPhase,
-  type TaskManagerStatus,
-} from './tasks/types.js';
-
 /**
  * ElasticDL's dynamic-sharding task dispatcher, with record-level progress and exactly-once ranges.
  *

@@ -1,6 +1,7 @@
 import { fatalTaskErrorCode } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
-import { TaskManager, type TaskManagerEvent } from '../src/task-manager.js';
+import { TaskManager } from '../src/task-manager.js';
+import type { TaskManagerEvent } from '../src/tasks/types.js';
 
 function manager() {
   const events: TaskManagerEvent[] = [];

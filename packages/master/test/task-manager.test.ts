@@ -1,7 +1,8 @@
 import { GradientStatus, type TaskAssignment, TaskType } from '@edl/proto';
 import { describe, expect, it } from 'vitest';
 import { JobFailedError } from '../src/errors.js';
-import { TaskManager, type TaskManagerEvent, type TaskManagerOptions } from '../src/task-manager.js';
+import { TaskManager } from '../src/task-manager.js';
+import type { TaskManagerEvent, TaskManagerOptions } from '../src/tasks/types.js';
 
 function manager(options: Partial<TaskManagerOptions> = {}) {
   let now = 1_000;

@@ -9,6 +9,11 @@ export {
   SIDECAR_SUFFIXES,
   schemeOf,
 } from './locations.js';
+export {
+  type RangeRequest,
+  RemoteByteSource,
+  type RemoteSourceOptions,
+} from './remote/remote-byte-source.js';
 export { RemoteError, type RemoteErrorCode, type RemoteErrorLocation } from './remote/remote-error.js';
 export { LATENCY_BUCKETS_MS, RemoteStats, type RemoteStatsSnapshot } from './remote/remote-stats.js';
 export type { RetryCause, RetryOptions } from './remote/retry-policy.js';

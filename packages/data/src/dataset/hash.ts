@@ -3,18 +3,11 @@
  * stays in int32/uint32 arithmetic (`Math.imul`, shifts) so V8 keeps it in registers.
  */
 
-const TWO_POW_32 = 4294967296;
+import { fmix32 } from '@edl/common';
 
-/** MurmurHash3's finalizer: a bijection of uint32 with full avalanche. */
-export function fmix32(x: number): number {
-  let h = x | 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+export { fmix32 };
+
+const TWO_POW_32 = 4294967296;
 
 /** Low 32 bits of a safe integer (two's complement for negative values). */
 export function low32(value: number): number {

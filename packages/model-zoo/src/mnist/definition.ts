@@ -19,28 +19,25 @@ export interface MnistModelOptions {
  */
 export function buildMnistModel(options: MnistModelOptions = {}): tfl.LayersModel {
   const [first, second] = options.filters ?? [8, 16];
+  const kernelSize = options.kernelSize ?? 5;
+  // Block n: a 'same'-padded conv + ReLU (kernels seeded with n), then 2x2 max-pooling.
+  const convBlock = (n: number, filters: number, inputShape?: number[]): tfl.layers.Layer[] => [
+    tfl.layers.conv2d({
+      name: `conv${n}`,
+      ...(inputShape === undefined ? {} : { inputShape }),
+      filters,
+      kernelSize,
+      padding: 'same',
+      activation: 'relu',
+      kernelInitializer: tfl.initializers.heNormal({ seed: n }),
+    }),
+    tfl.layers.maxPooling2d({ name: `pool${n}`, poolSize: 2 }),
+  ];
   return tfl.sequential({
     name: 'mnist',
     layers: [
-      tfl.layers.conv2d({
-        name: 'conv1',
-        inputShape: [MNIST_SIDE, MNIST_SIDE, 1],
-        filters: first,
-        kernelSize: options.kernelSize ?? 5,
-        padding: 'same',
-        activation: 'relu',
-        kernelInitializer: tfl.initializers.heNormal({ seed: 1 }),
-      }),
-      tfl.layers.maxPooling2d({ name: 'pool1', poolSize: 2 }),
-      tfl.layers.conv2d({
-        name: 'conv2',
-        filters: second,
-        kernelSize: options.kernelSize ?? 5,
-        padding: 'same',
-        activation: 'relu',
-        kernelInitializer: tfl.initializers.heNormal({ seed: 2 }),
-      }),
-      tfl.layers.maxPooling2d({ name: 'pool2', poolSize: 2 }),
+      ...convBlock(1, first, [MNIST_SIDE, MNIST_SIDE, 1]),
+      ...convBlock(2, second),
       tfl.layers.flatten({ name: 'flatten' }),
       tfl.layers.dense({
         name: 'hidden',

@@ -1,27 +1,18 @@
+
 /**
  * The integer hashing behind row placement and row initialization. It is specified exactly (and in
  * packages/ps/README.md) because it is part of the model: a shard process, a restarted job and a
  * checkpoint restored onto a different number of shards must all agree on it.
  */
 
+import { fmix32 } from '@edl/common';
+
+export { fmix32 };
+
 const TWO_POW_32 = 2 ** 32;
 
 /** The largest row id: ids are non-negative integers that a double holds exactly. */
 export const MAX_ROW_ID = Number.MAX_SAFE_INTEGER;
-
-/**
- * murmur3's 32-bit finalizer: a bijection on uint32 in which every input bit flips each output bit
- * with probability about 1/2.
- */
-export function fmix32(value: number): number {
-  let h = value >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 /** 32-bit FNV-1a of a string's UTF-16 code units (table names are short; no encoder needed). */
 export function fnv1a32(text: string): number {

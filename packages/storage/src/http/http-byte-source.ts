@@ -1,23 +1,22 @@
-import type { ByteSource, ObjectStat, ReadRangeOptions } from '../byte-source.js';
+import type { ObjectStat } from '../byte-source.js';
 import {
   type AttemptTimeouts,
   HttpStatusFailure,
   type RangeAnswer,
-  type RemoteCall,
-  readRangeWithRetries,
   withRetries,
 } from '../remote/attempts.js';
-import { checkRange, parseContentRange } from '../remote/range.js';
+import { parseContentRange } from '../remote/range.js';
+import {
+  type RangeRequest,
+  RemoteByteSource,
+  type RemoteSourceOptions,
+} from '../remote/remote-byte-source.js';
 import { displayUrl, RemoteError } from '../remote/remote-error.js';
-import { RemoteStats } from '../remote/remote-stats.js';
-import { type RetryOptions, type RetrySettings, retrySettings } from '../remote/retry-policy.js';
 
 /** Options of an {@link HttpByteSource}. Every field is optional. */
-export interface HttpByteSourceOptions extends RetryOptions {
+export interface HttpByteSourceOptions extends RemoteSourceOptions {
   /** The scheme this source is registered for (default `https`); it reads `http://` URLs either way. */
   readonly scheme?: 'http' | 'https';
-  /** Counters to add this source's requests to (default: a new {@link RemoteStats}). */
-  readonly stats?: RemoteStats;
   /**
    * Called once per URL whose reads cannot be pinned to a version (no ETag, no Last-Modified).
    * Default: `process.emitWarning` with code `EDL_UNPINNED_OBJECT`.
@@ -45,18 +44,14 @@ const LAST_MODIFIED_VERSION = 'Last-Modified: ';
  * `NODE_USE_ENV_PROXY=1` or `--use-env-proxy` (Node 24.0 and 22.21 on); on Node 20 `fetch` connects
  * directly whatever they say.
  */
-export class HttpByteSource implements ByteSource {
+export class HttpByteSource extends RemoteByteSource {
   readonly scheme: 'http' | 'https';
-  /** This source's request, byte, retry and latency counters. */
-  readonly stats: RemoteStats;
-  private readonly settings: RetrySettings;
   private readonly onWarning: (message: string) => void;
   private readonly warned = new Set<string>();
 
   constructor(options: HttpByteSourceOptions = {}) {
+    super(options);
     this.scheme = options.scheme ?? 'https';
-    this.settings = retrySettings(options);
-    this.stats = options.stats ?? new RemoteStats();
     this.onWarning =
       options.onWarning ?? ((message) => process.emitWarning(message, { code: 'EDL_UNPINNED_OBJECT' }));
   }
@@ -68,7 +63,7 @@ export class HttpByteSource implements ByteSource {
 
   async stat(location: string, options: { readonly signal?: AbortSignal } = {}): Promise<ObjectStat> {
     const target = checkHttpUrl(location);
-    const call = this.call(location, 'stat', options.signal);
+    const call = this.call(displayUrl(location), 'stat', options.signal);
     const head = await withRetries(call, (signal, timeouts) => sendHead(target, signal, timeouts));
     const version = pinnedVersion(head.headers);
     if (version === undefined && !this.warned.has(location)) {
@@ -81,53 +76,32 @@ export class HttpByteSource implements ByteSource {
     return { location, size: head.size, version };
   }
 
-  async readRange(
-    object: ObjectStat,
-    offset: number,
-    length: number,
-    options: ReadRangeOptions = {},
-  ): Promise<Uint8Array> {
-    const into = checkRange(object, offset, length, options.into);
-    if (length === 0) return into;
+  protected async rangeRequest(object: ObjectStat): Promise<RangeRequest> {
     const target = checkHttpUrl(object.location);
-    const call = this.call(object.location, 'read', options.signal);
-    return readRangeWithRetries(
-      call,
-      offset,
-      length,
-      into,
-      async (start, count, signal): Promise<RangeAnswer> => {
-        const headers: Record<string, string> = {
-          ...target.headers,
-          range: `bytes=${start}-${start + count - 1}`,
-        };
-        const version = object.version;
-        if (version?.startsWith(LAST_MODIFIED_VERSION)) {
-          headers['if-unmodified-since'] = version.slice(LAST_MODIFIED_VERSION.length);
-        } else if (version !== undefined) {
-          headers['if-match'] = version;
-        }
-        const response = await fetch(target.url, { headers, signal });
-        try {
-          const answerStart = checkAnswer(response, object, start, call.url);
-          if (response.body === null) throw new RemoteError('BAD_RESPONSE', 'the answer has no body', call);
-          // The attempt's signal, which the stall detector aborts first, already ends a fetch body.
-          return { body: response.body, start: answerStart, cancel: () => undefined };
-        } catch (error) {
-          await response.body?.cancel().catch(() => undefined);
-          throw error;
-        }
-      },
-    );
-  }
-
-  /** Always `undefined`: remote objects are read through {@link readRange}. */
-  localPath(): string | undefined {
-    return undefined;
-  }
-
-  private call(location: string, action: string, signal: AbortSignal | undefined): RemoteCall {
-    return { url: displayUrl(location), action, signal, settings: this.settings, stats: this.stats };
+    const url = displayUrl(object.location);
+    const send = async (start: number, count: number, signal: AbortSignal): Promise<RangeAnswer> => {
+      const headers: Record<string, string> = {
+        ...target.headers,
+        range: `bytes=${start}-${start + count - 1}`,
+      };
+      const version = object.version;
+      if (version?.startsWith(LAST_MODIFIED_VERSION)) {
+        headers['if-unmodified-since'] = version.slice(LAST_MODIFIED_VERSION.length);
+      } else if (version !== undefined) {
+        headers['if-match'] = version;
+      }
+      const response = await fetch(target.url, { headers, signal });
+      try {
+        const answerStart = checkAnswer(response, object, start, url);
+        if (response.body === null) throw new RemoteError('BAD_RESPONSE', 'the answer has no body', { url });
+        // The attempt's signal, which the stall detector aborts first, already ends a fetch body.
+        return { body: response.body, start: answerStart, cancel: () => undefined };
+      } catch (error) {
+        await response.body?.cancel().catch(() => undefined);
+        throw error;
+      }
+    };
+    return { url, send };
   }
 }
 

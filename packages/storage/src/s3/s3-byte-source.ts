@@ -1,17 +1,14 @@
 import type { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, S3Client } from '@aws-sdk/client-s3';
-import type { ByteSource, ObjectStat, ReadRangeOptions } from '../byte-source.js';
+import type { ObjectStat } from '../byte-source.js';
+import { HttpStatusFailure, type RangeAnswer, withRetries } from '../remote/attempts.js';
+import { parseContentRange } from '../remote/range.js';
 import {
-  HttpStatusFailure,
-  type RangeAnswer,
-  type RemoteCall,
-  readRangeWithRetries,
-  withRetries,
-} from '../remote/attempts.js';
-import { checkRange, parseContentRange } from '../remote/range.js';
+  type RangeRequest,
+  RemoteByteSource,
+  type RemoteSourceOptions,
+} from '../remote/remote-byte-source.js';
 import { RemoteError } from '../remote/remote-error.js';
-import { RemoteStats } from '../remote/remote-stats.js';
-import { type RetryOptions, type RetrySettings, retrySettings } from '../remote/retry-policy.js';
 import { formatS3Location, isSidecarKey, parseS3Location, type S3Location } from './s3-location.js';
 import { environmentNamesS3Endpoint, loadS3Sdk, type S3Sdk } from './s3-sdk.js';
 
@@ -23,7 +20,7 @@ export interface S3StaticCredentials {
 }
 
 /** Options of an {@link S3ByteSource}. Every field is optional. */
-export interface S3ByteSourceOptions extends RetryOptions {
+export interface S3ByteSourceOptions extends RemoteSourceOptions {
   /**
    * The S3 API endpoint (`http://127.0.0.1:9000`, an R2 or GCS XML endpoint, ...). Without it the
    * SDK uses `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else the profile's `endpoint_url`,
@@ -49,8 +46,6 @@ export interface S3ByteSourceOptions extends RetryOptions {
   readonly credentials?: S3StaticCredentials;
   /** Keys per ListObjectsV2 page (default 1000, S3's maximum). */
   readonly listPageSize?: number;
-  /** Counters to add this source's requests to (default: a new {@link RemoteStats}). */
-  readonly stats?: RemoteStats;
 }
 
 /**
@@ -67,20 +62,16 @@ export interface S3ByteSourceOptions extends RetryOptions {
  *   replaced object fails with `CHANGED` naming `s3://bucket/key`.
  *
  * Reads retry throttling (503 SlowDown, 429), 5xx, resets and timeouts with backoff and full jitter,
- * resuming a broken body from the byte where it broke (see {@link RetryOptions}); the SDK's own
+ * resuming a broken body from the byte where it broke (see {@link RemoteSourceOptions}); the SDK's own
  * retries are off so that every retry is counted in {@link S3ByteSource.stats} by cause.
  */
-export class S3ByteSource implements ByteSource {
+export class S3ByteSource extends RemoteByteSource {
   readonly scheme = 's3';
-  /** This source's request, byte, retry and latency counters. */
-  readonly stats: RemoteStats;
-  private readonly settings: RetrySettings;
   private readonly listPageSize: number;
   private clientPromise: Promise<{ readonly sdk: S3Sdk; readonly client: S3Client }> | undefined;
 
   constructor(private readonly options: S3ByteSourceOptions = {}) {
-    this.settings = retrySettings(options);
-    this.stats = options.stats ?? new RemoteStats();
+    super(options);
     this.listPageSize = options.listPageSize ?? 1000;
     if (!Number.isInteger(this.listPageSize) || this.listPageSize < 1 || this.listPageSize > 1000) {
       throw new RangeError(`listPageSize must be an integer in [1, 1000], got ${options.listPageSize}`);
@@ -121,50 +112,32 @@ export class S3ByteSource implements ByteSource {
     return { location: url, size: head.ContentLength, version: head.ETag };
   }
 
-  async readRange(
-    object: ObjectStat,
-    offset: number,
-    length: number,
-    options: ReadRangeOptions = {},
-  ): Promise<Uint8Array> {
-    const into = checkRange(object, offset, length, options.into);
-    if (length === 0) return into;
+  protected async rangeRequest(object: ObjectStat): Promise<RangeRequest> {
     const { bucket, key } = parseS3Location(object.location);
     const url = formatS3Location(bucket, key);
     const { sdk, client } = await this.client(url);
-    const call = this.call(url, 'read', options.signal);
-    return readRangeWithRetries(
-      call,
-      offset,
-      length,
-      into,
-      async (start, count, signal): Promise<RangeAnswer> => {
-        const command = new sdk.client.GetObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          Range: `bytes=${start}-${start + count - 1}`,
-          IfMatch: object.version,
-        });
-        const output = await sendS3(url, () => client.send(command, { abortSignal: signal }));
-        const body = output.Body as (Readable & AsyncIterable<Uint8Array>) | undefined;
-        const cancel = (reason: Error): void => {
-          body?.destroy(reason);
-        };
-        try {
-          if (body === undefined)
-            throw new RemoteError('BAD_RESPONSE', 'GetObject answered without a body', { url });
-          return { body, start: answerStart(output, object, start), cancel };
-        } catch (error) {
-          cancel(error instanceof Error ? error : new Error(String(error)));
-          throw error;
-        }
-      },
-    );
-  }
-
-  /** Always `undefined`: S3 objects are read through {@link readRange}. */
-  localPath(): string | undefined {
-    return undefined;
+    const send = async (start: number, count: number, signal: AbortSignal): Promise<RangeAnswer> => {
+      const command = new sdk.client.GetObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        Range: `bytes=${start}-${start + count - 1}`,
+        IfMatch: object.version,
+      });
+      const output = await sendS3(url, () => client.send(command, { abortSignal: signal }));
+      const body = output.Body as (Readable & AsyncIterable<Uint8Array>) | undefined;
+      const cancel = (reason: Error): void => {
+        body?.destroy(reason);
+      };
+      try {
+        if (body === undefined)
+          throw new RemoteError('BAD_RESPONSE', 'GetObject answered without a body', { url });
+        return { body, start: answerStart(output, object, start), cancel };
+      } catch (error) {
+        cancel(error instanceof Error ? error : new Error(String(error)));
+        throw error;
+      }
+    };
+    return { url, send };
   }
 
   /** Closes the SDK client's connections; the source must not be used afterwards. */
@@ -215,10 +188,6 @@ export class S3ByteSource implements ByteSource {
       continuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (continuationToken !== undefined);
     return objects.sort((a, b) => (a.location < b.location ? -1 : a.location > b.location ? 1 : 0));
-  }
-
-  private call(url: string, action: string, signal: AbortSignal | undefined): RemoteCall {
-    return { url, action, signal, settings: this.settings, stats: this.stats };
   }
 
   private client(url: string): Promise<{ readonly sdk: S3Sdk; readonly client: S3Client }> {
