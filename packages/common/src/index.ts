@@ -32,6 +32,7 @@ export {
   createOptimizer,
   momentumUpdate,
   OPTIMIZER_PARAMS,
+  OPTIMIZER_TYPES,
   type Optimizer,
   type OptimizerConfig,
   type OptimizerSlots,

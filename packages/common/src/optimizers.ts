@@ -78,7 +78,12 @@ export function checkOptimizerParams(
 }
 
 /** The optimizer types, in the order error messages list them. */
-const OPTIMIZER_TYPES = ['sgd', 'momentum', 'adam', 'adagrad'] as const;
+export const OPTIMIZER_TYPES = [
+  'sgd',
+  'momentum',
+  'adam',
+  'adagrad',
+] as const satisfies readonly OptimizerConfig['type'][];
 
 /**
  * Checks a config's type and parameters and fills in the defaults (ElasticDL's, which are Keras';

@@ -5,7 +5,7 @@
  * add the readers, the logger and the workers (local processes or pods).
  */
 
-import { checkOneOf, checkOptimizerParams, type OptimizerConfig } from '@edl/common';
+import { checkOneOf, checkOptimizerParams, OPTIMIZER_TYPES, type OptimizerConfig } from '@edl/common';
 import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from '@edl/ps';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './tasks/types.js';
@@ -25,7 +25,7 @@ export interface OptimizerSpecLike {
  * rather than a value silently ignored.
  */
 export function optimizerConfigFromSpec(spec: OptimizerSpecLike, source: string): OptimizerConfig {
-  const type = checkOneOf(spec?.name, `optimizer.name in ${source}`, ['sgd', 'momentum', 'adam'] as const);
+  const type = checkOneOf(spec?.name, `optimizer.name in ${source}`, OPTIMIZER_TYPES);
   const params = spec.params ?? {};
   checkOptimizerParams(type, Object.keys(params), `the ${type} optimizer in ${source}`);
   const { nesterov, ...numbers } = params;

@@ -50,7 +50,7 @@ describe('optimizerConfigFromSpec', () => {
       ),
     );
     expect(() => optimizerConfigFromSpec({ name: 'rmsprop' }, 'model.ts')).toThrow(
-      /^Expected one of 'sgd', 'momentum', 'adam' for optimizer.name in model.ts but received "rmsprop"$/,
+      /^Expected one of 'sgd', 'momentum', 'adam', 'adagrad' for optimizer.name in model.ts but received "rmsprop"$/,
     );
   });
 });

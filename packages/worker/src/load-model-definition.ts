@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describeValue } from '@edl/common';
+import { describeValue, OPTIMIZER_TYPES } from '@edl/common';
 import { assertSingleTfjs } from './duplicate-tfjs.js';
 import { WorkerError } from './errors.js';
 import type { ModelDefinition } from './model-definition.js';
 import { shareWorkerPackages } from './shared-packages.js';
 
-const OPTIMIZERS = ['sgd', 'momentum', 'adam'];
+const OPTIMIZERS: readonly string[] = OPTIMIZER_TYPES;
 const BUILTIN_METRICS = ['accuracy', 'auc', 'mse'];
 const TYPESCRIPT = /\.(c|m)?tsx?$/;
 

@@ -1,3 +1,4 @@
+import type { OptimizerConfig } from '@edl/common';
 import type { DataReader, IterDataset, JsonObject, ReaderMetadata } from '@edl/data';
 import type { MetricPartial } from '@edl/proto';
 import type * as tf from '@tensorflow/tfjs-core';
@@ -50,7 +51,7 @@ export type DatasetFn<TRecord = Uint8Array> = (
 export type LossFn = (labels: tf.Tensor, outputs: tf.Tensor) => tf.Scalar;
 
 /** Optimizers the master's parameter store applies. */
-export type OptimizerName = 'sgd' | 'momentum' | 'adam';
+export type OptimizerName = OptimizerConfig['type'];
 
 /** The optimizer, by name with its parameters (`learningRate`, `momentum`, `beta1`, ...). */
 export interface OptimizerSpec {

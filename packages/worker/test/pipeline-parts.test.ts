@@ -163,7 +163,7 @@ export const optimizer = { name: 'rmsprop', params: {} };\n`,
     expect(error).toBeInstanceOf(WorkerError);
     expect((error as WorkerError).code).toBe('MODEL_DEF_INVALID');
     expect((error as Error).message).toBe(
-      `Expected { name: sgd | momentum | adam, params } for optimizer in ${file} but received {"name":"rmsprop","params":{}}`,
+      `Expected { name: sgd | momentum | adam | adagrad, params } for optimizer in ${file} but received {"name":"rmsprop","params":{}}`,
     );
     const missing = await loadModelDefinition(path.join(dir, 'nope.ts')).catch((e: unknown) => e);
     expect((missing as WorkerError).code).toBe('MODEL_DEF_LOAD_FAILED');

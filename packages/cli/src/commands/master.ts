@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { OPTIMIZER_TYPES } from '@edl/common';
 import type { DataReader, JsonObject } from '@edl/data';
 import type { JobType } from '@edl/master';
 import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
@@ -36,7 +37,7 @@ Tasks:
 Parameter store:
   --mode async|sync (async)  --grads-to-wait N (1, sync)  --staleness-modulation
   --max-staleness N (async: max(8, 2 x --num-workers); sync: 0)
-  --optimizer sgd|momentum|adam (sgd)  --learning-rate X  --momentum X (0.9)
+  --optimizer sgd|momentum|adam|adagrad (sgd)  --learning-rate X  --momentum X (0.9)
   --checkpoint-dir DIR  --checkpoint-steps N (0)  --model-checkpoint PATH  --metrics-file FILE
 Server and workers:
   --host H (127.0.0.1)  --port N (0: any)   the job token comes from EDL_JOB_TOKEN, else is random
@@ -75,7 +76,7 @@ const options = {
   'grads-to-wait': { type: 'integer', min: 1 },
   'max-staleness': { type: 'integer' },
   'staleness-modulation': { type: 'boolean' },
-  optimizer: { type: 'choice', choices: ['sgd', 'momentum', 'adam'] },
+  optimizer: { type: 'choice', choices: OPTIMIZER_TYPES },
   'learning-rate': { type: 'number' },
   momentum: { type: 'number', min: 0, max: 1 },
   'checkpoint-dir': { type: 'string' },

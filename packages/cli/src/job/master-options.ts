@@ -91,7 +91,7 @@ export interface MasterCommandFlags {
   readonly 'max-staleness'?: number;
   readonly 'staleness-modulation'?: boolean;
   readonly 'num-workers'?: number;
-  readonly optimizer?: 'sgd' | 'momentum' | 'adam';
+  readonly optimizer?: OptimizerConfig['type'];
   readonly 'learning-rate'?: number;
   readonly momentum?: number;
   readonly 'checkpoint-dir'?: string;
