@@ -1,4 +1,3 @@
-
 /**
  * The integer hashing behind row placement and row initialization. It is specified exactly (and in
  * packages/ps/README.md) because it is part of the model: a shard process, a restarted job and a
