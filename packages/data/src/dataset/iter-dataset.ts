@@ -249,10 +249,13 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   }
 
   /** First-fit packs records of equal-length features into rows of `options.rowLength` (Grain's packing). */
-  pack(this: IterDataset<PackableRecord>, options: PackOptions): IterDataset<PackedRow> {
+  pack<K extends string>(
+    this: IterDataset<PackableRecord<K>>,
+    options: PackOptions,
+  ): IterDataset<PackedRow<K>> {
     const o = resolvePackOptions(options);
     return this.#then(
-      (parent) => new PackIterator(parent, o),
+      (parent) => new PackIterator<K>(parent, o),
       `Pack(rowLength=${o.rowLength}, numBins=${o.numBins})`,
     );
   }

@@ -5,13 +5,13 @@ import { DatasetError } from '../errors.js';
 import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
 import type { NumericSequence } from './padded-batch.js';
 
-/** A record to pack: every feature a numeric sequence, all of one length. */
-export type PackableRecord = Readonly<Record<string, NumericSequence>>;
+/** A record to pack: every feature (named by `K`) a numeric sequence, all of one length. */
+export type PackableRecord<K extends string = string> = Readonly<Record<K, NumericSequence>>;
 
 /** One packed row: each feature padded with 0 to the row length, and where each segment lies. */
-export interface PackedRow {
+export interface PackedRow<K extends string = string> {
   /** The features of the packed records, one after the other, then zeros. */
-  readonly features: Record<string, number[]>;
+  readonly features: Record<K, number[]>;
   /** 1 for the first record of the row, 2 for the second, ...; 0 on padding. */
   readonly segmentIds: number[];
   /** The position of each value inside its record; 0 on padding. */
@@ -41,8 +41,8 @@ export function resolvePackOptions(options: PackOptions): ResolvedPackOptions {
   };
 }
 
-interface Bin {
-  readonly records: Array<{ record: PackableRecord; length: number }>;
+interface Bin<K extends string> {
+  readonly records: Array<{ record: PackableRecord<K>; length: number }>;
   used: number;
 }
 
@@ -55,28 +55,28 @@ interface Bin {
  * (or being filled), and the rows of that group already returned. A restore re-reads the group (at
  * most `numBins * rowLength` values' worth of records, plus the one that overflowed) and skips `rows`.
  */
-export class PackIterator extends DatasetIteratorBase<PackedRow> {
-  readonly #parent: DatasetIterator<PackableRecord>;
+export class PackIterator<K extends string> extends DatasetIteratorBase<PackedRow<K>> {
+  readonly #parent: DatasetIterator<PackableRecord<K>>;
   readonly #options: ResolvedPackOptions;
-  #bins: Bin[] = [];
+  #bins: Bin<K>[] = [];
   /** The parent's state before the first record in `#bins`. */
   #groupStart: JsonObject | undefined;
   /** The record that fitted no bin, with the parent's state before it: it opens the next group. */
-  #carry: { record: PackableRecord; start: JsonObject } | undefined;
+  #carry: { record: PackableRecord<K>; start: JsonObject } | undefined;
   /** Finished rows being returned, the state before their group and how many were returned. */
-  #ready: PackedRow[] = [];
+  #ready: PackedRow<K>[] = [];
   #readyStart: JsonObject | undefined;
   #returned = 0;
   /** Rows of the next finished group to skip (after a restore). */
   #skipRows = 0;
 
-  constructor(parent: DatasetIterator<PackableRecord>, options: ResolvedPackOptions) {
+  constructor(parent: DatasetIterator<PackableRecord<K>>, options: ResolvedPackOptions) {
     super();
     this.#parent = parent;
     this.#options = options;
   }
 
-  protected async advance(): Promise<IteratorResult<PackedRow>> {
+  protected async advance(): Promise<IteratorResult<PackedRow<K>>> {
     for (;;) {
       if (this.#returned < this.#ready.length) return { done: false, value: this.#ready[this.#returned++]! };
       this.#ready = [];
@@ -101,7 +101,7 @@ export class PackIterator extends DatasetIteratorBase<PackedRow> {
   }
 
   /** Puts a record in the first bin with room (opening one if allowed); false when none fits. */
-  #place(record: PackableRecord, start: JsonObject): boolean {
+  #place(record: PackableRecord<K>, start: JsonObject): boolean {
     const length = Math.min(this.#recordLength(record), this.#options.rowLength);
     let bin = this.#bins.find((b) => b.used + length <= this.#options.rowLength);
     if (bin === undefined) {
@@ -115,8 +115,8 @@ export class PackIterator extends DatasetIteratorBase<PackedRow> {
     return true;
   }
 
-  #recordLength(record: PackableRecord): number {
-    const features = Object.keys(record);
+  #recordLength(record: PackableRecord<K>): number {
+    const features = Object.keys(record) as K[];
     if (features.length === 0) throw new DatasetError('ERR_BAD_ELEMENT', `${this}: a record has no features`);
     const length = record[features[0]!]!.length;
     for (const feature of features) {
@@ -140,14 +140,15 @@ export class PackIterator extends DatasetIteratorBase<PackedRow> {
     this.#groupStart = undefined;
   }
 
-  #toRow(bin: Bin): PackedRow {
+  #toRow(bin: Bin<K>): PackedRow<K> {
     const rowLength = this.#options.rowLength;
-    const features: Record<string, number[]> = {};
+    const features = {} as Record<K, number[]>;
     const segmentIds = new Array<number>(rowLength).fill(0);
     const positions = new Array<number>(rowLength).fill(0);
     let offset = 0;
     bin.records.forEach(({ record, length }, k) => {
-      for (const [name, values] of Object.entries(record)) {
+      for (const name of Object.keys(record) as K[]) {
+        const values = record[name];
         const row = features[name] ?? new Array<number>(rowLength).fill(0);
         features[name] = row;
         for (let i = 0; i < length; i++) row[offset + i] = values[i]!;
