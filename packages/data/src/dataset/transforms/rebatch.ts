@@ -12,12 +12,14 @@ import { unbatchIterator } from './unbatch.js';
 export class RebatchIterator<U> extends DatasetIteratorBase<U[]> {
   readonly #parent: DatasetIterator<Iterable<U>>;
   readonly #size: number;
+  readonly #dropRemainder: boolean;
   readonly #batches: BatchIterator<U>;
 
   constructor(parent: DatasetIterator<Iterable<U>>, size: number, options: BatchOptions = {}) {
     super();
     this.#parent = parent;
     this.#size = size;
+    this.#dropRemainder = options.dropRemainder ?? false;
     this.#batches = new BatchIterator(unbatchIterator(parent), size, options);
   }
 
@@ -34,6 +36,6 @@ export class RebatchIterator<U> extends DatasetIteratorBase<U[]> {
   }
 
   toString(): string {
-    return `${this.#parent} -> Rebatch(${this.#size})`;
+    return `${this.#parent} -> Rebatch(${this.#size}${this.#dropRemainder ? ', dropRemainder' : ''})`;
   }
 }
