@@ -13,7 +13,11 @@ export type DatasetErrorCode =
   /** A source or description cannot be re-created or read. */
   | 'ERR_SOURCE'
   /** A `mapParallel` function threw, or its thread failed (the message names the element). */
-  | 'ERR_MAP_WORKER';
+  | 'ERR_MAP_WORKER'
+  /** An element does not fit its transform (a row over a padded length, unequal feature lengths). */
+  | 'ERR_BAD_ELEMENT'
+  /** `cache()` would hold more than its `maxBytes`. */
+  | 'ERR_CACHE_FULL';
 
 /** Base error of `@edl/data` datasets, with a stable `code`. */
 export class DatasetError extends EdlError<DatasetErrorCode> {

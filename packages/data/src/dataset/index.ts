@@ -32,14 +32,20 @@ export { RangeDataSource } from './sources/range-data-source.js';
 export { RecordIODataSource, type RecordIODataSourceOptions } from './sources/recordio-data-source.js';
 export { TFRecordDataSource } from './sources/tfrecord-data-source.js';
 export type { BatchOptions } from './transforms/batch.js';
+export type { BucketOptions } from './transforms/bucket-by-sequence-length.js';
+export { estimateBytes } from './transforms/cache.js';
 export type { Predicate } from './transforms/filter.js';
+export type { FlatMapFn } from './transforms/flat-map.js';
 export type { IterableFactory } from './transforms/from-iterable.js';
 export type { InterleaveFn } from './transforms/interleave.js';
 export type { MapFn } from './transforms/map.js';
+export type { PackableRecord, PackedRow, PackOptions } from './transforms/pack.js';
+export type { NumericSequence, PaddedBatchOptions } from './transforms/padded-batch.js';
 export {
   type ParallelMapFn,
   ParallelMapIterator,
   type ParallelMapOptions,
 } from './transforms/parallel-map.js';
 export type { RandomMapFn } from './transforms/random-map.js';
+export type { WindowShuffleOptions } from './transforms/shuffle.js';
 export type { ReadOptions } from './transforms/to-iter-dataset.js';

@@ -1,19 +1,48 @@
-import { checkFunction, checkInteger, invalidArgument } from '@edl/common';
+import { checkFunction, checkInteger, checkOptions, checkSafeInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, IterDatasetLike } from '../protocols.js';
 import { MixSchedule } from './mix-schedule.js';
 import { BatchIterator, type BatchOptions } from './transforms/batch.js';
+import {
+  BucketBySequenceLengthIterator,
+  type BucketOptions,
+  resolveBucketSpec,
+} from './transforms/bucket-by-sequence-length.js';
+import { CacheIterator, CacheStore } from './transforms/cache.js';
 import { FilterIterator, type Predicate } from './transforms/filter.js';
+import { type FlatMapFn, FlatMapIterator } from './transforms/flat-map.js';
 import { FromIterableIterator, type IterableFactory } from './transforms/from-iterable.js';
 import { type InterleaveFn, InterleaveIterator } from './transforms/interleave.js';
 import { type MapFn, MapIterator } from './transforms/map.js';
 import { MixIterator } from './transforms/mix.js';
+import {
+  type PackableRecord,
+  type PackedRow,
+  PackIterator,
+  type PackOptions,
+  resolvePackOptions,
+} from './transforms/pack.js';
+import {
+  type NumericSequence,
+  PaddedBatchIterator,
+  type PaddedBatchOptions,
+  resolvePaddedBatchOptions,
+} from './transforms/padded-batch.js';
 import {
   ParallelMapIterator,
   type ParallelMapOptions,
   resolveParallelMapOptions,
 } from './transforms/parallel-map.js';
 import { PrefetchIterator } from './transforms/prefetch.js';
+import { RebatchIterator } from './transforms/rebatch.js';
+import { RepeatIterator } from './transforms/repeat.js';
+import { WindowShuffleIterator, type WindowShuffleOptions } from './transforms/shuffle.js';
+import { SkipIterator } from './transforms/skip.js';
 import { TakeIterator } from './transforms/take.js';
+import { unbatchIterator } from './transforms/unbatch.js';
+import { ZipIterator } from './transforms/zip.js';
+
+/** Default `cache()` cap: 1 GiB. */
+const DEFAULT_CACHE_BYTES = 2 ** 30;
 
 /**
  * A lazy, immutable, sequential dataset (Grain's `IterDataset`). Every `iterator()` starts a fresh
@@ -68,6 +97,22 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
           schedule,
         ),
       `Mix([${datasets.map(String).join(', ')}], counts=[${schedule.counts.join(', ')}])`,
+    );
+  }
+
+  /**
+   * Tuples of the datasets' elements taken in step (Grain's and tf.data's `zip`), ending with the
+   * shortest. State: `{ parents }`.
+   */
+  static zip<T extends unknown[]>(
+    datasets: { readonly [K in keyof T]: IterDatasetLike<T[K]> },
+  ): IterDataset<T> {
+    const parents: readonly IterDatasetLike<unknown>[] = datasets;
+    if (!Array.isArray(parents) || parents.length === 0)
+      invalidArgument('a non-empty array', 'datasets', datasets);
+    return new IterDataset(
+      () => new ZipIterator<T>(parents.map((d) => d.iterator())),
+      `Zip(${parents.map(String).join(', ')})`,
     );
   }
 
@@ -127,6 +172,104 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   take(count: number): IterDataset<T> {
     checkInteger(count, 'count');
     return this.#then((parent) => new TakeIterator(parent, count), `Take(${count})`);
+  }
+
+  /** Drops the first `count` elements. */
+  skip(count: number): IterDataset<T> {
+    checkInteger(count, 'count');
+    return this.#then((parent) => new SkipIterator(parent, count), `Skip(${count})`);
+  }
+
+  /**
+   * Grain's window shuffle: shuffles each window of `bufferSize` consecutive elements with a
+   * generator keyed by `(seed, window)`. The state holds no element; a restore re-reads at most one
+   * window. For random-access data, `MapDataset.shuffle` (a global shuffle) stays the better choice.
+   */
+  shuffle(options: WindowShuffleOptions): IterDataset<T> {
+    const o = checkOptions(options, 'options', ['bufferSize', 'seed']);
+    const resolved = {
+      bufferSize: checkInteger(o.bufferSize, 'options.bufferSize', 1),
+      seed: checkSafeInteger(o.seed, 'options.seed'),
+    };
+    return this.#then(
+      (parent) => new WindowShuffleIterator(parent, resolved),
+      `WindowShuffle(bufferSize=${resolved.bufferSize}, seed=${resolved.seed})`,
+    );
+  }
+
+  /** Replaces each element by the elements `fn` returns for it (`fn` must be deterministic). */
+  flatMap<U>(fn: FlatMapFn<T, U>): IterDataset<U> {
+    checkFunction(fn, 'fn');
+    return this.#then((parent) => new FlatMapIterator(parent, fn), 'FlatMap');
+  }
+
+  /** The items of each iterable element (e.g. a batch), one by one. */
+  unbatch<U>(this: IterDataset<Iterable<U>>): IterDataset<U> {
+    return this.#then((parent) => unbatchIterator(parent), 'Unbatch');
+  }
+
+  /** Regroups the items of iterable elements into arrays of `size`, across element boundaries. */
+  rebatch<U>(this: IterDataset<Iterable<U>>, size: number, options: BatchOptions = {}): IterDataset<U[]> {
+    checkInteger(size, 'size', 1);
+    return this.#then((parent) => new RebatchIterator(parent, size, options), `Rebatch(${size})`);
+  }
+
+  /** `numEpochs` passes over the dataset (forever when omitted); the dataset must replay the same elements. */
+  repeat(numEpochs?: number): IterDataset<T> {
+    if (numEpochs !== undefined) checkInteger(numEpochs, 'numEpochs');
+    return this.#then((parent) => new RepeatIterator(parent, numEpochs), `Repeat(${numEpochs ?? 'forever'})`);
+  }
+
+  /** Batches numeric sequences padded to the longest of the batch or to `options.paddedLength`. */
+  paddedBatch(
+    this: IterDataset<NumericSequence>,
+    size: number,
+    options?: PaddedBatchOptions,
+  ): IterDataset<number[][]> {
+    checkInteger(size, 'size', 1);
+    const o = resolvePaddedBatchOptions(options);
+    return this.#then((parent) => new PaddedBatchIterator(parent, size, o), `PaddedBatch(${size})`);
+  }
+
+  /**
+   * Buckets numeric sequences by length (bucket `b` holds lengths below `boundaries[b]`) and returns a
+   * padded batch when bucket `b` holds `batchSizes[b]` of them (tf.data's `bucket_by_sequence_length`).
+   */
+  bucketBySequenceLength(
+    this: IterDataset<NumericSequence>,
+    boundaries: readonly number[],
+    batchSizes: readonly number[],
+    options?: BucketOptions,
+  ): IterDataset<number[][]> {
+    const spec = resolveBucketSpec(boundaries, batchSizes, options);
+    return this.#then(
+      (parent) => new BucketBySequenceLengthIterator(parent, spec),
+      `BucketBySequenceLength([${spec.boundaries.join(', ')}], [${spec.batchSizes.join(', ')}])`,
+    );
+  }
+
+  /** First-fit packs records of equal-length features into rows of `options.rowLength` (Grain's packing). */
+  pack<K extends string>(
+    this: IterDataset<PackableRecord<K>>,
+    options: PackOptions,
+  ): IterDataset<PackedRow<K>> {
+    const o = resolvePackOptions(options);
+    return this.#then(
+      (parent) => new PackIterator<K>(parent, o),
+      `Pack(rowLength=${o.rowLength}, numBins=${o.numBins})`,
+    );
+  }
+
+  /**
+   * Keeps the elements of the first pass in memory, up to `maxBytes` (default 1 GiB, estimated), and
+   * serves later passes from there; past the cap the pass fails with `ERR_CACHE_FULL`.
+   */
+  cache(options: { readonly maxBytes?: number } = {}): IterDataset<T> {
+    const o = checkOptions(options, 'options', ['maxBytes']);
+    const maxBytes =
+      o.maxBytes === undefined ? DEFAULT_CACHE_BYTES : checkInteger(o.maxBytes, 'options.maxBytes', 1);
+    const store = new CacheStore<T>(maxBytes);
+    return this.#then((parent) => new CacheIterator(parent, store), `Cache(maxBytes=${maxBytes})`);
   }
 
   /** Reads the whole dataset into an array (tests, small datasets). */

@@ -1,5 +1,8 @@
+import type { DatasetIterator, JsonObject } from '../../protocols.js';
+import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import type { MapNode } from '../map-node.js';
 import type { MaybePromise } from '../maybe-promise.js';
+import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
 
 /**
  * `MapDataset.repeat`: `numEpochs` times the parent (forever when omitted: the length is then
@@ -20,6 +23,54 @@ export class RepeatNode<T> implements MapNode<T> {
 
   get(index: number): MaybePromise<T | undefined> {
     return this.#parent.get(index);
+  }
+
+  toString(): string {
+    return `${this.#parent} -> Repeat(${this.#numEpochs ?? 'forever'})`;
+  }
+}
+
+/**
+ * `IterDataset.repeat`: `numEpochs` passes over the parent (forever when omitted), like tf.data's
+ * `repeat`. A new pass restores the parent to the state it had when this iterator was made, so the
+ * parent must replay the same sequence (a window shuffle below repeats its order; shuffle after the
+ * repeat, or use `MapDataset.repeat` under a global shuffle, for a new order per epoch). An empty
+ * parent ends the iteration instead of looping. State: `{ parent, epoch }`.
+ */
+export class RepeatIterator<T> extends DatasetIteratorBase<T> {
+  readonly #parent: DatasetIterator<T>;
+  readonly #numEpochs: number | undefined;
+  /** The parent's state at the start of a pass. */
+  readonly #startState: JsonObject;
+  #epoch = 0;
+
+  constructor(parent: DatasetIterator<T>, numEpochs?: number) {
+    super();
+    this.#parent = parent;
+    this.#numEpochs = numEpochs;
+    this.#startState = parent.getState();
+  }
+
+  protected async advance(): Promise<IteratorResult<T>> {
+    if (this.#numEpochs !== undefined && this.#epoch >= this.#numEpochs) return DONE;
+    const result = await this.#parent.next();
+    if (!result.done) return result;
+    this.#epoch++;
+    if (this.#numEpochs !== undefined && this.#epoch >= this.#numEpochs) return DONE;
+    this.#parent.setState(copyState(this.#startState));
+    // A pass that ends at once means an empty parent: stop rather than loop forever.
+    return this.#parent.next();
+  }
+
+  getState(): JsonObject {
+    return { parent: this.#parent.getState(), epoch: this.#epoch };
+  }
+
+  protected restore(state: JsonObject): void {
+    const checked = expectStateObject(state, 'Repeat');
+    const epoch = stateCount(checked, 'epoch', 'Repeat');
+    this.#parent.setState(stateObject(checked, 'parent', 'Repeat'));
+    this.#epoch = epoch;
   }
 
   toString(): string {

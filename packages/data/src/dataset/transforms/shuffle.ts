@@ -1,6 +1,11 @@
+import type { DatasetIterator, JsonObject } from '../../protocols.js';
+import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
+import { DatasetError } from '../errors.js';
 import { epochSeed, IndexShuffler } from '../index-shuffle.js';
 import { joinIndex, type MapNode, splitIndex } from '../map-node.js';
 import type { MaybePromise } from '../maybe-promise.js';
+import { Rng } from '../rng.js';
+import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
 
 /**
  * `MapDataset.shuffle`: a global shuffle by index permutation, with nothing loaded in memory. Epoch
@@ -36,5 +41,101 @@ export class ShuffleNode<T> implements MapNode<T> {
 
   toString(): string {
     return `${this.#parent} -> Shuffle(seed=${this.#seed})`;
+  }
+}
+
+/** Options of `IterDataset.shuffle`. */
+export interface WindowShuffleOptions {
+  /** Elements per window: each window of consecutive elements is shuffled on its own. */
+  readonly bufferSize: number;
+  /** Any safe integer; window `w` is shuffled with a generator keyed by `(seed, w)`. */
+  readonly seed: number;
+}
+
+/**
+ * `IterDataset.shuffle`: Grain's window shuffle. The parent is cut into windows of `bufferSize`
+ * consecutive elements (the last may be shorter); a window is read whole, permuted by a Fisher-Yates
+ * shuffle drawn from `Rng.forIndex(seed, window)`, and returned in that order.
+ *
+ * State: `{ parent, window, position }`: the parent's state at the start of the current window, the
+ * window's number and how many of its elements were returned. No buffered element is saved, so the
+ * shuffle's own part stays a few dozen bytes whatever `bufferSize`; a restore replays the window from
+ * the parent (re-reading up to `bufferSize` elements) in the next `next()`.
+ */
+export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
+  readonly #parent: DatasetIterator<T>;
+  readonly #bufferSize: number;
+  readonly #seed: number;
+  /** The parent's state before the first element of the current window. */
+  #windowStart: JsonObject;
+  #window = 0;
+  #position = 0;
+  /** The shuffled current window; undefined until it is read (at the start, after a restore). */
+  #buffer: T[] | undefined;
+
+  constructor(parent: DatasetIterator<T>, options: WindowShuffleOptions) {
+    super();
+    this.#parent = parent;
+    this.#bufferSize = options.bufferSize;
+    this.#seed = options.seed;
+    this.#windowStart = parent.getState();
+  }
+
+  protected async advance(): Promise<IteratorResult<T>> {
+    if (this.#buffer === undefined) this.#buffer = await this.#readWindow();
+    if (this.#position >= this.#buffer.length) return DONE;
+    const value = this.#buffer[this.#position++]!;
+    if (this.#position === this.#bufferSize) {
+      // Start the next window now, so a state saved at a window boundary replays nothing.
+      this.#window++;
+      this.#position = 0;
+      this.#windowStart = this.#parent.getState();
+      this.#buffer = undefined;
+    }
+    return { done: false, value };
+  }
+
+  async #readWindow(): Promise<T[]> {
+    const values: T[] = [];
+    while (values.length < this.#bufferSize) {
+      const result = await this.#parent.next();
+      if (result.done) break;
+      values.push(result.value);
+    }
+    const rng = Rng.forIndex(this.#seed, this.#window);
+    for (let i = values.length - 1; i > 0; i--) {
+      const j = rng.integer(i + 1);
+      const kept = values[i]!;
+      values[i] = values[j]!;
+      values[j] = kept;
+    }
+    return values;
+  }
+
+  getState(): JsonObject {
+    return { parent: copyState(this.#windowStart), window: this.#window, position: this.#position };
+  }
+
+  protected restore(state: JsonObject): void {
+    const owner = 'WindowShuffle';
+    const checked = expectStateObject(state, owner);
+    const parentState = stateObject(checked, 'parent', owner);
+    const window = stateCount(checked, 'window', owner);
+    const position = stateCount(checked, 'position', owner);
+    if (position > this.#bufferSize) {
+      throw new DatasetError(
+        'ERR_BAD_STATE',
+        `Expected a position <= ${this.#bufferSize} for ${owner} state key 'position' but received ${position}`,
+      );
+    }
+    this.#parent.setState(parentState);
+    this.#windowStart = copyState(parentState);
+    this.#window = window;
+    this.#position = position;
+    this.#buffer = undefined;
+  }
+
+  toString(): string {
+    return `${this.#parent} -> WindowShuffle(bufferSize=${this.#bufferSize}, seed=${this.#seed})`;
   }
 }
