@@ -16,7 +16,7 @@ import {
 } from './model-message-codec.js';
 
 /*
- * The ParameterServer's hot messages (edl/v1/ps.proto): ids as float64 bytes and rows as float32
+ * The ParameterServerService's hot messages (edl/v1/ps.proto): ids as float64 bytes and rows as float32
  * bytes, so that a pull of n ids of a dim-float table costs 8n bytes up and 4 x n x dim bytes down,
  * plus a few bytes of framing, and neither side touches the numbers one by one. Encoders write the
  * exact size into one buffer (as model-message-codec.ts does for the master's model messages), in

@@ -5,8 +5,8 @@ import { UsageError } from '../command.js';
 const usage = `Usage: edl ps --shard-index I --num-shards N --tables JSON [options]
 
 Runs one parameter-server shard of a job (ElasticDL's parameter-server design): it holds the rows
-of every embedding table whose ids hash to shard I of N, serves the ParameterServer gRPC service
-(pull rows, push gradients, describe), and refuses ids of other shards. Rows are created on first
+of every embedding table whose ids hash to shard I of N, serves the ParameterServerService gRPC
+service (pull rows, push gradients, describe), and refuses ids of other shards. Rows are created on first
 pull from the table's seed, so every shard and every restart gives the same initial model. It
 reads the job token from EDL_JOB_TOKEN, as workers do, prints
   {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N}

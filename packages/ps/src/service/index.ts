@@ -1,6 +1,6 @@
 /**
  * A parameter-server shard as its own process (`edl ps`): the embedding rows of one shard served
- * over the ParameterServer gRPC service of edl/v1/ps.proto.
+ * over the ParameterServerService gRPC service of edl/v1/ps.proto.
  */
 export {
   checkTableSpecs,

@@ -73,7 +73,7 @@ function toStatus(error: unknown): Partial<ServiceError> {
 }
 
 /**
- * Serves one parameter-server shard's embedding rows (the ParameterServer service of
+ * Serves one parameter-server shard's embedding rows (the ParameterServerService of
  * edl/v1/ps.proto) over gRPC: `edl ps` is this function run as its own process. Every call must
  * carry the job token (UNAUTHENTICATED otherwise); ids of other shards are refused.
  */

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/ps.proto.
  */
 export const file_edl_v1_ps: GenFile = /*@__PURE__*/
-  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8ymQIKD1BhcmFtZXRlclNlcnZlchJPCg5QdWxsRW1iZWRkaW5ncxIdLmVkbC52MS5QdWxsRW1iZWRkaW5nc1JlcXVlc3QaHi5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXNwb25zZRJnChZQdXNoRW1iZWRkaW5nR3JhZGllbnRzEiUuZWRsLnYxLlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0GiYuZWRsLnYxLlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXNwb25zZRJMCg1EZXNjcmliZVNoYXJkEhwuZWRsLnYxLkRlc2NyaWJlU2hhcmRSZXF1ZXN0Gh0uZWRsLnYxLkRlc2NyaWJlU2hhcmRSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8yoAIKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message edl.v1.PullEmbeddingsRequest
@@ -247,13 +247,13 @@ export const DescribeShardResponseSchema: GenMessage<DescribeShardResponse> = /*
   messageDesc(file_edl_v1_ps, 6);
 
 /**
- * @generated from service edl.v1.ParameterServer
+ * @generated from service edl.v1.ParameterServerService
  */
-export const ParameterServer: GenService<{
+export const ParameterServerService: GenService<{
   /**
    * The rows of `ids` of one table, in the ids' order.
    *
-   * @generated from rpc edl.v1.ParameterServer.PullEmbeddings
+   * @generated from rpc edl.v1.ParameterServerService.PullEmbeddings
    */
   pullEmbeddings: {
     methodKind: "unary";
@@ -263,7 +263,7 @@ export const ParameterServer: GenService<{
   /**
    * Applies the table's sparse optimizer kernel to the rows of `ids`.
    *
-   * @generated from rpc edl.v1.ParameterServer.PushEmbeddingGradients
+   * @generated from rpc edl.v1.ParameterServerService.PushEmbeddingGradients
    */
   pushEmbeddingGradients: {
     methodKind: "unary";
@@ -273,7 +273,7 @@ export const ParameterServer: GenService<{
   /**
    * The shard's place in the job and its tables' sizes.
    *
-   * @generated from rpc edl.v1.ParameterServer.DescribeShard
+   * @generated from rpc edl.v1.ParameterServerService.DescribeShard
    */
   describeShard: {
     methodKind: "unary";
