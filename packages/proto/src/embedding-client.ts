@@ -1,5 +1,5 @@
 import { checkInteger, checkNonEmptyString } from '@edl/common';
-import { type Client, Metadata, type ServiceError } from '@grpc/grpc-js';
+import type { Client, MethodDefinition } from '@grpc/grpc-js';
 import { bytesToFloats, floatsToBytes, idsToBytes } from './embedding-codec.js';
 import { EdlProtoError, grpcStatusName } from './errors.js';
 import type {
@@ -7,9 +7,10 @@ import type {
   PullEmbeddingsResponse,
   PushEmbeddingGradientsResponse,
 } from './generated/edl/v1/ps_pb.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, JOB_TOKEN_METADATA_KEY } from './grpc-service.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './grpc-service.js';
 import { createMasterChannel } from './master-channel.js';
 import { parameterServerServiceDefinition } from './parameter-server-definition.js';
+import { unaryCall } from './unary-transport.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
 
 /** Options of an {@link EmbeddingClient}. */
@@ -313,30 +314,15 @@ export class EmbeddingClient {
   }
 
   #call<K extends keyof Methods>(method: K, shard: number, request: RequestOf<K>): Promise<ResponseOf<K>> {
-    const definition = parameterServerServiceDefinition[method] as Methods[K];
-    const metadata = new Metadata();
-    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
     const address = this.#addresses[shard] as string;
-    return new Promise<ResponseOf<K>>((resolve, reject) => {
-      (this.#channels[shard] as Client).makeUnaryRequest(
-        definition.path,
-        definition.requestSerialize as (value: RequestOf<K>) => Buffer,
-        definition.responseDeserialize as (bytes: Buffer) => ResponseOf<K>,
-        request,
-        metadata,
-        { deadline: Date.now() + this.#deadlineMs },
-        (error: ServiceError | null, response?: ResponseOf<K>) => {
-          if (error)
-            reject(
-              new ShardRpcError(String(method), shard, address, error.code, error.details || error.message, {
-                cause: error,
-              }),
-            );
-          else if (response === undefined)
-            reject(new ShardRpcError(String(method), shard, address, 13, 'empty response'));
-          else resolve(response);
-        },
-      );
-    });
+    return unaryCall(
+      this.#channels[shard] as Client,
+      parameterServerServiceDefinition[method] as unknown as MethodDefinition<RequestOf<K>, ResponseOf<K>>,
+      request,
+      this.#token,
+      this.#deadlineMs,
+      (code, details, cause) =>
+        new ShardRpcError(String(method), shard, address, code, details, cause && { cause }),
+    );
   }
 }

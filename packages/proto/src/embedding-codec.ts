@@ -27,61 +27,65 @@ import {
 const textEncoder = new TextEncoder();
 const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
-/** The wire bytes of float64 ids: a view of `ids` on little-endian hosts, a converted copy otherwise. */
-export function idsToBytes(ids: Float64Array): Uint8Array {
-  if (littleEndian) return new Uint8Array(ids.buffer, ids.byteOffset, ids.byteLength);
-  const bytes = new Uint8Array(ids.length * 8);
-  const view = new DataView(bytes.buffer);
-  for (let i = 0; i < ids.length; i++) view.setFloat64(i * 8, ids[i] as number, true);
-  return bytes;
-}
-
-/** The wire bytes of float32 values (rows, gradients): a view on little-endian hosts. */
-export function floatsToBytes(values: Float32Array): Uint8Array {
+/** The wire bytes of float values: a view of `values` on little-endian hosts, a converted copy otherwise. */
+function toLittleEndianBytes(values: Float32Array | Float64Array): Uint8Array {
   if (littleEndian) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-  const bytes = new Uint8Array(values.length * 4);
+  const width = values.BYTES_PER_ELEMENT;
+  const bytes = new Uint8Array(values.length * width);
   const view = new DataView(bytes.buffer);
-  for (let i = 0; i < values.length; i++) view.setFloat32(i * 4, values[i] as number, true);
+  for (let i = 0; i < values.length; i++) {
+    if (width === 8) view.setFloat64(i * 8, values[i] as number, true);
+    else view.setFloat32(i * 4, values[i] as number, true);
+  }
   return bytes;
 }
 
-function checkWhole(bytes: Uint8Array, width: number, what: string): number {
+interface FloatArrayType<A extends Float32Array | Float64Array> {
+  readonly BYTES_PER_ELEMENT: number;
+  new (length: number): A;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): A;
+}
+
+/**
+ * Float values from their wire bytes: a view when the bytes are aligned on a little-endian host,
+ * else a copy. `what` names the field in the error for a ragged length.
+ */
+function fromLittleEndianBytes<A extends Float32Array | Float64Array>(
+  bytes: Uint8Array,
+  type: FloatArrayType<A>,
+  what: string,
+): A {
+  const width = type.BYTES_PER_ELEMENT;
   if (bytes.length % width !== 0) {
     throw new RangeError(
       `Expected a multiple of ${width} bytes for ${what} but received ${bytes.length} bytes`,
     );
   }
-  return bytes.length / width;
-}
-
-/**
- * Float64 ids from their wire bytes: a view when the bytes sit at a multiple of 8 on a
- * little-endian host, else a copy. `what` names the field in the error for a ragged length.
- */
-export function bytesToIds(bytes: Uint8Array, what: string): Float64Array {
-  const n = checkWhole(bytes, 8, what);
-  if (littleEndian && bytes.byteOffset % 8 === 0) return new Float64Array(bytes.buffer, bytes.byteOffset, n);
-  const ids = new Float64Array(n);
-  if (littleEndian) new Uint8Array(ids.buffer).set(bytes);
-  else {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-    for (let i = 0; i < n; i++) ids[i] = view.getFloat64(i * 8, true);
-  }
-  return ids;
-}
-
-/** Float32 values from their wire bytes: a view when aligned on a little-endian host, else a copy. */
-export function bytesToFloats(bytes: Uint8Array, what: string): Float32Array {
-  const n = checkWhole(bytes, 4, what);
-  if (littleEndian && bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, n);
-  const values = new Float32Array(n);
+  const n = bytes.length / width;
+  if (littleEndian && bytes.byteOffset % width === 0) return new type(bytes.buffer, bytes.byteOffset, n);
+  const values = new type(n);
   if (littleEndian) new Uint8Array(values.buffer).set(bytes);
   else {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-    for (let i = 0; i < n; i++) values[i] = view.getFloat32(i * 4, true);
+    for (let i = 0; i < n; i++)
+      values[i] = width === 8 ? view.getFloat64(i * 8, true) : view.getFloat32(i * 4, true);
   }
   return values;
 }
+
+/** The wire bytes of float64 ids (a view on little-endian hosts). */
+export const idsToBytes = (ids: Float64Array): Uint8Array => toLittleEndianBytes(ids);
+
+/** The wire bytes of float32 values, rows or gradients (a view on little-endian hosts). */
+export const floatsToBytes = (values: Float32Array): Uint8Array => toLittleEndianBytes(values);
+
+/** Float64 ids from their wire bytes (a view where aligned); `what` names the field in errors. */
+export const bytesToIds = (bytes: Uint8Array, what: string): Float64Array =>
+  fromLittleEndianBytes(bytes, Float64Array, what);
+
+/** Float32 values from their wire bytes (a view where aligned); `what` names the field in errors. */
+export const bytesToFloats = (bytes: Uint8Array, what: string): Float32Array =>
+  fromLittleEndianBytes(bytes, Float32Array, what);
 
 const uint32FieldSize = (v: number) => (v === 0 ? 0 : 1 + varintSize(v));
 

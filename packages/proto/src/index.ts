@@ -31,6 +31,13 @@ export * as example from './example/index.js';
 export * from './generated/edl/v1/master_pb.js';
 export * from './generated/edl/v1/ps_pb.js';
 export {
+  bindInsecure,
+  createGrpcServer,
+  grpcError,
+  shutdownGracefully,
+  tokenCheckedUnary,
+} from './grpc-server-kit.js';
+export {
   buildServiceDefinition,
   DEFAULT_MAX_MESSAGE_BYTES,
   JOB_TOKEN_METADATA_KEY,

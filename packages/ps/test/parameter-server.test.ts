@@ -1,5 +1,7 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
+  bytesToFloats,
+  bytesToIds,
   EmbeddingClient,
   encodePullEmbeddingsRequest,
   encodePullEmbeddingsResponse,
@@ -17,7 +19,21 @@ import { EmbeddingTable, type ParameterServer, shardOfId, startParameterServer }
 const TOKEN = 'shard-token';
 const SPEC = { name: 'item', dim: 16, optimizer: { type: 'sgd', learningRate: 0.1 }, seed: 9 } as const;
 
-describe('ParameterServer codec', () => {
+describe('ParameterServerService codec', () => {
+  it('reads ids and floats from unaligned bytes by copying, and refuses a ragged length', () => {
+    const ids = new Float64Array([5, 2 ** 52 + 1, 0]);
+    const framed = new Uint8Array(1 + ids.byteLength);
+    framed.set(idsToBytes(ids), 1);
+    expect(bytesToIds(framed.subarray(1), 'the ids')).toEqual(ids);
+    const floats = new Float32Array([0.5, -3, 1e-7]);
+    const framedFloats = new Uint8Array(2 + floats.byteLength);
+    framedFloats.set(floatsToBytes(floats), 2);
+    expect(bytesToFloats(framedFloats.subarray(2), 'the rows')).toEqual(floats);
+    expect(() => bytesToIds(new Uint8Array(12), 'the ids pulled')).toThrow(
+      'Expected a multiple of 8 bytes for the ids pulled but received 12 bytes',
+    );
+  });
+
   it('encodes the hot messages to the generated toBinary bytes', () => {
     const ids = new Float64Array([1, 2 ** 53 - 1, 77]);
     const rows = Float32Array.from({ length: 3 * 16 }, (_, i) => i / 7);

@@ -1,29 +1,25 @@
 import { checkInteger } from '@edl/common';
 import {
+  bindInsecure,
   bytesToFloats,
   bytesToIds,
+  createGrpcServer,
   DEFAULT_MAX_MESSAGE_BYTES,
   type DescribeShardResponse,
   floatsToBytes,
+  grpcError,
   jobTokenCheck,
   type PullEmbeddingsRequest,
   type PullEmbeddingsResponse,
   type PushEmbeddingGradientsRequest,
   type PushEmbeddingGradientsResponse,
   parameterServerServiceDefinition,
+  shutdownGracefully,
+  tokenCheckedUnary,
   toSafeNumber,
   toWireInt,
-  WRONG_TOKEN_DETAILS,
 } from '@edl/proto';
-import {
-  Server,
-  ServerCredentials,
-  type ServerUnaryCall,
-  type ServiceError,
-  type sendUnaryData,
-  status,
-  type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
+import { type ServiceError, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { ParameterStoreError } from '../errors.js';
 import { EmbeddingShard, type EmbeddingTableSpec } from './embedding-shard.js';
 
@@ -56,10 +52,6 @@ export interface ParameterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-function grpcError(code: status, details: string): Partial<ServiceError> {
-  return { code, details, message: details };
-}
-
 /** Arguments are INVALID_ARGUMENT, an unknown table NOT_FOUND, another shard's id FAILED_PRECONDITION. */
 function toStatus(error: unknown): Partial<ServiceError> {
   if (error instanceof RangeError || error instanceof TypeError)
@@ -80,39 +72,13 @@ function toStatus(error: unknown): Partial<ServiceError> {
 export async function startParameterServer(options: ParameterServerOptions): Promise<ParameterServer> {
   const authorized = jobTokenCheck(options.token);
   const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables);
-  const host = options.host ?? '127.0.0.1';
-  // An IPv6 literal needs brackets in a host:port string.
-  const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
     1024,
   );
-  const server = new Server({
-    'grpc.max_receive_message_length': maxBytes,
-    'grpc.max_send_message_length': maxBytes,
-    // Every worker calls every shard once per table per step, pulls and pushes overlapping.
-    'grpc.max_concurrent_streams': 4096,
-    'grpc.enable_channelz': 0,
-  });
-
-  /** Wraps a synchronous handler with the token check and error mapping. */
-  function unary<Req, Res>(handler: (request: Req) => Res) {
-    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-      if (!authorized(call.metadata)) {
-        callback(grpcError(status.UNAUTHENTICATED, WRONG_TOKEN_DETAILS));
-        return;
-      }
-      let response: Res;
-      try {
-        response = handler(call.request);
-      } catch (error) {
-        callback(toStatus(error));
-        return;
-      }
-      callback(null, response);
-    };
-  }
+  const server = createGrpcServer(maxBytes);
+  const unary = tokenCheckedUnary(authorized, toStatus);
 
   const implementation = {
     pullEmbeddings: unary((r: PullEmbeddingsRequest): PullEmbeddingsResponse => {
@@ -163,29 +129,14 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
     implementation as unknown as UntypedServiceImplementation,
   );
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(
-      `${hostPart}:${options.port ?? 0}`,
-      ServerCredentials.createInsecure(),
-      (error, bound) => (error ? reject(error) : resolve(bound)),
-    );
-  });
+  const { address, port } = await bindInsecure(server, options.host ?? '127.0.0.1', options.port ?? 0);
   let stopped: Promise<void> | undefined;
   return {
-    address: `${hostPart}:${port}`,
+    address,
     port,
     shard,
     shutdown(graceMs = 5_000) {
-      stopped ??= new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      stopped ??= shutdownGracefully(server, graceMs);
       return stopped;
     },
   };
