@@ -47,6 +47,10 @@ const commands: Record<
     summary: 'train a CNN on real MNIST digits with 2 local workers, report accuracy and timings',
     load: () => import('./commands/demo.js'),
   },
+  ps: {
+    summary: "run one parameter-server shard of a job's embedding tables",
+    load: () => import('./commands/ps.js'),
+  },
   worker: {
     summary: 'run one worker process (started by train, evaluate and predict)',
     load: () => import('./commands/worker.js'),

@@ -1,33 +1,35 @@
-import { timingSafeEqual } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { checkInteger, checkNonEmptyString } from '@edl/common';
 import {
+  bindInsecure,
   CallErrorSchema,
+  createGrpcServer,
   DEFAULT_MAX_MESSAGE_BYTES,
   fromRangeMessages,
   fromWorkerStatsMessage,
   GetJobStatusResponseSchema,
   type GetTaskResponse,
+  grpcError,
   type HeartbeatResponse,
-  JOB_TOKEN_METADATA_KEY,
+  jobTokenCheck,
   masterServiceDefinition,
   PingResponseSchema,
   ReportEvaluationMetricsResponseSchema,
   type ReportTaskResultResponse,
   ScaleWorkersResponseSchema,
+  shutdownGracefully,
   type TaskBatchStreamRequest,
   type TaskBatchStreamResponse,
   type TaskStreamRequest,
   type TaskStreamResponse,
+  tokenCheckedUnary,
   toSafeNumber,
   toTaskMessage,
   toWireInt,
+  WRONG_TOKEN_DETAILS,
 } from '@edl/proto';
 import { ParameterStoreError, parameterRpcHandlers } from '@edl/ps';
 import {
-  type Metadata,
-  Server,
-  ServerCredentials,
   type ServerDuplexStream,
   type ServerUnaryCall,
   type ServiceError,
@@ -67,10 +69,6 @@ export interface MasterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-function grpcError(code: status, details: string): Partial<ServiceError> {
-  return { code, details, message: details };
-}
-
 /** Maps an exception of the master or its parameter store to a gRPC status: arguments, state, or a bug. */
 function toStatus(error: unknown): Partial<ServiceError> {
   if (error instanceof RangeError || error instanceof TypeError)
@@ -86,51 +84,17 @@ function toStatus(error: unknown): Partial<ServiceError> {
  * in its state FAILED_PRECONDITION.
  */
 export async function serveMaster(master: Master, options: MasterServerOptions): Promise<MasterServer> {
-  const token = Buffer.from(checkNonEmptyString(options.token, 'token'), 'utf8');
-  const host = options.host ?? '127.0.0.1';
-  // An IPv6 literal needs brackets in a host:port string.
-  const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const authorized = jobTokenCheck(options.token);
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
     1024,
   );
-  const server = new Server({
-    'grpc.max_receive_message_length': maxBytes,
-    'grpc.max_send_message_length': maxBytes,
-    // Many small concurrent calls per worker connection: do not queue them behind HTTP/2 limits.
-    'grpc.max_concurrent_streams': 4096,
-    // Channelz bookkeeping (per-call counters and traces) costs on every call and nothing reads it.
-    'grpc.enable_channelz': 0,
-  });
+  const server = createGrpcServer(maxBytes);
   const afterBind = widenReceiveWindow(server);
 
-  const authorized = (metadata: Metadata): boolean => {
-    const value = metadata.get(JOB_TOKEN_METADATA_KEY)[0];
-    if (value === undefined) return false;
-    const given = Buffer.from(typeof value === 'string' ? value : value.toString('utf8'), 'utf8');
-    return given.length === token.length && timingSafeEqual(given, token);
-  };
-
   /** Wraps a synchronous handler with the token check and error mapping. */
-  function unary<Req, Res>(handler: (request: Req) => Res) {
-    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-      if (!authorized(call.metadata)) {
-        callback(
-          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
-        );
-        return;
-      }
-      let response: Res;
-      try {
-        response = handler(call.request);
-      } catch (error) {
-        callback(toStatus(error));
-        return;
-      }
-      callback(null, response);
-    };
-  }
+  const unary = tokenCheckedUnary(authorized, toStatus);
 
   const d = masterServiceDefinition;
   type In<K extends keyof typeof d> = Parameters<(typeof d)[K]['requestSerialize']>[0];
@@ -203,10 +167,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   function callStream<Req, Res>(answer: (request: Req) => Res) {
     return (call: ServerDuplexStream<Req, Res>) => {
       if (!authorized(call.metadata)) {
-        call.emit(
-          'error',
-          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
-        );
+        call.emit('error', grpcError(status.UNAUTHENTICATED, WRONG_TOKEN_DETAILS));
         return;
       }
       let ended = false;
@@ -281,9 +242,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     heartbeat: unary(heartbeat),
     scaleWorkers: (call: ServerUnaryCall<In<'scaleWorkers'>, unknown>, callback: sendUnaryData<unknown>) => {
       if (!authorized(call.metadata)) {
-        callback(
-          grpcError(status.UNAUTHENTICATED, `missing or wrong job token in '${JOB_TOKEN_METADATA_KEY}'`),
-        );
+        callback(grpcError(status.UNAUTHENTICATED, WRONG_TOKEN_DETAILS));
         return;
       }
       if (options.scaleWorkers === undefined) {
@@ -324,31 +283,16 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
   };
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(
-      `${hostPart}:${options.port ?? 0}`,
-      ServerCredentials.createInsecure(),
-      (error, bound) => (error ? reject(error) : resolve(bound)),
-    );
-  });
+  const { address, port } = await bindInsecure(server, options.host ?? '127.0.0.1', options.port ?? 0);
   afterBind?.();
-  const address = `${hostPart}:${port}`;
   let stopped: Promise<void> | undefined;
   return {
     address,
     port,
     shutdown(graceMs = 5_000) {
-      stopped ??= new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-        // Every call a stream delivered so far has been answered (handlers are synchronous): end
-        // the streams so that tryShutdown need not wait for the workers to close them.
+      // Every call a stream delivered so far has been answered (handlers are synchronous): end
+      // the streams so that tryShutdown need not wait for the workers to close them.
+      stopped ??= shutdownGracefully(server, graceMs, () => {
         for (const end of [...openStreams]) end();
       });
       return stopped;

@@ -56,11 +56,23 @@ function encodedOr<M>(encode: (message: M) => Buffer): (value: M | Uint8Array) =
       : encode(value);
 }
 
-function buildDefinition<
+/** The serializers a hand-written codec replaces in a method's definition. */
+export type MethodCodec = Partial<
+  Pick<
+    MethodDefinition<unknown, unknown>,
+    'requestSerialize' | 'requestDeserialize' | 'responseSerialize' | 'responseDeserialize'
+  >
+>;
+
+/**
+ * The @grpc/grpc-js definition of a generated service: serializers from its protobuf-es schemas,
+ * replaced by `codecs[method]` where a hot message has a hand-written codec (same wire format).
+ */
+export function buildServiceDefinition<
   S extends GenService<
     Record<string, { methodKind: 'unary' | 'bidi_streaming'; input: DescMessage; output: DescMessage }>
   >,
->(service: S): ServiceDefinition {
+>(service: S, codecs: Readonly<Record<string, MethodCodec>> = {}): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const method of service.methods) {
     const bidi = method.methodKind === 'bidi_streaming';
@@ -76,54 +88,48 @@ function buildDefinition<
       responseSerialize: serializer(method.output) as (value: unknown) => Buffer,
       responseDeserialize: deserializer(method.output),
       originalName: method.localName,
+      ...codecs[method.localName],
     };
-  }
-  // The dispatch fast path: the hand-written codec (same wire format, checked against the generated one).
-  type Codec = Pick<
-    MethodDefinition<unknown, unknown>,
-    'requestSerialize' | 'requestDeserialize' | 'responseSerialize' | 'responseDeserialize'
-  >;
-  const fast: Record<string, Codec> = {
-    taskStream: {
-      requestSerialize: encodeTaskStreamRequest as Codec['requestSerialize'],
-      requestDeserialize: decodeTaskStreamRequest,
-      responseSerialize: encodeTaskStreamResponse as Codec['responseSerialize'],
-      responseDeserialize: decodeTaskStreamResponse,
-    },
-    taskBatchStream: {
-      requestSerialize: encodeTaskBatchStreamRequest as Codec['requestSerialize'],
-      requestDeserialize: decodeTaskBatchStreamRequest,
-      responseSerialize: encodeTaskBatchStreamResponse as Codec['responseSerialize'],
-      responseDeserialize: decodeTaskBatchStreamResponse,
-    },
-  };
-  // The messages that carry a model or a gradient set, one each way per training step: exact-size
-  // encoders (decoding keeps the generated code, which copies no tensor bytes).
-  const model: Record<string, Partial<Codec>> = {
-    reportGradient: {
-      requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
-      responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
-    },
-    gradientStream: {
-      requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
-      responseSerialize: encodedOr(encodeReportGradientResponse) as Codec['responseSerialize'],
-    },
-    getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
-    reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },
-  };
-  for (const [name, codec] of [...Object.entries(fast), ...Object.entries(model)] as [
-    string,
-    Partial<Codec>,
-  ][]) {
-    const method = definition[name];
-    if (method !== undefined) Object.assign(method, codec);
   }
   return definition;
 }
+
+type Codec = Required<MethodCodec>;
+// The dispatch fast path: the hand-written codec (same wire format, checked against the generated one).
+const dispatchCodecs: Record<string, MethodCodec> = {
+  taskStream: {
+    requestSerialize: encodeTaskStreamRequest as Codec['requestSerialize'],
+    requestDeserialize: decodeTaskStreamRequest,
+    responseSerialize: encodeTaskStreamResponse as Codec['responseSerialize'],
+    responseDeserialize: decodeTaskStreamResponse,
+  },
+  taskBatchStream: {
+    requestSerialize: encodeTaskBatchStreamRequest as Codec['requestSerialize'],
+    requestDeserialize: decodeTaskBatchStreamRequest,
+    responseSerialize: encodeTaskBatchStreamResponse as Codec['responseSerialize'],
+    responseDeserialize: decodeTaskBatchStreamResponse,
+  },
+};
+// The messages that carry a model or a gradient set, one each way per training step: exact-size
+// encoders (decoding keeps the generated code, which copies no tensor bytes).
+const modelCodecs: Record<string, MethodCodec> = {
+  reportGradient: {
+    requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
+    responseSerialize: encodeReportGradientResponse as Codec['responseSerialize'],
+  },
+  gradientStream: {
+    requestSerialize: encodeReportGradientRequest as Codec['requestSerialize'],
+    responseSerialize: encodedOr(encodeReportGradientResponse) as Codec['responseSerialize'],
+  },
+  getModel: { responseSerialize: encodeGetModelResponse as Codec['responseSerialize'] },
+  reportVariables: { requestSerialize: encodeReportVariablesRequest as Codec['requestSerialize'] },
+};
 
 /**
  * The MasterService for @grpc/grpc-js (`server.addService`, `client.makeUnaryRequest`), with
  * serializers from the generated protobuf-es schemas.
  */
-export const masterServiceDefinition = buildDefinition(MasterService) as ServiceDefinition &
-  MasterServiceDefinition;
+export const masterServiceDefinition = buildServiceDefinition(MasterService, {
+  ...dispatchCodecs,
+  ...modelCodecs,
+}) as ServiceDefinition & MasterServiceDefinition;

@@ -22,7 +22,7 @@ import {
 
 const textEncoder = new TextEncoder();
 
-function varintSize(v: number): number {
+export function varintSize(v: number): number {
   // v is a non-negative integer below 2^53.
   let size = 1;
   while (v >= 0x80) {
@@ -47,8 +47,8 @@ function varint64Size(v: bigint): number {
   return size;
 }
 
-/** One field's worth of writing into an exactly sized buffer. */
-class ExactWriter {
+/** One field's worth of writing into an exactly sized buffer (also used by embedding-codec.ts). */
+export class ExactWriter {
   readonly buffer: Buffer;
   #pos = 0;
 
@@ -149,18 +149,18 @@ function writeTensors(
   });
 }
 
-const int64FieldSize = (v: bigint) => (v === 0n ? 0 : 1 + varint64Size(v));
-const boolFieldSize = (v: boolean) => (v ? 2 : 0);
-const stringFieldSize = (bytes: Uint8Array) =>
+export const int64FieldSize = (v: bigint) => (v === 0n ? 0 : 1 + varint64Size(v));
+export const boolFieldSize = (v: boolean) => (v ? 2 : 0);
+export const stringFieldSize = (bytes: Uint8Array) =>
   bytes.length === 0 ? 0 : 1 + varintSize(bytes.length) + bytes.length;
 
-function writeInt64(w: ExactWriter, field: number, v: bigint): void {
+export function writeInt64(w: ExactWriter, field: number, v: bigint): void {
   if (v === 0n) return;
   w.tag(field, 0);
   w.varint64(v);
 }
 
-function writeBool(w: ExactWriter, field: number, v: boolean): void {
+export function writeBool(w: ExactWriter, field: number, v: boolean): void {
   if (!v) return;
   w.tag(field, 0);
   w.varint(1);
@@ -172,14 +172,14 @@ function writeFixed32(w: ExactWriter, field: number, v: number): void {
   w.fixed32(v);
 }
 
-function writeString(w: ExactWriter, field: number, bytes: Uint8Array): void {
+export function writeString(w: ExactWriter, field: number, bytes: Uint8Array): void {
   if (bytes.length === 0) return;
   w.tag(field, 2);
   w.varint(bytes.length);
   w.bytes(bytes);
 }
 
-function finish(w: ExactWriter): Buffer {
+export function finish(w: ExactWriter): Buffer {
   if (!w.done) throw new Error('model message codec: size and bytes written disagree');
   return w.buffer;
 }

@@ -1,4 +1,4 @@
-import { type Client, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { type Client, Metadata, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
 import { MasterRpcError } from './errors.js';
 import { JOB_TOKEN_METADATA_KEY, masterServiceDefinition } from './grpc-service.js';
 
@@ -24,28 +24,44 @@ export class UnaryTransport {
   }
 
   call<K extends keyof Methods>(method: K, request: RequestOf<K>): Promise<ResponseOf<K>> {
-    const definition = masterServiceDefinition[method] as Methods[K];
-    const metadata = new Metadata();
-    metadata.set(JOB_TOKEN_METADATA_KEY, this.#token);
-    return new Promise<ResponseOf<K>>((resolve, reject) => {
-      this.#client.makeUnaryRequest(
-        definition.path,
-        definition.requestSerialize as (value: RequestOf<K>) => Buffer,
-        definition.responseDeserialize as (bytes: Buffer) => ResponseOf<K>,
-        request,
-        metadata,
-        { deadline: Date.now() + this.#deadlineMs },
-        (error: ServiceError | null, response?: ResponseOf<K>) => {
-          if (error)
-            reject(
-              new MasterRpcError(String(method), error.code, error.details || error.message, {
-                cause: error,
-              }),
-            );
-          else if (response === undefined) reject(new MasterRpcError(String(method), 13, 'empty response'));
-          else resolve(response);
-        },
-      );
-    });
+    return unaryCall(
+      this.#client,
+      masterServiceDefinition[method] as unknown as MethodDefinition<RequestOf<K>, ResponseOf<K>>,
+      request,
+      this.#token,
+      this.#deadlineMs,
+      (code, details, cause) => new MasterRpcError(String(method), code, details, cause && { cause }),
+    );
   }
+}
+
+/**
+ * One unary call with the job token and a deadline; a failure (or an empty reply, INTERNAL)
+ * rejects with what `failure` makes of the status, its details and the gRPC error.
+ */
+export function unaryCall<Req, Res>(
+  client: Client,
+  definition: MethodDefinition<Req, Res>,
+  request: Req,
+  token: string,
+  deadlineMs: number,
+  failure: (code: number, details: string, cause?: ServiceError) => Error,
+): Promise<Res> {
+  const metadata = new Metadata();
+  metadata.set(JOB_TOKEN_METADATA_KEY, token);
+  return new Promise<Res>((resolve, reject) => {
+    client.makeUnaryRequest(
+      definition.path,
+      definition.requestSerialize,
+      definition.responseDeserialize,
+      request,
+      metadata,
+      { deadline: Date.now() + deadlineMs },
+      (error: ServiceError | null, response?: Res) => {
+        if (error) reject(failure(error.code, error.details || error.message, error));
+        else if (response === undefined) reject(failure(13, 'empty response'));
+        else resolve(response);
+      },
+    );
+  });
 }

@@ -3,9 +3,15 @@ import { EdlError } from '@edl/common';
 /**
  * Stable codes of {@link ParameterStoreError}: `NOT_INITIALIZED` (no worker has reported the
  * model's variables yet), `VERSION_UNAVAILABLE` (a model version that is neither the current one
- * nor pinned for evaluation). Programs branch on these, never on messages.
+ * nor pinned for evaluation); on a parameter-server shard, `UNKNOWN_TABLE` (no embedding table of
+ * that name) and `WRONG_SHARD` (an id whose row another shard holds). Programs branch on these,
+ * never on messages.
  */
-export type ParameterStoreErrorCode = 'NOT_INITIALIZED' | 'VERSION_UNAVAILABLE';
+export type ParameterStoreErrorCode =
+  | 'NOT_INITIALIZED'
+  | 'VERSION_UNAVAILABLE'
+  | 'UNKNOWN_TABLE'
+  | 'WRONG_SHARD';
 
 /**
  * A request the parameter store cannot honour in its current state. Served over gRPC it is

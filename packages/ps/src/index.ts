@@ -2,7 +2,8 @@
  * @edl/ps: the parameter store of an elasticdl-ts job. The model's variables with sync or async
  * (bounded-staleness) updates by the optimizers of @edl/common, the variables' part of checkpoints,
  * the gradient path a ledger of exactly-once ranges wraps, and the GetModel / ReportVariables /
- * ReportGradient / GradientStream handlers a server registers. The master runs it in its process.
+ * ReportGradient / GradientStream handlers a server registers. The master runs it in its process;
+ * `startParameterServer` runs one shard of embedding tables as a process of its own (`edl ps`).
  */
 
 export { ParameterStoreError, type ParameterStoreErrorCode } from './errors.js';
@@ -25,6 +26,7 @@ export {
   type ParameterStoreSnapshot,
 } from './parameter-store.js';
 export { type ParameterRpcHandlers, parameterRpcHandlers } from './rpc-handlers.js';
+export * from './service/index.js';
 export * from './sparse/index.js';
 export {
   decodeStoreCheckpoint,

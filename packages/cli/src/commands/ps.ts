@@ -1,0 +1,82 @@
+import { parseCommandLine } from '../args.js';
+import type { Command } from '../command.js';
+import { UsageError } from '../command.js';
+
+const usage = `Usage: edl ps --shard-index I --num-shards N --tables JSON [options]
+
+Runs one parameter-server shard of a job (ElasticDL's parameter-server design): it holds the rows
+of every embedding table whose ids hash to shard I of N, serves the ParameterServerService gRPC
+service (pull rows, push gradients, describe), and refuses ids of other shards. Rows are created on first
+pull from the table's seed, so every shard and every restart gives the same initial model. It
+reads the job token from EDL_JOB_TOKEN, as workers do, prints
+  {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N}
+on stdout once it serves, and runs until SIGINT or SIGTERM.
+
+Options:
+  --shard-index I       this shard's index, 0 <= I < N
+  --num-shards N        the job's number of parameter-server shards
+  --tables JSON         array of {"name", "dim", "optimizer": {"type", ...}, "seed",
+                        "initializer"?: {"type": "uniform", "scale"} | {"type": "normal", "stddev"}}
+  --port N              port to listen on (default 0: any free port)
+  --host HOST           interface to listen on (default 127.0.0.1)`;
+
+/** `edl ps`: one parameter-server shard process. */
+export const command: Command = {
+  name: 'ps',
+  usage,
+  async run(argv, io) {
+    const { values } = parseCommandLine(argv, {
+      'shard-index': { type: 'integer', min: 0 },
+      'num-shards': { type: 'integer', min: 1 },
+      tables: { type: 'string' },
+      port: { type: 'integer', min: 0, max: 65_535 },
+      host: { type: 'string' },
+    });
+    const shardIndex = values['shard-index'];
+    const numShards = values['num-shards'];
+    if (shardIndex === undefined) throw new UsageError('--shard-index is required');
+    if (numShards === undefined) throw new UsageError('--num-shards is required');
+    if (shardIndex >= numShards)
+      throw new UsageError(`--shard-index must be below --num-shards (${numShards}) but is ${shardIndex}`);
+    if (values.tables === undefined) throw new UsageError('--tables is required');
+    let tablesJson: unknown;
+    try {
+      tablesJson = JSON.parse(values.tables);
+    } catch (error) {
+      throw new UsageError(`--tables is not JSON: ${(error as Error).message}`);
+    }
+    const token = process.env.EDL_JOB_TOKEN;
+    if (token === undefined || token === '')
+      throw new UsageError("EDL_JOB_TOKEN is not set: 'edl ps' serves only calls that carry the job token");
+
+    const { checkTableSpecs, startParameterServer } = await import('@edl/ps');
+    let tables: ReturnType<typeof checkTableSpecs>;
+    try {
+      tables = checkTableSpecs(tablesJson, '--tables');
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const server = await startParameterServer({
+      token,
+      shardIndex,
+      numShards,
+      tables,
+      ...(values.port === undefined ? {} : { port: values.port }),
+      ...(values.host === undefined ? {} : { host: values.host }),
+    });
+    io.stdout.write(
+      `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards })}\n`,
+    );
+    await new Promise<void>((resolve) => {
+      const onSignal = () => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        resolve();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    });
+    await server.shutdown();
+    return 0;
+  },
+};

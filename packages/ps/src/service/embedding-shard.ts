@@ -1,0 +1,185 @@
+import {
+  checkInteger,
+  checkNonEmptyString,
+  checkObject,
+  checkOptions,
+  checkSafeInteger,
+  type OptimizerConfig,
+} from '@edl/common';
+import { ParameterStoreError } from '../errors.js';
+import { EmbeddingTable } from '../sparse/embedding-table.js';
+import { shardOfId } from '../sparse/placement.js';
+import type { RowInitializerConfig } from '../sparse/row-initializer.js';
+
+/** One embedding table a parameter-server shard serves (its rows of this shard only). */
+export interface EmbeddingTableSpec {
+  /** The table's name: what pulls and pushes name, and a salt of its initializer. */
+  readonly name: string;
+  /** Floats per row. */
+  readonly dim: number;
+  /** The optimizer whose sparse kernel applies the pushed gradients. */
+  readonly optimizer: OptimizerConfig;
+  /** Default `{ type: 'uniform', scale: 0.05 }`. */
+  readonly initializer?: RowInitializerConfig;
+  /** The job's seed: with the table's name and a row's id it fixes the row's initial value. */
+  readonly seed: number;
+}
+
+/** A table's size and accounting on one shard. */
+export interface ShardTableInfo {
+  readonly name: string;
+  readonly dim: number;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly optimizer: OptimizerConfig['type'];
+  /** Pushes applied to the table on this shard. */
+  readonly pushes: number;
+  /** The highest model version a push named (0 before any push). */
+  readonly maxModelVersion: number;
+}
+
+/**
+ * Checks table specs as given on a command line or in a config (`--tables` of `edl ps`): an array
+ * of objects with `name`, `dim`, `optimizer`, `seed` and an optional `initializer`, names unique.
+ * The optimizer and initializer are checked when the table is made.
+ */
+export function checkTableSpecs(value: unknown, name = 'tables'): EmbeddingTableSpec[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new TypeError(`Expected a non-empty array of embedding table specs for ${name}`);
+  }
+  const seen = new Set<string>();
+  return value.map((entry, i) => {
+    const where = `${name}[${i}]`;
+    const spec = checkOptions(checkObject(entry, where), where, [
+      'name',
+      'dim',
+      'optimizer',
+      'initializer',
+      'seed',
+    ]);
+    const tableName = checkNonEmptyString(spec.name, `${where}.name`);
+    if (seen.has(tableName)) throw new RangeError(`Embedding table '${tableName}' is named twice in ${name}`);
+    seen.add(tableName);
+    return {
+      name: tableName,
+      dim: checkInteger(spec.dim, `${where}.dim`, 1, 1 << 16),
+      optimizer: checkObject(spec.optimizer, `${where}.optimizer`) as unknown as OptimizerConfig,
+      ...(spec.initializer === undefined
+        ? {}
+        : {
+            initializer: checkObject(
+              spec.initializer,
+              `${where}.initializer`,
+            ) as unknown as RowInitializerConfig,
+          }),
+      seed: checkSafeInteger(spec.seed, `${where}.seed`),
+    };
+  });
+}
+
+interface TableEntry {
+  readonly table: EmbeddingTable;
+  readonly optimizerType: OptimizerConfig['type'];
+  pushes: number;
+  maxModelVersion: number;
+}
+
+/**
+ * The embedding tables of one parameter-server shard, `shardIndex` of `numShards`: each table holds
+ * only the rows with `shardOfId(id, numShards) === shardIndex`, and every pull or push with any
+ * other id is refused whole (WRONG_SHARD), before any row changes: a client that placed ids with
+ * another hash or shard count would otherwise scatter copies of a row over several shards.
+ */
+export class EmbeddingShard {
+  readonly shardIndex: number;
+  readonly numShards: number;
+  readonly #tables = new Map<string, TableEntry>();
+
+  constructor(shardIndex: number, numShards: number, tables: readonly EmbeddingTableSpec[]) {
+    this.numShards = checkInteger(numShards, 'numShards', 1);
+    this.shardIndex = checkInteger(shardIndex, 'shardIndex', 0, this.numShards - 1);
+    for (const spec of checkTableSpecs(tables)) {
+      const table = new EmbeddingTable({
+        name: spec.name,
+        dim: spec.dim,
+        seed: spec.seed,
+        optimizer: spec.optimizer,
+        ...(spec.initializer === undefined ? {} : { initializer: spec.initializer }),
+      });
+      this.#tables.set(spec.name, {
+        table,
+        optimizerType: spec.optimizer.type,
+        pushes: 0,
+        maxModelVersion: 0,
+      });
+    }
+  }
+
+  /** The table named `name`, for checks and checkpoints; UNKNOWN_TABLE when there is none. */
+  table(name: string): EmbeddingTable {
+    return this.#entry(name).table;
+  }
+
+  /**
+   * The rows of `ids` (`[ids.length, dim]` row-major): created when `create` is true (training),
+   * else read without creating (an unknown id reads as the initializer's value).
+   */
+  pull(tableName: string, ids: Float64Array, create: boolean): Float32Array {
+    const { table } = this.#entry(tableName);
+    this.#checkOwned(table.name, ids);
+    return create ? table.pull(ids) : table.lookup(ids);
+  }
+
+  /** Applies the table's sparse kernel to the rows of `ids`; counts the push for DescribeShard. */
+  push(
+    tableName: string,
+    ids: Float64Array,
+    gradients: Float32Array,
+    modelVersion: number,
+  ): { pushes: number; rows: number } {
+    const entry = this.#entry(tableName);
+    checkSafeInteger(modelVersion, 'modelVersion');
+    this.#checkOwned(entry.table.name, ids);
+    entry.table.push(ids, gradients);
+    entry.pushes++;
+    entry.maxModelVersion = Math.max(entry.maxModelVersion, modelVersion);
+    return { pushes: entry.pushes, rows: entry.table.rowCount };
+  }
+
+  /** Each table's size and accounting, in the order the tables were given. */
+  describe(): ShardTableInfo[] {
+    return [...this.#tables.values()].map((e) => ({
+      name: e.table.name,
+      dim: e.table.dim,
+      rows: e.table.rowCount,
+      bytes: e.table.allocatedBytes,
+      optimizer: e.optimizerType,
+      pushes: e.pushes,
+      maxModelVersion: e.maxModelVersion,
+    }));
+  }
+
+  #entry(name: string): TableEntry {
+    const entry = this.#tables.get(name);
+    if (entry === undefined) {
+      throw new ParameterStoreError(
+        'UNKNOWN_TABLE',
+        `Parameter-server shard ${this.shardIndex} has no embedding table '${name}' (it has ${[...this.#tables.keys()].map((n) => `'${n}'`).join(', ')})`,
+      );
+    }
+    return entry;
+  }
+
+  #checkOwned(tableName: string, ids: Float64Array): void {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as number;
+      const shard = shardOfId(id, this.numShards); // also refuses a non-integer or negative id
+      if (shard !== this.shardIndex) {
+        throw new ParameterStoreError(
+          'WRONG_SHARD',
+          `Id ${id} (index ${i}) of embedding table '${tableName}' belongs to parameter-server shard ${shard} of ${this.numShards}, not to this shard ${this.shardIndex}: place ids with shardOfId(id, ${this.numShards})`,
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * A parameter-server shard as its own process (`edl ps`): the embedding rows of one shard served
+ * over the ParameterServerService gRPC service of edl/v1/ps.proto.
+ */
+export {
+  checkTableSpecs,
+  EmbeddingShard,
+  type EmbeddingTableSpec,
+  type ShardTableInfo,
+} from './embedding-shard.js';
+export {
+  type ParameterServer,
+  type ParameterServerOptions,
+  startParameterServer,
+} from './parameter-server.js';

@@ -1,0 +1,143 @@
+import { checkInteger } from '@edl/common';
+import {
+  bindInsecure,
+  bytesToFloats,
+  bytesToIds,
+  createGrpcServer,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  type DescribeShardResponse,
+  floatsToBytes,
+  grpcError,
+  jobTokenCheck,
+  type PullEmbeddingsRequest,
+  type PullEmbeddingsResponse,
+  type PushEmbeddingGradientsRequest,
+  type PushEmbeddingGradientsResponse,
+  parameterServerServiceDefinition,
+  shutdownGracefully,
+  tokenCheckedUnary,
+  toSafeNumber,
+  toWireInt,
+} from '@edl/proto';
+import { type ServiceError, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { ParameterStoreError } from '../errors.js';
+import { EmbeddingShard, type EmbeddingTableSpec } from './embedding-shard.js';
+
+/** Options of {@link startParameterServer}. */
+export interface ParameterServerOptions {
+  /** Interface to listen on (default 127.0.0.1: reachable from this machine only). */
+  readonly host?: string;
+  /** Port (default 0: any free port). */
+  readonly port?: number;
+  /** The job token every call must carry in the `x-edl-job-token` metadata. */
+  readonly token: string;
+  /** This shard's index, in [0, numShards). */
+  readonly shardIndex: number;
+  /** The job's number of parameter-server shards. */
+  readonly numShards: number;
+  /** The embedding tables this shard serves its rows of. */
+  readonly tables: readonly EmbeddingTableSpec[];
+  /** Largest message received or sent, in bytes (default 64 MiB). */
+  readonly maxMessageBytes?: number;
+}
+
+/** A running parameter-server shard. */
+export interface ParameterServer {
+  /** host:port to give workers. */
+  readonly address: string;
+  readonly port: number;
+  /** The tables it serves, for checks and (later) checkpoints. */
+  readonly shard: EmbeddingShard;
+  /** Stops accepting calls, lets calls in flight finish for up to `graceMs`, then cuts the rest. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/** Arguments are INVALID_ARGUMENT, an unknown table NOT_FOUND, another shard's id FAILED_PRECONDITION. */
+function toStatus(error: unknown): Partial<ServiceError> {
+  if (error instanceof RangeError || error instanceof TypeError)
+    return grpcError(status.INVALID_ARGUMENT, error.message);
+  if (error instanceof ParameterStoreError)
+    return grpcError(
+      error.code === 'UNKNOWN_TABLE' ? status.NOT_FOUND : status.FAILED_PRECONDITION,
+      `${error.code}: ${error.message}`,
+    );
+  return grpcError(status.INTERNAL, error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * Serves one parameter-server shard's embedding rows (the ParameterServerService of
+ * edl/v1/ps.proto) over gRPC: `edl ps` is this function run as its own process. Every call must
+ * carry the job token (UNAUTHENTICATED otherwise); ids of other shards are refused.
+ */
+export async function startParameterServer(options: ParameterServerOptions): Promise<ParameterServer> {
+  const authorized = jobTokenCheck(options.token);
+  const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables);
+  const maxBytes = checkInteger(
+    options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    'maxMessageBytes',
+    1024,
+  );
+  const server = createGrpcServer(maxBytes);
+  const unary = tokenCheckedUnary(authorized, toStatus);
+
+  const implementation = {
+    pullEmbeddings: unary((r: PullEmbeddingsRequest): PullEmbeddingsResponse => {
+      const ids = bytesToIds(r.ids, `the ids pulled from embedding table '${r.table}'`);
+      const rows = shard.pull(r.table, ids, r.create);
+      return {
+        $typeName: 'edl.v1.PullEmbeddingsResponse',
+        dim: shard.table(r.table).dim,
+        // The rows are fresh: the encoder copies them into the message as it is sent.
+        rows: floatsToBytes(rows),
+      };
+    }),
+    pushEmbeddingGradients: unary((r: PushEmbeddingGradientsRequest): PushEmbeddingGradientsResponse => {
+      const ids = bytesToIds(r.ids, `the ids pushed to embedding table '${r.table}'`);
+      const gradients = bytesToFloats(r.gradients, `the gradients pushed to embedding table '${r.table}'`);
+      const { pushes, rows } = shard.push(
+        r.table,
+        ids,
+        gradients,
+        toSafeNumber(r.modelVersion, 'modelVersion'),
+      );
+      return {
+        $typeName: 'edl.v1.PushEmbeddingGradientsResponse',
+        pushes: toWireInt(pushes, 'pushes'),
+        rows: toWireInt(rows, 'rows'),
+      };
+    }),
+    describeShard: unary(
+      (): DescribeShardResponse => ({
+        $typeName: 'edl.v1.DescribeShardResponse',
+        shardIndex: shard.shardIndex,
+        numShards: shard.numShards,
+        tables: shard.describe().map((t) => ({
+          $typeName: 'edl.v1.EmbeddingTableInfo',
+          name: t.name,
+          dim: t.dim,
+          rows: toWireInt(t.rows, 'rows'),
+          bytes: toWireInt(t.bytes, 'bytes'),
+          optimizer: t.optimizer,
+          pushes: toWireInt(t.pushes, 'pushes'),
+          maxModelVersion: toWireInt(t.maxModelVersion, 'maxModelVersion'),
+        })),
+      }),
+    ),
+  };
+  server.addService(
+    parameterServerServiceDefinition,
+    implementation as unknown as UntypedServiceImplementation,
+  );
+
+  const { address, port } = await bindInsecure(server, options.host ?? '127.0.0.1', options.port ?? 0);
+  let stopped: Promise<void> | undefined;
+  return {
+    address,
+    port,
+    shard,
+    shutdown(graceMs = 5_000) {
+      stopped ??= shutdownGracefully(server, graceMs);
+      return stopped;
+    },
+  };
+}
