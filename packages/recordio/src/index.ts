@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 export type { ChunkInfo } from './chunk-info.js';
-export { COMPRESSORS, type CompressorName } from './compressor.js';
+export { COMPRESSORS, type CompressorName, compressorName } from './compressor.js';
 export {
   decodeRecordIORange,
   decodeRecordIORangeSync,
@@ -21,6 +21,19 @@ export {
   type RecordIOErrorLocation,
 } from './errors.js';
 export {
+  BLOCK_HEADER_BYTES,
+  buildLocalSidecarIndex,
+  decodeSidecarIndex,
+  encodeSidecarIndex,
+  headerCheck,
+  type IndexedBlock,
+  recordioSidecarIndex,
+  type SidecarIndex,
+  sidecarCheck,
+  tfrecordRecordsPerBlock,
+  tfrecordSidecarIndex,
+} from './index-file/index.js';
+export {
   getAddon,
   type LoadAddonOptions,
   type LoadAttempt,
@@ -34,8 +47,9 @@ export { type PrefetchRange, PrefetchRangeError } from './prefetch-error.js';
 export { PrefetchedBatch } from './prefetched-batch.js';
 export { Prefetcher, type PrefetcherOptions, type PrefetcherStats } from './prefetcher.js';
 export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
-export { RecordBatch } from './record-batch.js';
+export { RecordBatch, splitBatch } from './record-batch.js';
 export type { ChunkCacheStats } from './record-cache.js';
+export { decodeFrameStream, type FrameStreamOptions } from './tfrecord/frame-stream.js';
 export {
   detectCompression,
   TFRECORD_COMPRESSIONS,
