@@ -20,19 +20,18 @@ export {
   type RecordIOErrorCode,
   type RecordIOErrorLocation,
 } from './errors.js';
+export { buildLocalSidecarIndex, headerCheck } from './index-file/local-sidecar.js';
 export {
   BLOCK_HEADER_BYTES,
-  buildLocalSidecarIndex,
   decodeSidecarIndex,
   encodeSidecarIndex,
-  headerCheck,
   type IndexedBlock,
   recordioSidecarIndex,
   type SidecarIndex,
   sidecarCheck,
   tfrecordRecordsPerBlock,
   tfrecordSidecarIndex,
-} from './index-file/index.js';
+} from './index-file/sidecar-index.js';
 export {
   getAddon,
   type LoadAddonOptions,
@@ -47,7 +46,7 @@ export { type PrefetchRange, PrefetchRangeError } from './prefetch-error.js';
 export { PrefetchedBatch } from './prefetched-batch.js';
 export { Prefetcher, type PrefetcherOptions, type PrefetcherStats } from './prefetcher.js';
 export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
-export { RecordBatch, splitBatch } from './record-batch.js';
+export { RecordBatch } from './record-batch.js';
 export type { ChunkCacheStats } from './record-cache.js';
 export { decodeFrameStream, type FrameStreamOptions } from './tfrecord/frame-stream.js';
 export {
@@ -62,6 +61,7 @@ export {
   TFRecordWriter,
   type TFRecordWriterOptions,
 } from './tfrecord/index.js';
+export { StreamCursor } from './tfrecord/stream-cursor.js';
 export {
   type RecordBatchInput,
   RecordIOWriter,

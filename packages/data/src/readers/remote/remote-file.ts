@@ -24,6 +24,20 @@ export interface RemoteFileStats {
   readonly skippedChunks: number;
 }
 
+/** The counters of an opened remote object, as plain data. */
+export function remoteFileStats(
+  file: {
+    readonly location: string;
+    readonly indexReport: RemoteIndexReport;
+    readonly dataRequests: number;
+    readonly dataBytes: number;
+  },
+  skippedChunks: number,
+): RemoteFileStats {
+  const { location, indexReport: index, dataRequests, dataBytes } = file;
+  return { location, index, dataRequests, dataBytes, skippedChunks };
+}
+
 /**
  * A remote object opened for reading: its index (chunks or blocks of frames), the byte source
  * that reads it, pinned to the version it was stat'ed at, and its counters. It holds no connection
@@ -115,13 +129,7 @@ export class RemoteFile {
 
   /** Requests and bytes so far. */
   stats(): RemoteFileStats {
-    return {
-      location: this.location,
-      index: this.indexReport,
-      dataRequests: this.dataRequests,
-      dataBytes: this.dataBytes,
-      skippedChunks: this.skippedChunks,
-    };
+    return remoteFileStats(this, this.skippedChunks);
   }
 
   /** Nothing to release: reads are pinned requests, not open files. */

@@ -1,8 +1,8 @@
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip, createInflate } from 'node:zlib';
-import { decodeFrameStream, type RecordBatch, splitBatch, TFRecordError } from '@edl/recordio';
+import { decodeFrameStream, type RecordBatch, StreamCursor, TFRecordError } from '@edl/recordio';
 import type { ByteSource, ObjectStat } from '@edl/storage';
-import type { RemoteFileStats } from './remote-file.js';
+import { type RemoteFileStats, remoteFileStats } from './remote-file.js';
 import type { RemoteIndexReport } from './remote-index.js';
 
 /** Decompressed bytes per piece out of zlib: larger than its 16 KiB default so batches are not tiny. */
@@ -22,9 +22,15 @@ export class RemoteStream {
   readonly numRecords: number;
   dataRequests = 0;
   dataBytes = 0;
-  #cursor:
-    | { next: number; iterator: AsyncIterator<RecordBatch>; leftover: RecordBatch | undefined }
-    | undefined;
+  readonly #stream = new StreamCursor((start) =>
+    decodeFrameStream(decompressedObject(this.source, this.object, this.compression, this.partBytes, this), {
+      path: this.location,
+      compressed: true,
+      start,
+      count: Number.POSITIVE_INFINITY,
+      batchRecords: BATCH_RECORDS,
+    }),
+  );
 
   private constructor(
     readonly source: ByteSource,
@@ -70,65 +76,24 @@ export class RemoteStream {
 
   /** Records `[start, end)` (a checked, non-empty range), continuing the previous range's stream when it ended at `start`. */
   async *batches(start: number, end: number): AsyncGenerator<RecordBatch> {
-    let cursor = this.#cursor;
-    this.#cursor = undefined;
-    if (cursor === undefined || cursor.next !== start) {
-      void cursor?.iterator.return?.(undefined);
-      const frames = decodeFrameStream(
-        decompressedObject(this.source, this.object, this.compression, this.partBytes, this),
-        {
-          path: this.location,
-          compressed: true,
-          start,
-          count: Number.POSITIVE_INFINITY,
-          batchRecords: BATCH_RECORDS,
-        },
-      );
-      cursor = { next: start, iterator: frames[Symbol.asyncIterator](), leftover: undefined };
-    }
-    let completed = false;
-    try {
-      while (cursor.next < end) {
-        let batch = cursor.leftover;
-        cursor.leftover = undefined;
-        if (batch === undefined) {
-          const result = await cursor.iterator.next();
-          if (result.done === true) {
-            throw new TFRecordError('TRUNCATED', 'the stream ended before the records it had when counted', {
-              path: this.location,
-              record: cursor.next,
-              compressed: true,
-            });
-          }
-          batch = result.value;
-        }
-        const take = Math.min(batch.length, end - cursor.next);
-        if (take < batch.length) [batch, cursor.leftover] = splitBatch(batch, take);
-        cursor.next += take;
-        yield batch;
-      }
-      completed = true;
-    } finally {
-      if (completed) this.#cursor = cursor;
-      else void cursor.iterator.return?.(undefined);
+    const delivered = yield* this.#stream.batches(start, end);
+    if (start + delivered < end) {
+      throw new TFRecordError('TRUNCATED', 'the stream ended before the records it had when counted', {
+        path: this.location,
+        record: start + delivered,
+        compressed: true,
+      });
     }
   }
 
   /** Requests and bytes so far. */
   stats(): RemoteFileStats {
-    return {
-      location: this.location,
-      index: this.indexReport,
-      dataRequests: this.dataRequests,
-      dataBytes: this.dataBytes,
-      skippedChunks: 0,
-    };
+    return remoteFileStats(this, 0);
   }
 
   /** Ends the stream kept for the next range. */
   close(): void {
-    void this.#cursor?.iterator.return?.(undefined);
-    this.#cursor = undefined;
+    this.#stream.close();
   }
 }
 
