@@ -6,6 +6,7 @@ import { type CompressorName, encodeSidecarIndex, RecordIOWriter, TFRecordWriter
 import { registerByteSource, S3ByteSource, type S3ByteSourceOptions } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy } from '../../../storage/test/support/fault-proxy.js';
+import { RangeHttpServer } from '../../../storage/test/support/range-http-server.js';
 import {
   S3RVER_CREDENTIALS,
   type S3rverProcess,
@@ -248,6 +249,34 @@ describe.each([
     // The read-ahead budget, plus the piece the one read in progress asked for itself.
     expect(stats.peakBufferedBytes).toBeLessThanOrEqual(readAheadBytes + partBytes);
     expect(stats.bufferedBytes).toBe(0);
+  });
+});
+
+describe('remote reads over http://', () => {
+  it('read RecordIO files served with Range, one with a sidecar and one without', async () => {
+    const names = RIO_FILES.map(([name]) => name).slice(0, 2) as [string, string];
+    const local = await readLocally(
+      await RecordIODataReader.open({ files: names.map((name) => join(localRio, name)) }),
+    );
+    const server = await RangeHttpServer.start();
+    try {
+      for (const name of names) server.put(`/data/${name}`, await readFile(join(localRio, name)));
+      const { index } = await buildSidecarIndex(join(localRio, names[0]), 'recordio');
+      server.put(`/data/${names[0]}.idx`, encodeSidecarIndex(index));
+      const reader = await RecordIODataReader.open({
+        files: names.map((name) => `${server.origin}/data/${name}`),
+        remote: { indexCacheDir: await freshCache() },
+      });
+      expect(await readTasks(reader, await reader.createShards())).toEqual(local);
+      const origins = reader.remoteStats.files.map((file) => [basename(file.location), file.index.origin]);
+      await reader.close();
+      expect(origins.sort()).toEqual([
+        [names[0], 'sidecar'],
+        [names[1], 'header-walk'],
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
 
