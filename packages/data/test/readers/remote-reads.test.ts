@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { type CompressorName, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
+import {
+  type CompressorName,
+  encodeSidecarIndex,
+  type RecordIOError,
+  RecordIOWriter,
+  TFRecordWriter,
+} from '@edl/recordio';
 import { registerByteSource, S3ByteSource, type S3ByteSourceOptions } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy } from '../../../storage/test/support/fault-proxy.js';
@@ -305,6 +311,35 @@ describe('remote reads that go wrong', () => {
       message: expect.stringContaining(`s3://${BUCKET}/replaced/${name}`),
     });
     await reader.close?.();
+  });
+
+  it('a corrupt chunk fails its task with the code and message of a local read, naming the URL', async () => {
+    useS3();
+    const golden = join(import.meta.dirname, '../../../recordio/test/golden/bad-crc-none-64k.rio');
+    await s3.put(BUCKET, 'corrupt/bad.rio', await readFile(golden));
+    const failureOf = async (reader: RecordIODataReader): Promise<Error> => {
+      const [shard] = await reader.createShards();
+      const range = { shardName: shard?.name ?? '', start: 0, end: shard?.count ?? 0 };
+      try {
+        for await (const _ of reader.readBatches(range)) {
+          // drain
+        }
+      } catch (error) {
+        return error as Error;
+      } finally {
+        await reader.close();
+      }
+      throw new Error('the corrupt chunk was read');
+    };
+    const local = await failureOf(await RecordIODataReader.open({ files: [golden], prefetch: false }));
+    const remote = await failureOf(
+      await RecordIODataReader.open({
+        files: [`s3://${BUCKET}/corrupt/bad.rio`],
+        remote: { indexCacheDir: await freshCache() },
+      }),
+    );
+    expect(remote).toMatchObject({ name: local.name, code: (local as RecordIOError).code });
+    expect(remote.message).toBe(local.message.replace(golden, `s3://${BUCKET}/corrupt/bad.rio`));
   });
 
   it('a sidecar of another size is refused and the object is walked instead', async () => {
