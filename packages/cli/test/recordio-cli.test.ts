@@ -48,7 +48,7 @@ function expectOneLineError(result: SpawnSyncReturns<Buffer>, status: number, pr
   expect(stderr.startsWith(prefix)).toBe(true);
   expect(stderr).not.toMatch(/^\s+at /m);
   if (status === 1) expect(stderr.trimEnd().split('\n')).toHaveLength(1);
-  else expect(stderr.split('\n')[1]).toBe('Usage: edl recordio <inspect|cat|write> ...');
+  else expect(stderr.split('\n')[1]).toBe('Usage: edl recordio <inspect|cat|write|index> ...');
 }
 
 const SEQ_SHA = '9ebc5c161a86cd86331671eee603ff24bdc222651dd8cef94201364641631631';
@@ -330,8 +330,8 @@ describe('edl recordio write', () => {
 
 describe('bad arguments: one line, then the usage, exit 2, no stack trace', () => {
   it.each([
-    [[], 'edl recordio: missing sub-command (inspect, cat or write)'],
-    [['dump', 'x'], "edl recordio: unknown sub-command 'dump' (expected inspect, cat or write)"],
+    [[], 'edl recordio: missing sub-command (inspect, cat, write or index)'],
+    [['dump', 'x'], "edl recordio: unknown sub-command 'dump' (expected inspect, cat, write or index)"],
     [['cat'], 'edl recordio: missing FILE'],
     [['cat', 'a.rio', 'b.rio'], "edl recordio: unexpected argument 'b.rio'"],
     [

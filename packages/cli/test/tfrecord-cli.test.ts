@@ -125,7 +125,7 @@ describe('edl tfrecord cat', () => {
     expect(first).toBe(
       "edl tfrecord: Expected one of auto, none, gzip, zlib for --compression but received 'lz4'",
     );
-    expect(second).toBe('Usage: edl tfrecord <inspect|cat> ...');
+    expect(second).toBe('Usage: edl tfrecord <inspect|cat|index> ...');
     const wrong = run(['tfrecord', 'cat', join(golden, 'examples.tfrecord.gz'), '--compression', 'none']);
     expect(wrong.status).toBe(1);
     expect(wrong.stderr.toString()).toMatch(

@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 export type { ChunkInfo } from './chunk-info.js';
-export { COMPRESSORS, type CompressorName } from './compressor.js';
+export { COMPRESSORS, type CompressorName, compressorName } from './compressor.js';
 export {
   decodeRecordIORange,
   decodeRecordIORangeSync,
@@ -20,6 +20,18 @@ export {
   type RecordIOErrorCode,
   type RecordIOErrorLocation,
 } from './errors.js';
+export { buildLocalSidecarIndex, headerCheck } from './index-file/local-sidecar.js';
+export {
+  BLOCK_HEADER_BYTES,
+  decodeSidecarIndex,
+  encodeSidecarIndex,
+  type IndexedBlock,
+  recordioSidecarIndex,
+  type SidecarIndex,
+  sidecarCheck,
+  tfrecordRecordsPerBlock,
+  tfrecordSidecarIndex,
+} from './index-file/sidecar-index.js';
 export {
   getAddon,
   type LoadAddonOptions,
@@ -36,6 +48,7 @@ export { Prefetcher, type PrefetcherOptions, type PrefetcherStats } from './pref
 export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
 export { RecordBatch } from './record-batch.js';
 export type { ChunkCacheStats } from './record-cache.js';
+export { decodeFrameStream, type FrameStreamOptions } from './tfrecord/frame-stream.js';
 export {
   detectCompression,
   TFRECORD_COMPRESSIONS,
@@ -48,6 +61,7 @@ export {
   TFRecordWriter,
   type TFRecordWriterOptions,
 } from './tfrecord/index.js';
+export { StreamCursor } from './tfrecord/stream-cursor.js';
 export {
   type RecordBatchInput,
   RecordIOWriter,

@@ -13,8 +13,8 @@ import { isTFRecordPath, TFRecordDataReader } from './tfrecord-data-reader.js';
 export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';
 
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
-  recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch'],
-  tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'],
+  recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch', 'remote'],
+  tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes', 'remote'],
   text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride', 'columns', 'inferTypes'],
   table: [
     'connection',

@@ -1,7 +1,14 @@
 import { basename, dirname } from 'node:path';
 import { checkNonEmptyString, checkOptionalInteger, expectedMessage } from '@edl/common';
 import type { RecordBatch } from '@edl/recordio';
-import { byteSourceFor, compareCodeUnits, normalizeLocation, type ObjectStat } from '@edl/storage';
+import {
+  type ByteSource,
+  byteSourceFor,
+  compareCodeUnits,
+  normalizeLocation,
+  type ObjectStat,
+  schemeOf,
+} from '@edl/storage';
 import type {
   DataReader,
   JsonObject,
@@ -11,9 +18,17 @@ import type {
   Shard,
 } from '../protocols.js';
 import { recordsOfBatches } from '../records-of-batches.js';
+import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
 import { checkFileRange, checkWithinFile, listDataFiles } from './file-shards.js';
 import { type Closable, ReaderCache } from './reader-cache.js';
+import { checkRemoteOptions, type RemoteReadOptions } from './remote/remote-options.js';
+import {
+  isRemoteObject,
+  type RemoteObject,
+  type RemoteReadStats,
+  RemoteReads,
+} from './remote/remote-reads.js';
 
 /**
  * Options every file reader takes: exactly one of `dataDir` and `files`, and `maxOpenFiles`.
@@ -33,7 +48,12 @@ export type FileReaderOptions = (
 ) & {
   /** Files kept open between tasks (least recently used closed first). Default 16. */
   readonly maxOpenFiles?: number;
+  /** How objects with no local path (`s3://`, `https://`) are fetched; see {@link RemoteReadOptions}. */
+  readonly remote?: RemoteReadOptions;
 };
+
+/** `options.remote`, checked: the settings and what was given. */
+export type RemoteSettings = ReturnType<typeof checkRemoteOptions>;
 
 /** What a file format tells the reader core: its names and which files in a directory are its own. */
 export interface FileFormat {
@@ -73,23 +93,47 @@ export interface FileList {
  *
  * Files are found and stat'ed through their byte source (`@edl/storage`). The native readers open
  * what the source gives a local path for, and keep their own `pread` path and prefetch threads.
+ * Objects with no local path (S3, HTTP) are read by {@link RemoteReads}: indexed once (sidecar
+ * index, local cache or header walk), fetched by parallel ranged GETs of whole chunks or frame
+ * blocks, read ahead as announced, and decoded natively from memory into the same batches.
  */
 export abstract class FileDataReader<R extends OpenedFile> implements DataReader<Uint8Array> {
   readonly metadata: ReaderMetadata;
-  /** The opened files, least recently used closed first. */
-  protected readonly cache: ReaderCache<R>;
+  /** The opened files (remote ones as {@link RemoteObject}s), least recently used closed first. */
+  protected readonly cache: ReaderCache<R | RemoteObject>;
   /** Files kept open between tasks. */
   protected readonly maxOpenFiles: number;
   readonly #format: FileFormat;
   readonly #files: FileList;
+  readonly #remote: RemoteReads;
+  readonly #remoteParam: JsonObject | undefined;
   #closed = false;
 
-  protected constructor(format: FileFormat, files: FileList, maxOpenFiles: number) {
+  /**
+   * @param remote - `options.remote`, checked ({@link FileDataReader.checkRemote}).
+   * @param onCorruptChunk - what remote reads do with a corrupt RecordIO chunk.
+   */
+  protected constructor(
+    format: FileFormat,
+    files: FileList,
+    maxOpenFiles: number,
+    remote: RemoteSettings,
+    onCorruptChunk: 'error' | 'skip' = 'error',
+  ) {
     this.#format = format;
     this.#files = files;
     this.maxOpenFiles = maxOpenFiles;
     this.cache = new ReaderCache(maxOpenFiles, (location) => this.#openLocation(location));
     this.metadata = { format: format.type, files: files.files.length };
+    this.#remoteParam = remote.given;
+    this.#remote = new RemoteReads(format.type, remote.resolved, onCorruptChunk, (location) =>
+      this.#resolve(location),
+    );
+  }
+
+  /** `options.remote`: how objects with no local path are fetched. */
+  protected static checkRemote(options: Record<string, unknown>): RemoteSettings {
+    return checkRemoteOptions(options.remote);
   }
 
   /** `options.maxOpenFiles`: files kept open between tasks (default 16). */
@@ -133,6 +177,19 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     return this.#files.files;
   }
 
+  /** Whether some files are remote (URLs other than `file:`), read by ranged GETs. */
+  protected get hasRemoteFiles(): boolean {
+    return this.#files.files.some(isRemoteLocation);
+  }
+
+  /**
+   * Requests and bytes per remote file (how its index was found: local cache, sidecar or header
+   * walk, and the requests that cost; data GETs and bytes), and the fetched bytes held now.
+   */
+  get remoteStats(): RemoteReadStats {
+    return this.#remote.stats();
+  }
+
   /** Whether {@link FileDataReader.close} was called. */
   protected get closed(): boolean {
     return this.#closed;
@@ -141,11 +198,12 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   /** One shard `{ name: location, start: 0, count: numRecords }` per file that has records. */
   async createShards(): Promise<Shard[]> {
     this.#checkOpen();
+    await this.#openRemoteFiles();
     const shards: Shard[] = [];
     for (const location of this.#files.files) {
       const reader = await this.cache.acquire(location);
       try {
-        this.checkWhole(reader);
+        if (!isRemoteObject(reader)) this.checkWhole(reader);
         if (reader.numRecords > 0) shards.push({ name: location, start: 0, count: reader.numRecords });
       } finally {
         this.cache.release(location);
@@ -169,7 +227,8 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     try {
       checkWithinFile(shardName, start, end, reader.numRecords);
       if (end <= start) return;
-      yield* this.batchesOf(reader, shardName, start, end);
+      if (isRemoteObject(reader)) yield* this.#remote.read(reader, start, end);
+      else yield* this.batchesOf(reader, shardName, start, end);
     } finally {
       this.cache.release(shardName);
     }
@@ -187,13 +246,16 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   describe(): ReaderDescription {
     const { dataDir, files } = this.#files;
     const where: JsonObject = dataDir !== undefined ? { dataDir } : { files: [...files] };
-    return { type: this.#format.type, params: { ...where, ...this.formatParams() } };
+    const params: JsonObject = { ...where, ...this.formatParams() };
+    if (this.#remoteParam !== undefined) params.remote = { ...this.#remoteParam };
+    return { type: this.#format.type, params };
   }
 
   /** Closes every open file (and what the format holds besides). Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
     this.closeFormat();
+    this.#remote.close();
     await this.cache.closeAll();
   }
 
@@ -207,6 +269,25 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
       !location.endsWith('/') &&
       this.#format.accepts(basename(location))
     );
+  }
+
+  /**
+   * Announces a range of a remote file, to be fetched ahead (see {@link RemoteReads}); returns
+   * whether the range's shard is remote (a local one is the format's to announce). Advisory: an
+   * invalid range announces nothing.
+   */
+  protected announceRemote(range: RecordRange): boolean {
+    let checked: { shardName: string; start: number; end: number };
+    try {
+      checked = checkRange(range);
+    } catch {
+      return false;
+    }
+    if (!isRemoteLocation(checked.shardName)) return false;
+    if (!this.#closed && this.owns(checked.shardName) && checked.end > checked.start) {
+      this.#remote.announce(checked.shardName, checked.start, checked.end);
+    }
+    return true;
   }
 
   /** Opens the local file `path` (of `object`) in the format's native reader. */
@@ -229,17 +310,38 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   /** Releases what the format holds besides the open files. */
   protected closeFormat(): void {}
 
-  async #openLocation(location: string): Promise<R> {
+  /**
+   * Opens the remote files up to 16 at once, so that their indexes (a header walk is a request per
+   * chunk) are found in parallel. Failures are left to `createShards`, which reports them in file
+   * order (a failed open is tried again).
+   */
+  async #openRemoteFiles(): Promise<void> {
+    const remote = this.#files.files.filter(isRemoteLocation);
+    let next = 0;
+    const opener = async (): Promise<void> => {
+      while (next < remote.length) {
+        const location = remote[next++] as string;
+        await this.cache.acquire(location).then(
+          () => this.cache.release(location),
+          () => {},
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(REMOTE_OPENS, remote.length) }, opener));
+  }
+
+  async #openLocation(location: string): Promise<R | RemoteObject> {
+    const { source, object } = await this.#resolve(location);
+    const path = source.localPath(object);
+    if (path === undefined) return this.#remote.file(location);
+    return this.openFile(path, object);
+  }
+
+  /** The byte source of `location` and its stat (from the listing when there was one). */
+  async #resolve(location: string): Promise<{ source: ByteSource; object: ObjectStat }> {
     const source = await byteSourceFor(location);
     const object = await (this.#files.stats.get(location) ?? source.stat(location));
-    const path = source.localPath(object);
-    if (path === undefined) {
-      throw new DataReaderError(
-        'IO',
-        `cannot read ${location}: the ${this.#format.name} reader opens local files only, and ${source.scheme}: objects have no local path`,
-      );
-    }
-    return this.openFile(path, object);
+    return { source, object };
   }
 
   #checkOpen(): void {
@@ -250,6 +352,15 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
       );
     }
   }
+}
+
+/** Remote files opened (indexed) at once by `createShards`. */
+const REMOTE_OPENS = 16;
+
+/** Whether `location` is a URL of a scheme other than `file:` (its objects are read remotely). */
+function isRemoteLocation(location: string): boolean {
+  const scheme = schemeOf(location);
+  return scheme !== undefined && scheme !== 'file';
 }
 
 /** The stat of `location` through its byte source, started now; a failure is reported where it is used. */

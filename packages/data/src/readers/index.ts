@@ -36,6 +36,12 @@ export {
   type RecordIODataReaderOptions,
   type RecordIOPrefetchOptions,
 } from './recordio-data-reader.js';
+export { type BuiltSidecarIndex, buildSidecarIndex } from './remote/build-sidecar.js';
+export { defaultIndexCacheDir, INDEX_CACHE_ENV } from './remote/index-cache.js';
+export type { RemoteFileStats } from './remote/remote-file.js';
+export type { IndexOrigin, RemoteIndexReport } from './remote/remote-index.js';
+export type { RemoteReadOptions } from './remote/remote-options.js';
+export type { RemoteReadStats } from './remote/remote-reads.js';
 export {
   type PgConnectionOptions,
   TableDataReader,

@@ -9,6 +9,7 @@ import {
   type FileFormat,
   type FileList,
   type FileReaderOptions,
+  type RemoteSettings,
 } from './file-data-reader.js';
 import { type FileRange, fileRangeKey, PrefetchedRanges } from './prefetched-ranges.js';
 
@@ -99,8 +100,9 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
     onCorruptChunk: 'error' | 'skip',
     prefetch: ResolvedPrefetchOptions | false,
     prefetchParam: JsonObject | false | undefined,
+    remote: RemoteSettings,
   ) {
-    super(RECORDIO, files, maxOpenFiles);
+    super(RECORDIO, files, maxOpenFiles, remote, onCorruptChunk);
     this.#onCorruptChunk = onCorruptChunk;
     this.#prefetchParam = prefetchParam;
     this.#storedDirect = prefetch !== false && prefetch.storedFiles === 'direct';
@@ -130,13 +132,21 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
     if (onCorruptChunk !== 'error' && onCorruptChunk !== 'skip') {
       throw new TypeError(expectedMessage("'error' or 'skip'", 'options.onCorruptChunk', o.onCorruptChunk));
     }
+    const remote = FileDataReader.checkRemote(o);
     const files = await FileDataReader.listFiles(o, RECORDIO);
     const prefetch = checkPrefetchOptions(o.prefetch);
     const given =
       o.prefetch === undefined || o.prefetch === false
         ? o.prefetch
         : ({ ...(o.prefetch as object) } as JsonObject);
-    return new RecordIODataReader(files, maxOpenFiles, onCorruptChunk as 'error' | 'skip', prefetch, given);
+    return new RecordIODataReader(
+      files,
+      maxOpenFiles,
+      onCorruptChunk as 'error' | 'skip',
+      prefetch,
+      given,
+      remote,
+    );
   }
 
   /** Files open now, and files opened since the reader was made (reuses of an open file not counted). */
@@ -159,7 +169,7 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   }
 
   #announce(range: RecordRange): void {
-    if (this.closed || this.#ranges === undefined) return;
+    if (this.closed || this.#ranges === undefined || this.announceRemote(range)) return;
     let checked: { shardName: string; start: number; end: number };
     try {
       checked = checkRange(range);

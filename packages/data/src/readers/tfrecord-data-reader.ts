@@ -6,12 +6,13 @@ import {
   type TFRecordCompressionOption,
   TFRecordReader,
 } from '@edl/recordio';
-import type { JsonObject } from '../protocols.js';
+import type { JsonObject, RecordRange } from '../protocols.js';
 import {
   FileDataReader,
   type FileFormat,
   type FileList,
   type FileReaderOptions,
+  type RemoteSettings,
 } from './file-data-reader.js';
 import { listDataFiles } from './file-shards.js';
 
@@ -46,7 +47,7 @@ const TFRECORD: FileFormat = {
   noFiles: (dataDir) => `${dataDir} holds no TFRecord file (${TFRECORD_EXTENSIONS.join(', ')})`,
 };
 
-const OPTION_KEYS = ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes'];
+const OPTION_KEYS = ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes', 'remote'];
 
 /**
  * ElasticDL's reader for TensorFlow's TFRecord files: one shard per file (named by its absolute
@@ -60,6 +61,12 @@ const OPTION_KEYS = ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBy
  * `TFRecordError` that names its first bad frame, so no record is silently left out of a job.
  */
 export class TFRecordDataReader extends FileDataReader<TFRecordReader> {
+  /**
+   * Announces that `readRecords(range)` will follow, for a remote file: its blocks are fetched
+   * ahead within `remote.readAheadBytes`. Advisory. Present only when some files are remote (local
+   * files are read when asked: a positioned read of uncompressed frames needs no read-ahead).
+   */
+  readonly prefetch?: (range: RecordRange) => void;
   readonly #compression: TFRecordCompressionOption;
   readonly #batchBytes: number;
 
@@ -68,10 +75,16 @@ export class TFRecordDataReader extends FileDataReader<TFRecordReader> {
     compression: TFRecordCompressionOption,
     maxOpenFiles: number,
     batchBytes: number,
+    remote: RemoteSettings,
   ) {
-    super(TFRECORD, files, maxOpenFiles);
+    super(TFRECORD, files, maxOpenFiles, remote);
     this.#compression = compression;
     this.#batchBytes = batchBytes;
+    if (this.hasRemoteFiles) {
+      this.prefetch = (range) => {
+        this.announceRemote(range);
+      };
+    }
   }
 
   /** Checks the options and lists the files (a directory is listed now, once). */
@@ -94,8 +107,15 @@ export class TFRecordDataReader extends FileDataReader<TFRecordReader> {
     }
     const maxOpenFiles = FileDataReader.checkMaxOpenFiles(o);
     const batchBytes = checkOptionalInteger(o.batchBytes, 'options.batchBytes', MIB, 1, 2 ** 31);
+    const remote = FileDataReader.checkRemote(o);
     const files = await FileDataReader.listFiles(o, TFRECORD);
-    return new TFRecordDataReader(files, compression as TFRecordCompressionOption, maxOpenFiles, batchBytes);
+    return new TFRecordDataReader(
+      files,
+      compression as TFRecordCompressionOption,
+      maxOpenFiles,
+      batchBytes,
+      remote,
+    );
   }
 
   protected override openFile(path: string): Promise<TFRecordReader> {

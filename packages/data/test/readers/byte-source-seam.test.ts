@@ -84,7 +84,7 @@ describe('file readers on the byte-source seam', () => {
     await reader.close();
   });
 
-  it('read the listing of a registered source, and refuse objects it has no local path for', async () => {
+  it('read the listing of a registered source, and read objects it has no local path for by ranges', async () => {
     const objects = [
       { location: 'seamtest://bucket/train/x.tfrecord', size: 10, version: '"etag-1"' },
       { location: 'seamtest://bucket/train/y.rio', size: 10, version: '"etag-2"' },
@@ -93,9 +93,10 @@ describe('file readers on the byte-source seam', () => {
     const reader = await TFRecordDataReader.open({ dataDir: 'seamtest://bucket/train' });
     expect(reader.files).toEqual(['seamtest://bucket/train/x.tfrecord']);
     const error = await reader.createShards().catch((e: unknown) => e);
+    // Objects with no local path are read remotely: their index first (this source knows no sidecar).
     expect(error).toBeInstanceOf(DataReaderError);
     expect((error as Error).message).toBe(
-      'IO: cannot read seamtest://bucket/train/x.tfrecord: the TFRecord reader opens local files only, and seamtest: objects have no local path',
+      'IO: cannot read the sidecar index seamtest://bucket/train/x.tfrecord.idx: no object seamtest://bucket/train/x.tfrecord.idx',
     );
     await reader.close();
     await expect(RecordIODataSource.open('seamtest://bucket/train/y.rio')).rejects.toMatchObject({

@@ -14,7 +14,7 @@ import { checkInteger, checkOneOf } from '@edl/common';
 import { FileReader } from '../file-reader.js';
 import type { NativeTFRecordDecode } from '../native/addon-types.js';
 import { getAddon } from '../native/load-addon.js';
-import { type BatchRecycler, RecordBatch, splitBatch } from '../record-batch.js';
+import { type BatchRecycler, RecordBatch } from '../record-batch.js';
 import {
   detectCompression,
   TFRECORD_COMPRESSIONS,
@@ -22,6 +22,7 @@ import {
   type TFRecordCompressionOption,
 } from './compression.js';
 import { decodeFrameStream } from './frame-stream.js';
+import { StreamCursor } from './stream-cursor.js';
 import { TFRecordError } from './tfrecord-error.js';
 
 const openAsync = promisify(openFd);
@@ -73,10 +74,16 @@ export class TFRecordReader extends FileReader {
   readonly #batchBytes: number;
   readonly #batchRecords: number;
   #fd: number | undefined;
-  /** The decompressing stream left where the last range of a compressed file ended. */
-  #cursor:
-    | { next: number; iterator: AsyncIterator<RecordBatch>; leftover: RecordBatch | undefined }
-    | undefined;
+  /** The decompressing stream of a compressed file, left where the last range ended. */
+  readonly #stream = new StreamCursor((start) =>
+    decodeFrameStream(decompressed(this.path, this.compression), {
+      path: this.path,
+      compressed: true,
+      start,
+      count: Number.POSITIVE_INFINITY,
+      batchRecords: this.#batchRecords,
+    }),
+  );
   #spare: ArrayBuffer | undefined;
   readonly #recycle: BatchRecycler = (data) => {
     if (
@@ -286,48 +293,14 @@ export class TFRecordReader extends FileReader {
    * decompressing the file again from its start.
    */
   async *#streamBatches(start: number, count: number): AsyncGenerator<RecordBatch> {
-    let cursor = this.#cursor;
-    this.#cursor = undefined;
-    if (cursor === undefined || cursor.next !== start) {
-      void cursor?.iterator.return?.(undefined);
-      const stream = decodeFrameStream(decompressed(this.path, this.compression), {
-        path: this.path,
-        compressed: true,
-        start,
-        count: Number.POSITIVE_INFINITY,
-        batchRecords: this.#batchRecords,
-      });
-      cursor = { next: start, iterator: stream[Symbol.asyncIterator](), leftover: undefined };
-    }
-    const end = start + count;
-    let completed = false;
-    try {
-      while (cursor.next < end) {
-        let batch = cursor.leftover;
-        cursor.leftover = undefined;
-        if (batch === undefined) {
-          const r = await cursor.iterator.next();
-          if (r.done === true) break;
-          batch = r.value;
-        }
-        const take = Math.min(batch.length, end - cursor.next);
-        if (take < batch.length) [batch, cursor.leftover] = splitBatch(batch, take);
-        cursor.next += take;
-        yield batch;
-      }
-      completed = cursor.next >= end;
-    } finally {
-      if (completed && !this.closed) this.#cursor = cursor;
-      else void cursor.iterator.return?.(undefined);
-    }
+    yield* this.#stream.batches(start, start + count);
   }
 
   protected override releaseFile(): void {
     const fd = this.#fd;
     this.#fd = undefined;
     this.#spare = undefined;
-    void this.#cursor?.iterator.return?.(undefined);
-    this.#cursor = undefined;
+    this.#stream.close();
     if (fd !== undefined) closeSync(fd);
   }
 

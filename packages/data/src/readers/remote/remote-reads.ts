@@ -1,0 +1,384 @@
+import type { IndexedBlock, RecordBatch, SidecarIndex } from '@edl/recordio';
+import type { ByteSource, ObjectStat } from '@edl/storage';
+import { DataReaderError } from '../errors.js';
+import { IndexCache } from './index-cache.js';
+import { RemoteFile, type RemoteFileStats } from './remote-file.js';
+import { loadRemoteIndex } from './remote-index.js';
+import { RemoteStream } from './remote-stream.js';
+
+/** An opened remote object: indexed ({@link RemoteFile}) or, GZIP/ZLIB TFRecord, a stream. */
+export type RemoteObject = RemoteFile | RemoteStream;
+
+/** Whether an opened file is a remote object (not a native reader of a local file). */
+export function isRemoteObject(value: unknown): value is RemoteObject {
+  return value instanceof RemoteFile || value instanceof RemoteStream;
+}
+
+/** How remote objects are fetched: part size, parallelism, read-ahead budget, index cache. */
+export interface ResolvedRemoteReadOptions {
+  readonly partBytes: number;
+  readonly maxInFlight: number;
+  readonly readAheadBytes: number;
+  readonly indexCacheDir: string;
+}
+
+/** What {@link RemoteReads.stats} reports. */
+export interface RemoteReadStats {
+  /** Per remote file opened: how it was indexed, data requests and bytes. */
+  readonly files: readonly RemoteFileStats[];
+  /** Fetched bytes held now (parts in flight or not yet decoded). */
+  readonly bufferedBytes: number;
+  /** The most fetched bytes held at once. */
+  readonly peakBufferedBytes: number;
+}
+
+/** Last blocks of ranges kept for the next range of their file (least recently planned dropped). */
+const MAX_TAILS = 16;
+
+/** Blocks `first..last` of a file, fetched with one ranged GET (or taken from the previous range). */
+class Piece {
+  #bytes: Promise<Uint8Array> | undefined;
+  /** Counted in the read-ahead budget until released. */
+  charged = false;
+  /** Its range was given up: read-ahead passes it over. */
+  dropped = false;
+
+  constructor(
+    readonly file: RemoteFile,
+    readonly first: number,
+    readonly last: number,
+    /** Bytes the GET asks for; 0 for a block taken over from the previous range. */
+    readonly length: number,
+    private readonly load: () => Promise<Uint8Array>,
+  ) {}
+
+  get started(): boolean {
+    return this.#bytes !== undefined;
+  }
+
+  /** The piece's bytes, fetched on the first call. */
+  bytes(): Promise<Uint8Array> {
+    if (this.#bytes === undefined) {
+      this.#bytes = this.load();
+      // A read-ahead that fails is reported by the read that needs it, never as unhandled.
+      this.#bytes.catch(() => {});
+    }
+    return this.#bytes;
+  }
+}
+
+/** A planned range of one file: its pieces, in order. */
+interface PlannedRange {
+  readonly key: string;
+  readonly file: RemoteFile;
+  readonly start: number;
+  readonly end: number;
+  /** Emptied as they are read, so that a long range does not hold its fetched bytes. */
+  readonly pieces: (Piece | undefined)[];
+}
+
+/**
+ * The last block of a range that ends inside it, for the next range of the file to start from: a
+ * copy of the block, made when the piece holding it arrives (so the piece's bytes are not kept).
+ */
+interface Tail {
+  readonly block: number;
+  /** The piece the block comes in, until the copy is made. */
+  holder: Piece | undefined;
+  /** Where the block lies in its holder's bytes. */
+  readonly at: number;
+  readonly length: number;
+  copy: Promise<Uint8Array> | undefined;
+}
+
+/** The block's bytes: the copy, made now from the holder's bytes (fetched if need be) if not made yet. */
+function tailBytes(tail: Tail): Promise<Uint8Array> {
+  if (tail.copy === undefined) {
+    const holder = tail.holder as Piece;
+    tail.holder = undefined;
+    tail.copy = holder.bytes().then((bytes) => bytes.slice(tail.at, tail.at + tail.length));
+  }
+  return tail.copy;
+}
+
+/**
+ * The remote half of the file reader core: objects with no local path (S3, HTTP) are indexed
+ * ({@link loadRemoteIndex}) and read by ranged GETs of whole chunks or frame blocks, decoded
+ * natively from memory.
+ *
+ * - A range maps to blocks `first..last`, cut into pieces of at most `partBytes` (one block when a
+ *   block is bigger), one GET each, at most `maxInFlight` GETs at once.
+ * - Announced ranges ({@link RemoteReads.announce}) are fetched ahead, in order, while fetched and
+ *   undecoded bytes stay within `readAheadBytes` (one piece is fetched whatever its size when
+ *   nothing is held); a read fetches its own next piece at once whatever the budget. So at most
+ *   `readAheadBytes` (or one piece) plus one piece per read in progress are held, plus a copy of
+ *   the last block of up to 16 files' last ranges.
+ * - A range that ends inside a block keeps that block for the next range of its file, which starts
+ *   there: adjacent tasks never fetch a block twice.
+ * - Ranges announced before the one being read and not read yet are given up (a consumer reads in
+ *   announce order; one that comes back for them fetches them again).
+ */
+export class RemoteReads {
+  readonly #format: SidecarIndex['format'];
+  readonly #options: ResolvedRemoteReadOptions;
+  readonly #onCorruptChunk: 'error' | 'skip';
+  readonly #resolve: (location: string) => Promise<{ source: ByteSource; object: ObjectStat }>;
+  readonly #cache: IndexCache;
+  readonly #files = new Map<string, Promise<RemoteObject>>();
+  readonly #opened = new Map<string, RemoteObject>();
+  /** Announced ranges not read yet, in announce order. */
+  readonly #announced: PlannedRange[] = [];
+  /** Pieces of announced ranges not fetched yet, in order. */
+  readonly #queue: Piece[] = [];
+  readonly #tails = new Map<string, Tail>();
+  /** Announcements are planned in order, each once its file is indexed. */
+  #planning: Promise<void> = Promise.resolve();
+  #inFlight = 0;
+  #bufferedBytes = 0;
+  #peakBufferedBytes = 0;
+  #closed = false;
+
+  /**
+   * @param format - the data files' format.
+   * @param options - part size, parallelism, read-ahead budget and index cache.
+   * @param onCorruptChunk - RecordIO's option of that name.
+   * @param resolve - the byte source and stat of a location (the reader's listing).
+   */
+  constructor(
+    format: SidecarIndex['format'],
+    options: ResolvedRemoteReadOptions,
+    onCorruptChunk: 'error' | 'skip',
+    resolve: (location: string) => Promise<{ source: ByteSource; object: ObjectStat }>,
+  ) {
+    this.#format = format;
+    this.#options = options;
+    this.#onCorruptChunk = onCorruptChunk;
+    this.#resolve = resolve;
+    this.#cache = new IndexCache(options.indexCacheDir);
+  }
+
+  /** The opened remote file at `location`, indexed once (a failed open is tried again next time). */
+  file(location: string): Promise<RemoteObject> {
+    let file = this.#files.get(location);
+    if (file === undefined) {
+      file = this.#open(location);
+      this.#files.set(location, file);
+      file.then(
+        (opened) => this.#opened.set(location, opened),
+        () => this.#files.delete(location),
+      );
+    }
+    return file;
+  }
+
+  /** Plans records `[start, end)` of `location` (a checked, non-empty range) and fetches it ahead. */
+  announce(location: string, start: number, end: number): void {
+    if (this.#closed) return;
+    this.#planning = this.#planning.then(async () => {
+      let file: RemoteObject;
+      try {
+        file = await this.file(location);
+      } catch {
+        // Advisory: the read of the range reports the failure.
+        return;
+      }
+      // A stream is read in order from its start: nothing to fetch ahead of the range before it.
+      if (this.#closed || !(file instanceof RemoteFile) || end > file.numRecords) return;
+      const range = this.#plan(file, start, end);
+      this.#announced.push(range);
+      for (const piece of range.pieces) if (piece !== undefined) this.#queue.push(piece);
+      this.#pump();
+    });
+  }
+
+  /** The batches of records `[start, end)` of an opened file (a checked, non-empty range). */
+  async *read(file: RemoteObject, start: number, end: number): AsyncGenerator<RecordBatch> {
+    await this.#planning;
+    if (file instanceof RemoteStream) {
+      yield* file.batches(start, end);
+      return;
+    }
+    const range = this.#claim(file.location, start, end) ?? this.#plan(file, start, end);
+    const { pieces } = range;
+    try {
+      for (let next = 0; next < pieces.length; next++) {
+        this.#checkOpen();
+        const piece = pieces[next] as Piece;
+        pieces[next] = undefined;
+        // The read's own next piece goes now, whatever the read-ahead budget.
+        if (!piece.started) this.#start(piece);
+        const bytes = await piece.bytes();
+        this.#release(piece);
+        this.#keepTail(piece, bytes);
+        yield await file.decode(bytes, piece.first, piece.last, start, end, this.#onCorruptChunk);
+      }
+    } finally {
+      this.#dropAll(range);
+    }
+  }
+
+  /** Requests and bytes per remote file, and the fetched bytes held. */
+  stats(): RemoteReadStats {
+    return {
+      files: [...this.#opened.values()].map((file) => file.stats()),
+      bufferedBytes: this.#bufferedBytes,
+      peakBufferedBytes: this.#peakBufferedBytes,
+    };
+  }
+
+  /** Gives up every announced range; reads in progress fail with `CLOSED` at their next piece. */
+  close(): void {
+    this.#closed = true;
+    for (const file of this.#opened.values()) file.close();
+    for (const range of this.#announced) this.#dropAll(range);
+    this.#announced.length = 0;
+    this.#queue.length = 0;
+    this.#tails.clear();
+  }
+
+  async #open(location: string): Promise<RemoteObject> {
+    const { source, object } = await this.#resolve(location);
+    const loaded = await loadRemoteIndex(this.#format, source, object, this.#cache);
+    if ('compressed' in loaded) {
+      return RemoteStream.open(source, object, loaded.compressed, this.#options.partBytes, loaded.requests);
+    }
+    return new RemoteFile(source, object, loaded.index, loaded.report);
+  }
+
+  /** Cuts `[start, end)` into pieces, starting from the previous range's last block when it is this one's first. */
+  #plan(file: RemoteFile, start: number, end: number): PlannedRange {
+    const { blocks } = file.index;
+    const first = file.blockOf(start);
+    const last = file.blockOf(end - 1);
+    const pieces: Piece[] = [];
+    let block = first;
+    const tail = this.#tails.get(file.location);
+    if (tail !== undefined && tail.block === first) {
+      pieces.push(new Piece(file, first, first, 0, () => tailBytes(tail)));
+      block++;
+    }
+    while (block <= last) {
+      const from = block;
+      const offset = (blocks[from] as IndexedBlock).offset;
+      let length = (blocks[block] as IndexedBlock).byteLength;
+      while (
+        block < last &&
+        length + (blocks[block + 1] as IndexedBlock).byteLength <= this.#options.partBytes
+      ) {
+        block++;
+        length += (blocks[block] as IndexedBlock).byteLength;
+      }
+      pieces.push(this.#piece(file, from, block, offset, length));
+      block++;
+    }
+    const lastBlock = blocks[last] as IndexedBlock;
+    this.#tails.delete(file.location);
+    if (end < lastBlock.firstRecord + lastBlock.numRecords) {
+      const holder = pieces[pieces.length - 1] as Piece;
+      const keep: Tail =
+        holder.length === 0 && tail !== undefined
+          ? tail
+          : {
+              block: last,
+              holder,
+              at: lastBlock.offset - (blocks[holder.first] as IndexedBlock).offset,
+              length: lastBlock.byteLength,
+              copy: undefined,
+            };
+      this.#tails.set(file.location, keep);
+      if (this.#tails.size > MAX_TAILS) this.#tails.delete(this.#tails.keys().next().value as string);
+    }
+    return { key: rangeKey(file.location, start, end), file, start, end, pieces };
+  }
+
+  #piece(file: RemoteFile, first: number, last: number, offset: number, length: number): Piece {
+    return new Piece(file, first, last, length, async () => {
+      file.dataRequests++;
+      file.dataBytes += length;
+      this.#inFlight++;
+      try {
+        return await file.source.readRange(file.object, offset, length);
+      } finally {
+        this.#inFlight--;
+        this.#pump();
+      }
+    });
+  }
+
+  /** The announced range read now; ranges announced before it and not read are given up. */
+  #claim(location: string, start: number, end: number): PlannedRange | undefined {
+    const key = rangeKey(location, start, end);
+    const at = this.#announced.findIndex((range) => range.key === key);
+    if (at < 0) return undefined;
+    const passed = this.#announced.splice(0, at + 1);
+    const range = passed.pop() as PlannedRange;
+    for (const skipped of passed) this.#dropAll(skipped);
+    return range;
+  }
+
+  /** Copies the tail block out of `piece` now that its bytes are here, if a tail waits on it. */
+  #keepTail(piece: Piece, bytes: Uint8Array): void {
+    const tail = this.#tails.get(piece.file.location);
+    if (tail?.holder !== piece) return;
+    tail.holder = undefined;
+    tail.copy = Promise.resolve(bytes.slice(tail.at, tail.at + tail.length));
+  }
+
+  #start(piece: Piece): void {
+    if (piece.length > 0) {
+      piece.charged = true;
+      this.#bufferedBytes += piece.length;
+      this.#peakBufferedBytes = Math.max(this.#peakBufferedBytes, this.#bufferedBytes);
+    }
+    void piece.bytes();
+  }
+
+  /** Its bytes are no longer held for the read-ahead. */
+  #release(piece: Piece): void {
+    if (!piece.charged) return;
+    piece.charged = false;
+    this.#bufferedBytes -= piece.length;
+    this.#pump();
+  }
+
+  /** Gives up the pieces of `range` not read yet. */
+  #dropAll(range: PlannedRange): void {
+    for (const piece of range.pieces) if (piece !== undefined) this.#drop(piece);
+  }
+
+  #drop(piece: Piece): void {
+    piece.dropped = true;
+    if (piece.charged) {
+      // Released once settled: until then its bytes are in flight.
+      piece.bytes().then(
+        () => this.#release(piece),
+        () => this.#release(piece),
+      );
+    }
+  }
+
+  /** Starts announced pieces in order while GETs and budget allow (at least one when nothing is held). */
+  #pump(): void {
+    while (!this.#closed && this.#queue.length > 0 && this.#inFlight < this.#options.maxInFlight) {
+      const piece = this.#queue[0] as Piece;
+      if (piece.started || piece.dropped) {
+        this.#queue.shift();
+        continue;
+      }
+      if (this.#bufferedBytes > 0 && this.#bufferedBytes + piece.length > this.#options.readAheadBytes)
+        return;
+      this.#queue.shift();
+      this.#start(piece);
+    }
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) {
+      throw new DataReaderError('CLOSED', 'the reader was closed while reading a remote object');
+    }
+  }
+}
+
+function rangeKey(location: string, start: number, end: number): string {
+  return `${start}:${end}:${location}`;
+}
