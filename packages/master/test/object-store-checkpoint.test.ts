@@ -1,4 +1,3 @@
-import { ParameterStore } from '@edl/ps';
 import { configureS3, deleteObject, putObject, S3ByteSource } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -7,7 +6,6 @@ import {
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
 import {
-  type Checkpoint,
   findCheckpoint,
   listCheckpoints,
   loadLatestCheckpoint,
@@ -16,18 +14,7 @@ import {
 } from '../src/checkpoint.js';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
-import { TaskManager } from '../src/task-manager.js';
-
-function checkpointAt(version: number): Checkpoint {
-  const store = new ParameterStore({ optimizer: { type: 'momentum', learningRate: 0.1 } });
-  store.initialize([{ name: 'dense/kernel', shape: [2, 2], values: new Float32Array([1, 2, 3, 4]) }]);
-  for (let i = 0; i < version; i++) {
-    store.applyGradient([{ name: 'dense/kernel', shape: [2, 2], values: new Float32Array([1, 0, -1, 0.5]) }]);
-  }
-  const tm = new TaskManager({ jobType: 'training', trainingShards: [{ name: 's', start: 0, count: 100 }] });
-  tm.getTask('w');
-  return { store: store.snapshot(), optimizer: store.optimizer.config, taskManager: tm.toJSON() };
-}
+import { checkpointAt } from './checkpoint-fixture.js';
 
 describe('checkpoints in S3 (s3rver)', () => {
   let s3: S3rverProcess;
@@ -90,11 +77,8 @@ describe('checkpoints in S3 (s3rver)', () => {
     const complete = await findCheckpoint('s3://ckpt/job-b/checkpoint-000000000002.manifest.json');
     expect(complete?.checkpoint.store.version).toBe(2);
     const halfWritten = 's3://ckpt/job-b/checkpoint-000000000005-00112233aabbccdd.edlckpt';
-    const bytes = await listing.readRange(
-      (await listing.list(dir)).find((object) => object.location.endsWith('.edlckpt'))!,
-      0,
-      (await listing.list(dir)).find((object) => object.location.endsWith('.edlckpt'))!.size,
-    );
+    const written = (await listing.list(dir)).find((object) => object.location.endsWith('.edlckpt'));
+    const bytes = await listing.readRange(written!, 0, written!.size);
     await putObject(halfWritten, bytes);
     expect(await listCheckpoints(dir)).toEqual([2]);
     expect((await loadLatestCheckpoint(dir))?.checkpoint.store.version).toBe(2);
