@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generateCensusCsv } from '@edl/model-zoo';
 import { S3ByteSource } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -108,6 +109,87 @@ describe('edl recordio write s3://', () => {
       'NOT_FOUND',
     );
   });
+});
+
+describe('edl train | evaluate | export with --checkpoint-dir s3://', () => {
+  let s3: S3rverProcess;
+  let source: S3ByteSource;
+  const census = ['--model-def', 'census', '--data-reader-params', '{"header":true}', '--backend', 'cpu'];
+
+  beforeAll(async () => {
+    s3 = await startS3rver();
+    await s3.createBucket('jobs');
+    source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
+  });
+  afterAll(async () => {
+    await source?.close();
+    await s3?.stop();
+  });
+
+  it('checkpoints and exports to S3, then evaluates and exports from there, with no local directory', async () => {
+    const train = await generateCensusCsv({ file: join(scratch, 'train.csv'), rows: 400, seed: 1 });
+    const endpoint = ['--s3-endpoint', s3.endpoint];
+    const trained = await run(
+      [
+        'train',
+        ...census,
+        '--training-data',
+        train,
+        '--minibatch-size',
+        '50',
+        '--checkpoint-dir',
+        's3://jobs/census',
+        ...endpoint,
+      ],
+      '',
+    );
+    expect(trained.status, trained.stderr).toBe(0);
+    expect(trained.stdout).toContain(
+      'model exported in the TensorFlow.js format: s3://jobs/census/model/model.json',
+    );
+    const names = (await source.list('s3://jobs/census/')).map((object) => object.location);
+    expect(names).toContain('s3://jobs/census/checkpoint-000000000008.manifest.json');
+    expect((await source.list('s3://jobs/census/model/')).map((object) => object.location)).toEqual([
+      's3://jobs/census/model/model.json',
+      's3://jobs/census/model/weights.bin',
+    ]);
+
+    const evaluated = await run(
+      [
+        'evaluate',
+        ...census,
+        '--validation-data',
+        train,
+        '--model-checkpoint',
+        's3://jobs/census/',
+        ...endpoint,
+      ],
+      '',
+    );
+    expect(evaluated.status, evaluated.stderr).toBe(0);
+    expect(evaluated.stdout).toMatch(/evaluation round 1 \(model v8, 400 records\)/);
+
+    const exported = await run(
+      [
+        'export',
+        '--model-def',
+        'census',
+        '--model-checkpoint',
+        's3://jobs/census/',
+        '--output',
+        's3://jobs/exported/',
+        ...endpoint,
+      ],
+      '',
+    );
+    expect(exported.status, exported.stderr).toBe(0);
+    expect(exported.stdout).toBe(
+      'exported model v8 of s3://jobs/census/checkpoint-000000000008.manifest.json to s3://jobs/exported/model.json and s3://jobs/exported/weights.bin\n',
+    );
+    const model = await source.stat('s3://jobs/exported/model.json');
+    const json = JSON.parse(Buffer.from(await source.readRange(model, 0, model.size)).toString('utf8'));
+    expect(json.weightsManifest[0].paths).toEqual(['./weights.bin']);
+  }, 120_000);
 });
 
 describe('S3 options of the job commands', () => {

@@ -56,14 +56,11 @@ describe('checkpoints in S3 (s3rver)', () => {
     const loaded = await loadLatestCheckpoint(dir);
     const expected = checkpointAt(4);
     expect(loaded?.path).toBe('s3://ckpt/job-a/checkpoint-000000000004.manifest.json');
-    expect(loaded?.checkpoint.store.version).toBe(4);
-    expect(Array.from(loaded!.checkpoint.store.variables[0]!.values)).toEqual(
-      Array.from(expected.store.variables[0]!.values),
-    );
-    expect(Array.from(loaded!.checkpoint.store.slots.get('dense/kernel')!.get('momentum')!)).toEqual(
-      Array.from(expected.store.slots.get('dense/kernel')!.get('momentum')!),
-    );
-    expect(loaded?.checkpoint.taskManager).toEqual(JSON.parse(JSON.stringify(expected.taskManager)));
+    // Weights, optimizer slots and step, version and task state, as they were written.
+    expect(loaded?.checkpoint).toEqual({
+      ...expected,
+      taskManager: JSON.parse(JSON.stringify(expected.taskManager)),
+    });
     expect((await findCheckpoint('s3://ckpt/job-a/'))?.checkpoint.store.version).toBe(4);
     expect(
       (await readCheckpoint('s3://ckpt/job-a/checkpoint-000000000003.manifest.json')).store.version,
