@@ -50,22 +50,24 @@ function run(
   });
 }
 
+let s3: S3rverProcess;
+/** Reads what the commands wrote, straight from s3rver. */
+let source: S3ByteSource;
+
+beforeAll(async () => {
+  if (!existsSync(edl)) throw new Error(`${edl} is missing: run \`pnpm exec tsc -b packages/cli\` first`);
+  s3 = await startS3rver();
+  await s3.createBucket('out');
+  await s3.createBucket('jobs');
+  source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
+});
+afterAll(async () => {
+  await source?.close();
+  await s3?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
 describe('edl recordio write s3://', () => {
-  let s3: S3rverProcess;
-  let source: S3ByteSource;
-
-  beforeAll(async () => {
-    if (!existsSync(edl)) throw new Error(`${edl} is missing: run \`pnpm exec tsc -b packages/cli\` first`);
-    s3 = await startS3rver();
-    await s3.createBucket('out');
-    source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
-  });
-  afterAll(async () => {
-    await source?.close();
-    await s3?.stop();
-    rmSync(scratch, { recursive: true, force: true });
-  });
-
   it('uploads the same bytes as a local write, in parts when large, with --s3-endpoint', async () => {
     // About 10 MiB of random records: more than one 8 MiB part.
     const input = `${Array.from({ length: 5000 }, () => randomBytes(2048).toString('base64')).join('\n')}\n`;
@@ -112,19 +114,7 @@ describe('edl recordio write s3://', () => {
 });
 
 describe('edl train | evaluate | export with --checkpoint-dir s3://', () => {
-  let s3: S3rverProcess;
-  let source: S3ByteSource;
   const census = ['--model-def', 'census', '--data-reader-params', '{"header":true}', '--backend', 'cpu'];
-
-  beforeAll(async () => {
-    s3 = await startS3rver();
-    await s3.createBucket('jobs');
-    source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
-  });
-  afterAll(async () => {
-    await source?.close();
-    await s3?.stop();
-  });
 
   it('checkpoints and exports to S3, then evaluates and exports from there, with no local directory', async () => {
     const train = await generateCensusCsv({ file: join(scratch, 'train.csv'), rows: 400, seed: 1 });
