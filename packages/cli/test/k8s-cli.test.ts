@@ -8,12 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { readCheckpoint } from '@edl/master';
+import { listCheckpoints, readCheckpoint } from '@edl/master';
 import { buildRbacObjects } from '@edl/master/kubernetes';
 import { generateCensusCsv } from '@edl/model-zoo';
+import { configureS3 } from '@edl/storage';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeCluster, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
+import { S3RVER_CREDENTIALS, startS3rver } from '../../storage/test/support/s3rver-process.js';
 import { runCli } from '../src/main.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -99,6 +101,70 @@ describe('edl k8s manifest', () => {
     const file = loadAllYaml(readFileSync(join(repoRoot, 'deploy/k8s/rbac.yaml'), 'utf8'));
     const rbac = buildRbacObjects('default');
     expect(file).toEqual([rbac.serviceAccount, rbac.role, rbac.roleBinding]);
+  });
+
+  it('gives the pods S3 credentials by a Secret or a worker service account, with no volume', async () => {
+    const train = [
+      '--model-def',
+      'mnist',
+      '--training-data',
+      's3://data/mnist/',
+      '--checkpoint-dir',
+      's3://data/ckpt/',
+    ];
+    const run = await edl([
+      'k8s',
+      'manifest',
+      ...JOB,
+      '--namespace',
+      'ml',
+      '--s3-credentials-secret',
+      's3-creds',
+      '--worker-service-account',
+      'edl-s3-reader',
+      ...train,
+      '--s3-endpoint',
+      'http://minio.storage.svc:9000',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // biome-ignore lint/suspicious/noExplicitAny: YAML documents of several kinds, checked field by field.
+    const docs = loadAllYaml(run.stdout) as Array<Record<string, any>>;
+    const pod = docs.find((d) => d.kind === 'Pod')!;
+    // The master keeps its own RBAC account; the Secret's keys are its environment; no volume.
+    expect(pod.spec.serviceAccountName).toBe('edl-master');
+    expect(pod.spec.volumes).toBeUndefined();
+    const master = pod.spec.containers[0];
+    expect(master.envFrom).toEqual([{ secretRef: { name: 's3-creds' } }]);
+    expect(master.volumeMounts).toBeUndefined();
+    const k8sArgs = master.args.slice(0, master.args.indexOf('--'));
+    expect(k8sArgs.join(' ')).toContain(
+      '--s3-credentials-secret s3-creds --worker-service-account edl-s3-reader',
+    );
+    expect(master.args.slice(master.args.indexOf('--') + 1)).toEqual([
+      ...train,
+      '--s3-endpoint',
+      'http://minio.storage.svc:9000',
+    ]);
+    // Names that are not Kubernetes object names, and an endpoint that is not a URL, fail at once.
+    for (const [args, message] of [
+      [
+        ['--s3-credentials-secret', 'S3_Creds'],
+        "Expected a Kubernetes object name for --s3-credentials-secret but received 'S3_Creds'",
+      ],
+      [
+        ['--worker-service-account', 'a b'],
+        "Expected a Kubernetes object name for --worker-service-account but received 'a b'",
+      ],
+      [
+        ['--s3-endpoint', 'minio:9000'],
+        "Expected an http:// or https:// URL without credentials for --s3-endpoint but received 'minio:9000'",
+      ],
+    ] as const) {
+      const bad = await edl(['k8s', 'manifest', ...JOB, '--namespace', 'ml', ...args, ...train]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr.split('\n')[0]).toBe(`edl k8s: ${message}`);
+    }
   });
 
   it('rejects bad arguments with one line and the usage', async () => {
@@ -461,6 +527,75 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
       expect([...checkpoint.store.variables[0]!.values]).toEqual(Array(40).fill(0.25));
     } finally {
       await cluster.close();
+    }
+  }, 60_000);
+
+  it('checkpoints to S3 with no volume; worker pods get the credentials Secret, service account and endpoint', async () => {
+    const s3 = await startS3rver();
+    const cluster = await startFakeCluster({ mode: 'process', startDelayMs: 20 }, {}, 'ml');
+    const environment = [
+      'EDL_JOB_TOKEN',
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_REGION',
+      'AWS_ENDPOINT_URL_S3',
+    ];
+    try {
+      await s3.createBucket('ckpt');
+      const kubeconfig = kubeconfigFile(cluster.server.url);
+      cluster.server.create('secrets', 'ml', { metadata: { name: 's3-token' }, stringData: { token: 't' } });
+      const files = simJobFiles('s3', 40);
+      // What the Secret's keys give the master pod.
+      Object.assign(process.env, {
+        EDL_JOB_TOKEN: 't',
+        AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+        AWS_REGION: 'us-east-1',
+      });
+      const run = await edl(
+        simMasterPod(
+          's3',
+          kubeconfig,
+          files,
+          [
+            '--num-workers',
+            '1',
+            '--namespace',
+            'ml',
+            '--worker-env',
+            'SIM_RECORDS=40',
+            '--s3-credentials-secret',
+            's3-creds',
+            '--worker-service-account',
+            'edl-s3-reader',
+          ],
+          ['--checkpoint-dir', 's3://ckpt/s3-job/', '--s3-endpoint', s3.endpoint],
+        ),
+      );
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+      expect(result).toMatchObject({
+        job: 's3',
+        state: 'succeeded',
+        modelVersion: 4,
+        checkpoint: 's3://ckpt/s3-job/checkpoint-000000000004.manifest.json',
+      });
+      expect((await readCheckpoint(result.checkpoint)).store.version).toBe(4);
+      expect((await listCheckpoints('s3://ckpt/s3-job/')).at(-1)).toBe(4);
+      const worker = cluster.server.get('pods', 'ml', 's3-worker-0')!;
+      expect(worker.spec.serviceAccountName).toBe('edl-s3-reader');
+      expect(worker.spec.automountServiceAccountToken).toBe(false);
+      expect(worker.spec.volumes).toBeUndefined();
+      const container = worker.spec.containers[0];
+      expect(container.envFrom).toEqual([{ secretRef: { name: 's3-creds' } }]);
+      expect(container.args.join(' ')).toContain(`--s3-endpoint ${s3.endpoint}`);
+      // Batch-norm statistics are files beside local checkpoints only: no local path is made up.
+      expect(container.args).not.toContain('--export-dir');
+    } finally {
+      for (const name of environment) delete process.env[name];
+      configureS3({});
+      await cluster.close();
+      await s3.stop();
     }
   }, 60_000);
 

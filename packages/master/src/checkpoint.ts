@@ -1,5 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { OptimizerConfig } from '@edl/common';
@@ -9,7 +8,15 @@ import {
   type ParameterStoreSnapshot,
   type StoreCheckpointHeader,
 } from '@edl/ps';
+import { openWriter } from '@edl/storage';
 import { CheckpointError } from './errors.js';
+import {
+  isObjectStoreLocation,
+  listObjectStoreCheckpoints,
+  manifestLocation,
+  readObjectStoreCheckpoint,
+  writeObjectStoreCheckpoint,
+} from './object-store-checkpoint.js';
 import type { TaskManagerState } from './tasks/task-state.js';
 
 /** What a checkpoint holds: the parameter store and the task manager, taken in one synchronous step. */
@@ -36,13 +43,8 @@ export function checkpointFileName(version: number): string {
   return `checkpoint-${String(version).padStart(12, '0')}.edlckpt`;
 }
 
-/**
- * Writes a checkpoint to `dir` atomically: a temporary file in the same directory, fsync, rename,
- * fsync of the directory. A crash leaves the previous checkpoints intact. Keeps the newest `keep`.
- * Layout: 'EDLCKPT1', uint32 LE header length, JSON header, float32 LE payload.
- */
-export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep = 3): Promise<string> {
-  await mkdir(dir, { recursive: true });
+/** A checkpoint's bytes, in the order they are written, and its model version. */
+function encodeCheckpoint(checkpoint: Checkpoint): { readonly version: number; readonly parts: Buffer[] } {
   const { header: store, payload } = encodeStoreCheckpoint(checkpoint.store, checkpoint.optimizer);
   // Written field by field: the key order is the file's, as it always was.
   const header: Header = {
@@ -59,25 +61,28 @@ export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep 
   const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
   const length = Buffer.alloc(4);
   length.writeUInt32LE(headerBytes.length);
-  const finalPath = join(dir, checkpointFileName(header.version));
-  const tempPath = join(dir, `.${checkpointFileName(header.version)}.${process.pid}.tmp`);
+  return { version: header.version, parts: [MAGIC, length, headerBytes, payload] };
+}
+
+/**
+ * Writes a checkpoint to `dir` atomically and keeps the newest `keep`. Layout: 'EDLCKPT1', uint32 LE
+ * header length, JSON header, float32 LE payload.
+ *
+ * - A local directory: a temporary file in the same directory, fsync, rename, fsync of the
+ *   directory (@edl/storage's `openWriter`). A crash leaves the previous checkpoints intact.
+ * - An object store (`s3://bucket/prefix/`), which has no rename: the checkpoint object under a
+ *   unique name, then a manifest naming it, written last (see object-store-checkpoint.ts). The
+ *   result is then the manifest's location.
+ */
+export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep = 3): Promise<string> {
+  const { version, parts } = encodeCheckpoint(checkpoint);
+  if (isObjectStoreLocation(dir)) return writeObjectStoreCheckpoint(dir, version, parts, keep);
+  const finalPath = join(dir, checkpointFileName(version));
   try {
-    const file = await open(tempPath, 'w');
-    try {
-      await file.writev([MAGIC, length, headerBytes, payload]);
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    await rename(tempPath, finalPath);
-    const dirFd = openSync(dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+    const file = await openWriter(finalPath);
+    for (const part of parts) await file.write(part);
+    await file.close();
   } catch (error) {
-    await rm(tempPath, { force: true });
     throw new CheckpointError(
       'WRITE_FAILED',
       `Cannot write checkpoint ${finalPath}: ${String(error)}`,
@@ -96,6 +101,7 @@ export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep 
 
 /** Model versions of the checkpoints in `dir`, oldest first (none when the directory is missing). */
 export async function listCheckpoints(dir: string): Promise<number[]> {
+  if (isObjectStoreLocation(dir)) return listObjectStoreCheckpoints(dir);
   let names: string[];
   try {
     names = await readdir(dir);
@@ -110,13 +116,18 @@ export async function listCheckpoints(dir: string): Promise<number[]> {
     .sort((a, b) => a - b);
 }
 
-/** Reads and verifies one checkpoint file. */
+/**
+ * Reads and verifies one checkpoint: a file, or an object-store checkpoint by its manifest's
+ * location (or the checkpoint object's own).
+ */
 export async function readCheckpoint(path: string): Promise<Checkpoint> {
-  const bytes = await readFile(path).catch((error: unknown) => {
-    throw new CheckpointError('READ_FAILED', `Cannot read checkpoint ${path}: ${String(error)}`, path, {
-      cause: error,
-    });
-  });
+  const bytes = isObjectStoreLocation(path)
+    ? await readObjectStoreCheckpoint(path)
+    : await readFile(path).catch((error: unknown) => {
+        throw new CheckpointError('READ_FAILED', `Cannot read checkpoint ${path}: ${String(error)}`, path, {
+          cause: error,
+        });
+      });
   const fail = (message: string): never => {
     throw new CheckpointError('CORRUPT', `Checkpoint ${path} is corrupt: ${message}`, path);
   };
@@ -140,7 +151,8 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
 /**
  * The newest readable checkpoint of `dir`, or undefined when there is none. A corrupt newest file
  * (it cannot be, short of disk damage, since writes are atomic) falls back to the one before, and
- * `onSkip` hears why.
+ * `onSkip` hears why; so does, in an object store, a manifest whose checkpoint object is missing.
+ * Only committed checkpoints are seen: in an object store, those with a manifest.
  */
 export async function loadLatestCheckpoint(
   dir: string,
@@ -148,7 +160,9 @@ export async function loadLatestCheckpoint(
 ): Promise<{ path: string; checkpoint: Checkpoint } | undefined> {
   const versions = await listCheckpoints(dir);
   for (const version of versions.reverse()) {
-    const path = join(dir, checkpointFileName(version));
+    const path = isObjectStoreLocation(dir)
+      ? manifestLocation(dir, version)
+      : join(dir, checkpointFileName(version));
     try {
       return { path, checkpoint: await readCheckpoint(path) };
     } catch (error) {
@@ -157,4 +171,18 @@ export async function loadLatestCheckpoint(
     }
   }
   return undefined;
+}
+
+/**
+ * The checkpoint `path` names, for loading a model: a checkpoint file, or a directory's newest
+ * checkpoint; in an object store, a manifest or checkpoint object, or a prefix's newest checkpoint.
+ * Undefined for a directory or prefix that holds none.
+ */
+export async function findCheckpoint(
+  path: string,
+): Promise<{ path: string; checkpoint: Checkpoint } | undefined> {
+  const isDirectory = isObjectStoreLocation(path)
+    ? !/\.(edlckpt|manifest\.json)$/.test(path)
+    : (await stat(path)).isDirectory();
+  return isDirectory ? loadLatestCheckpoint(path) : { path, checkpoint: await readCheckpoint(path) };
 }

@@ -29,6 +29,7 @@ export {
 } from '@edl/ps';
 export {
   type Checkpoint,
+  findCheckpoint,
   listCheckpoints,
   loadLatestCheckpoint,
   readCheckpoint,

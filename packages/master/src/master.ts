@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import { checkInteger } from '@edl/common';
 import {
   type EvaluationMetricsReport,
@@ -19,7 +18,7 @@ import {
   type ParameterStoreOptions,
   type ReportReply,
 } from '@edl/ps';
-import { type Checkpoint, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { type Checkpoint, findCheckpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
@@ -141,9 +140,7 @@ export class Master implements ParameterEndpoints {
     }
     if (options.modelCheckpoint !== undefined && !master.store.initialized) {
       const path = options.modelCheckpoint;
-      const checkpoint = (await stat(path)).isDirectory()
-        ? (await loadLatestCheckpoint(path))?.checkpoint
-        : await readCheckpoint(path);
+      const checkpoint = (await findCheckpoint(path))?.checkpoint;
       if (checkpoint === undefined) {
         throw new CheckpointError('NOT_FOUND', `No checkpoint found in ${path} for modelCheckpoint`, path);
       }

@@ -2,28 +2,16 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { accuracyPartial, aucPartial, meanPartial, msePartial } from '@edl/proto';
-import { ParameterStore } from '@edl/ps';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listCheckpoints, loadLatestCheckpoint, readCheckpoint, writeCheckpoint } from '../src/checkpoint.js';
 import { auc, MetricsAccumulator } from '../src/evaluation-metrics.js';
 import { EvaluationService } from '../src/evaluation-service.js';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
-import { TaskManager } from '../src/task-manager.js';
+import { checkpointAt } from './checkpoint-fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edl-ckpt-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function checkpointAt(version: number) {
-  const store = new ParameterStore({ optimizer: { type: 'momentum', learningRate: 0.1 } });
-  store.initialize([{ name: 'dense/kernel', shape: [2, 2], values: new Float32Array([1, 2, 3, 4]) }]);
-  for (let i = 0; i < version; i++) {
-    store.applyGradient([{ name: 'dense/kernel', shape: [2, 2], values: new Float32Array([1, 0, -1, 0.5]) }]);
-  }
-  const tm = new TaskManager({ jobType: 'training', trainingShards: [{ name: 's', start: 0, count: 100 }] });
-  tm.getTask('w');
-  return { store: store.snapshot(), optimizer: store.optimizer.config, taskManager: tm.toJSON() };
-}
 
 describe('checkpoints', () => {
   it('round-trip weights, slots, version and task state, keeping the newest `keep` files', async () => {

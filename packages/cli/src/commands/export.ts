@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
 import { exportModel } from '../job/export-model.js';
+import { applyS3Options, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
 
 const usage = `Usage: edl export --model-checkpoint PATH --model-def FILE --output DIR
 
@@ -11,9 +12,13 @@ elasticdl-ts code): through tf.io.fromMemory or a small file IOHandler, or 'file
 with @tensorflow/tfjs-node. It predicts what 'edl predict' predicts from the same checkpoint.
 
 Options:
-  --model-checkpoint PATH  a checkpoint file, or a checkpoint directory (its newest checkpoint)
+  --model-checkpoint PATH  a checkpoint file, or a checkpoint directory (its newest checkpoint);
+                           s3://bucket/prefix/ too (its newest committed checkpoint)
   --model-def FILE         the model definition the checkpoint was trained with, or a zoo name
-  --output DIR             where to write model.json and weights.bin (created when missing)
+  --output DIR             where to write model.json and weights.bin (created when missing), or
+                           s3://bucket/prefix/
+
+${S3_OPTIONS_HELP}
 
 Example:
   edl export --model-checkpoint ./ckpt --model-def ./model.ts --output ./exported
@@ -25,7 +30,7 @@ export const command: Command = {
   name: 'export',
   usage,
   async run(argv, io) {
-    let values: Record<string, string | undefined>;
+    let values: Record<string, string | boolean | undefined>;
     try {
       ({ values } = parseArgs({
         args: argv,
@@ -34,6 +39,8 @@ export const command: Command = {
           'model-checkpoint': { type: 'string' },
           'model-def': { type: 'string' },
           output: { type: 'string' },
+          's3-endpoint': { type: 'string' },
+          's3-anonymous': { type: 'boolean' },
         },
       }));
     } catch (error) {
@@ -42,6 +49,7 @@ export const command: Command = {
     for (const flag of ['model-checkpoint', 'model-def', 'output']) {
       if (values[flag] === undefined) throw new UsageError(`--${flag} is required`);
     }
+    await applyS3Options(s3Options(values));
     const exported = await exportModel(
       values['model-def'] as string,
       values['model-checkpoint'] as string,

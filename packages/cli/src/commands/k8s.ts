@@ -32,15 +32,26 @@ Kubernetes options:
   --image-pull-policy P       Always | IfNotPresent | Never
   --data-claim PVC            a PersistentVolumeClaim mounted in master and workers
   --data-mount-path DIR       where (default /data): give data and checkpoint paths under it
+  --s3-credentials-secret NAME   a Secret (in the job's namespace) whose keys become environment
+                              variables of the master and worker pods: AWS_ACCESS_KEY_ID,
+                              AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION... for s3://
+                              data and checkpoints
+  --worker-service-account NAME  the worker pods' service account, for credentials bound to it
+                              (EKS IRSA: annotated with eks.amazonaws.com/role-arn); not the
+                              master's --service-account, whose RBAC role creates the pods
   --port N                    the master's gRPC port (default 50001)
   --kubeconfig FILE  --context NAME    the cluster (default: $KUBECONFIG, ~/.kube/config)
 Train options: as for 'edl train' (--model-def, --training-data, --validation-data, ...), paths
-as seen inside the pods.
+as seen inside the pods. With data and --checkpoint-dir in S3 (s3://..., --s3-endpoint for other
+stores) no volume is needed: a relaunched master restores from the checkpoint there.
 
 Example:
   edl k8s submit --image registry.example.com/elasticdl-ts:0.1.0 --namespace ml --num-workers 4 \\
     --job-name mnist --data-claim edl-data --worker-cpu 2 --worker-memory 4Gi \\
     --model-def cifar10-small --training-data /data/train --checkpoint-dir /data/ckpt
+  edl k8s submit --image registry.example.com/elasticdl-ts:0.1.0 --namespace ml --num-workers 4 \\
+    --job-name mnist-s3 --s3-credentials-secret s3-creds --model-def mnist \\
+    --training-data s3://bucket/mnist/train/ --checkpoint-dir s3://bucket/mnist/ckpt/
   edl k8s status mnist --namespace ml
   edl k8s logs mnist --namespace ml --worker worker-3`;
 

@@ -7,6 +7,7 @@ import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine 
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { recordsSummary } from '../job/records-summary.js';
+import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
 import { WORKER_NODE_FLAGS } from '../job/worker-node-flags.js';
 
 /** @edl/master's JOB_TYPES, listed here so that checking options loads no gRPC (a test compares). */
@@ -52,6 +53,8 @@ Live view and logs:
   --log-level debug|info|warn|error|silent (info)     --quiet   errors and the final summary only
   --tensorboard-dir DIR   write TensorBoard scalars (loss, throughput, evaluation metrics) there
 
+${S3_OPTIONS_HELP}
+
 Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=... and EDL_MASTER_HTTP=... first, so that workers can be
 started by hand, then the live view's address (with the token).
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments, 130 interrupted (resume it from
@@ -95,6 +98,7 @@ const options = {
   'log-level': { type: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'] },
   quiet: { type: 'boolean' },
   'tensorboard-dir': { type: 'string' },
+  ...S3_OPTION_SPEC,
 } as const;
 
 type MasterValues = CommandLine<typeof options>['values'];
@@ -129,11 +133,13 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       : [process.execPath, ...WORKER_NODE_FLAGS, edlBin, 'worker'];
   if (v.momentum !== undefined && v.optimizer !== 'momentum')
     throw new UsageError('--momentum needs --optimizer momentum');
+  const s3 = s3Options(v);
   let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;
   if (v['data-reader'] !== undefined) readerParams = { ...readerParams, type: v['data-reader'] };
 
   const [{ createDataReader }, { createStreamLogger, startMaster }, { masterCommandOptions }] =
     await Promise.all([import('@edl/data'), import('@edl/master'), import('../job/master-options.js')]);
+  await applyS3Options(s3);
   const jobId = randomBytes(4).toString('hex');
   const logger = createStreamLogger(io.stderr, {
     level: v['log-level'] ?? 'info',

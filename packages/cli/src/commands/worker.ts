@@ -7,6 +7,7 @@ import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
 import { BACKEND_CHOICES } from '../job/job-options.js';
 import type { WorkerStatsFile } from '../job/run-job.js';
+import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
 
 const usage = `Usage: edl worker --model-def FILE [options]
 
@@ -36,7 +37,9 @@ Options:
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
   --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
-  --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)`;
+  --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)
+
+${S3_OPTIONS_HELP}`;
 
 const PUSH_AHEAD = { auto: 'auto', on: true, off: false } as const;
 
@@ -72,7 +75,9 @@ export const command: Command = {
       'allow-non-finite': { type: 'boolean' },
       'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
       'mirror-updates': { type: 'choice', choices: ['on', 'off'] },
+      ...S3_OPTION_SPEC,
     });
+    const s3 = s3Options(values);
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
     if (
@@ -85,6 +90,7 @@ export const command: Command = {
     const token = env('EDL_JOB_TOKEN');
     const workerId = env('EDL_WORKER_ID');
     const params = (values['data-reader-params'] ?? {}) as JsonObject;
+    await applyS3Options(s3);
 
     const [
       { MasterClient },

@@ -1,8 +1,10 @@
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { loadLatestCheckpoint, readCheckpoint } from '@edl/master';
+import { findCheckpoint } from '@edl/master';
+import { normalizeLocation, putObject } from '@edl/storage';
 import { loadNonTrainableWeights, ModelRunner, selectBackend, tf } from '@edl/worker';
 import { UsageError } from '../command.js';
+import { isUrl } from './job-options.js';
 import { loadModel } from './model-and-readers.js';
 
 /** File names of an exported model: TensorFlow.js's Layers format. */
@@ -20,27 +22,22 @@ export interface ExportedModel {
 
 /**
  * Builds the model of `modelDef`, loads a checkpoint into it (a checkpoint file, or the newest of a
- * checkpoint directory; batch-norm statistics from beside it) and writes it in TensorFlow.js's
- * Layers format: `model.json` (topology and weights manifest) and `weights.bin`, which
- * `tf.loadLayersModel` reads with no elasticdl-ts code.
+ * checkpoint directory; batch-norm statistics from beside a local one) and writes it in
+ * TensorFlow.js's Layers format: `model.json` (topology and weights manifest) and `weights.bin`,
+ * which `tf.loadLayersModel` reads with no elasticdl-ts code. The checkpoint and `output` may be
+ * `s3://` locations (each file is then committed whole, weights first).
  */
 export async function exportModel(
   modelDef: string,
   checkpoint: string,
   output: string,
 ): Promise<ExportedModel> {
-  const source = path.resolve(checkpoint);
-  if (!existsSync(source)) throw new UsageError(`--model-checkpoint ${source} does not exist`);
-  let file = source;
-  let loaded: Awaited<ReturnType<typeof readCheckpoint>>;
-  if (statSync(source).isDirectory()) {
-    const latest = await loadLatestCheckpoint(source);
-    if (latest === undefined) throw new UsageError(`--model-checkpoint ${source} holds no checkpoint`);
-    file = latest.path;
-    loaded = latest.checkpoint;
-  } else {
-    loaded = await readCheckpoint(source);
-  }
+  const source = normalizeLocation(checkpoint);
+  if (!isUrl(source) && !existsSync(source))
+    throw new UsageError(`--model-checkpoint ${source} does not exist`);
+  const found = await findCheckpoint(source);
+  if (found === undefined) throw new UsageError(`--model-checkpoint ${source} holds no checkpoint`);
+  const { path: file, checkpoint: loaded } = found;
   // Only weights are copied: the cpu backend needs no set-up and gives the exact float32 values.
   // PROD silences its "install tfjs-node" banner, which is no advice for copying weights.
   tf.env().set('PROD', true);
@@ -49,19 +46,18 @@ export async function exportModel(
   const runner = new ModelRunner(definition);
   try {
     runner.assign(loaded.store.variables, loaded.store.version);
-    const nonTrainable = loadNonTrainableWeights(file);
+    const nonTrainable = isUrl(file) ? undefined : loadNonTrainableWeights(file);
     if (nonTrainable !== undefined) runner.assignNonTrainable(nonTrainable);
-    const dir = path.resolve(output);
-    mkdirSync(dir, { recursive: true });
-    const modelJson = path.join(dir, EXPORTED_MODEL_JSON);
-    const weights = path.join(dir, EXPORTED_WEIGHTS);
+    const dir = isUrl(output) ? output.replace(/\/+$/, '') : path.resolve(output);
+    const modelJson = isUrl(dir) ? `${dir}/${EXPORTED_MODEL_JSON}` : path.join(dir, EXPORTED_MODEL_JSON);
+    const weights = isUrl(dir) ? `${dir}/${EXPORTED_WEIGHTS}` : path.join(dir, EXPORTED_WEIGHTS);
     await runner.model.save(
       tf.io.withSaveHandler(async (artifacts) => {
         const data =
           artifacts.weightData === undefined
             ? new ArrayBuffer(0)
             : tf.io.CompositeArrayBuffer.join(artifacts.weightData);
-        writeFileSync(weights, new Uint8Array(data));
+        await putObject(weights, new Uint8Array(data));
         const json: tf.io.ModelJSON = {
           modelTopology: artifacts.modelTopology as tf.io.ModelJSON['modelTopology'],
           format: artifacts.format ?? 'layers-model',
@@ -69,7 +65,7 @@ export async function exportModel(
           convertedBy: null,
           weightsManifest: [{ paths: [`./${EXPORTED_WEIGHTS}`], weights: artifacts.weightSpecs ?? [] }],
         };
-        writeFileSync(modelJson, `${JSON.stringify(json)}\n`);
+        await putObject(modelJson, Buffer.from(`${JSON.stringify(json)}\n`, 'utf8'));
         return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
       }),
     );

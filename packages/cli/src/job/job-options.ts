@@ -1,7 +1,7 @@
-import path from 'node:path';
 import type { JsonObject } from '@edl/data';
 import type { JobType } from '@edl/master';
 import type { LogLevel } from '@edl/proto';
+import { normalizeLocation, schemeOf } from '@edl/storage';
 import {
   choiceValue,
   integerValue,
@@ -11,6 +11,7 @@ import {
   parseCommandLine,
 } from '../args.js';
 import { UsageError } from '../command.js';
+import { S3_OPTION_SPEC, S3_OPTIONS_HELP, type S3Options, s3Args, s3Options } from './s3-options.js';
 
 /**
  * `--backend` values: `auto` and @edl/worker's BACKEND_ORDER, listed here so that checking the
@@ -19,7 +20,7 @@ import { UsageError } from '../command.js';
 export const BACKEND_CHOICES = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 
 /** Options shared by `edl train | evaluate | predict | worker`, parsed and checked. */
-export interface JobOptions {
+export interface JobOptions extends S3Options {
   readonly modelDef: string;
   readonly trainingData?: string;
   readonly validationData?: string;
@@ -118,6 +119,7 @@ export const OPTION_SPEC = {
   quiet: { type: 'boolean' },
   'tensorboard-dir': { type: 'string' },
   // --- end live view ---
+  ...S3_OPTION_SPEC,
 } as const satisfies OptionSpecs;
 
 /** Help text of the options, shared by the commands' usages. */
@@ -144,7 +146,8 @@ Parameter store:
   --staleness-modulation        async: learning rate / staleness for stale gradients (ElasticDL's
                                 lr_staleness_modulation; default off)
   --learning-rate X             overrides the model definition's optimizer learning rate
-  --checkpoint-dir DIR          checkpoints of the job; a job resumes from the newest one
+  --checkpoint-dir DIR          checkpoints of the job; a job resumes from the newest one (a local
+                                directory, or s3://bucket/prefix/: see docs/master.md)
   --checkpoint-steps N          checkpoint every N model versions (default 0: at the end)
   --model-checkpoint PATH       start from this checkpoint's model (evaluate, predict)
   --shuffle, --seed N           shuffle task order per epoch, with a seed
@@ -174,7 +177,8 @@ Live view and logs:
   --metrics-token TOKEN         a second token that opens /metrics only (for Prometheus)
   --log-level LEVEL             debug | info | warn | error | silent (default info)
   --quiet                       errors and the final summary only
-  --tensorboard-dir DIR         write TensorBoard scalars (loss, throughput, evaluation) there`;
+  --tensorboard-dir DIR         write TensorBoard scalars (loss, throughput, evaluation) there
+${S3_OPTIONS_HELP}`;
 
 function integer(
   values: Record<string, unknown>,
@@ -246,6 +250,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
     ...liveViewOptions(values),
     allowNonFinite: values['allow-non-finite'] === true,
+    ...s3Options(values),
   };
 }
 
@@ -313,9 +318,18 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--mirror-updates', options.mirrorUpdates ?? 'on');
   add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.allowNonFinite) args.push('--allow-non-finite');
-  if (options.checkpointDir !== undefined) add('--export-dir', path.resolve(options.checkpointDir));
+  args.push(...s3Args(options));
+  // Batch-norm statistics are saved beside local checkpoints only: a worker writes them as a file.
+  const local = (location: string | undefined) =>
+    location === undefined || isUrl(location) ? undefined : normalizeLocation(location);
+  add('--export-dir', local(options.checkpointDir));
   // Evaluation and prediction start from a checkpoint; so do the batch-norm statistics saved beside it.
-  const checkpoint = options.modelCheckpoint ?? options.checkpointDir;
-  if (checkpoint !== undefined) add('--model-checkpoint', path.resolve(checkpoint));
+  add('--model-checkpoint', local(options.modelCheckpoint ?? options.checkpointDir));
   return args;
+}
+
+/** Whether `location` is a URL other than `file:` (`s3://...`): kept as it is, never resolved as a path. */
+export function isUrl(location: string): boolean {
+  const scheme = schemeOf(location);
+  return scheme !== undefined && scheme !== 'file';
 }

@@ -4,7 +4,6 @@
  * is its own (readers, logger, workers as processes or pods); @edl/master's `masterOptionsFor`
  * maps the settings, optimizer included.
  */
-import path from 'node:path';
 import {
   type JobMasterOptions,
   type JobSettings,
@@ -16,11 +15,15 @@ import {
   type ParameterStoreOptions,
   parameterStoreOptionsFor,
 } from '@edl/master';
+import { normalizeLocation } from '@edl/storage';
 import type { JobOptions } from './job-options.js';
 
-/** Paths are resolved here, so that the master's messages and checkpoints name them whole. */
+/**
+ * Paths are resolved here, so that the master's messages and checkpoints name them whole; URLs
+ * (`s3://bucket/prefix/`) stay as they are.
+ */
 function resolved(file: string | undefined): string | undefined {
-  return file === undefined ? undefined : path.resolve(file);
+  return file === undefined ? undefined : normalizeLocation(file);
 }
 
 /** The job settings of the job options, with `optimizer` (the model definition's) under --learning-rate. */

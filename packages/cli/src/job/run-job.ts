@@ -14,6 +14,7 @@ import { type JobOutcome, mergePredictions, readWorkerStats, reportJob } from '.
 import { withFreeLoopbackPort } from './loopback-port.js';
 import { resolveModelDef } from './model-def-path.js';
 import { ProgressBar } from './progress.js';
+import { applyS3Options } from './s3-options.js';
 import { WORKER_NODE_FLAGS } from './worker-node-flags.js';
 import { WorkerOutput } from './worker-output.js';
 
@@ -84,6 +85,7 @@ export async function runJob(
   options: JobOptions,
   io: CommandIO,
 ): Promise<JobOutcome> {
+  await applyS3Options(options);
   // Where workers leave their timers and prediction outputs; removed whatever happens.
   const statsDir = await mkdtemp(path.join(tmpdir(), 'edl-stats-'));
   try {

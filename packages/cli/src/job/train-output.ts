@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { JobOptions } from './job-options.js';
+import { isUrl, type JobOptions } from './job-options.js';
 
 /** Where `edl train` leaves its checkpoints and the exported model. */
 export interface TrainOutput {
@@ -18,7 +18,7 @@ function timestamp(now: Date): string {
 
 /**
  * The output places of a training job: with --checkpoint-dir DIR, checkpoints in DIR and the
- * exported model in DIR/model; without it, ./edl-output/<job>/checkpoints and
+ * exported model in DIR/model (DIR a directory or an `s3://bucket/prefix/`); without it, ./edl-output/<job>/checkpoints and
  * ./edl-output/<job>/model, where <job> is `train-<date>-<time>` (a new name for every job), so
  * that a trained model is never thrown away.
  */
@@ -28,6 +28,11 @@ export function trainOutput(
   now = new Date(),
   job = 'train',
 ): TrainOutput {
+  if (options.checkpointDir !== undefined && isUrl(options.checkpointDir)) {
+    // An object store (s3://bucket/prefix/): the model goes under the same prefix.
+    const checkpointDir = options.checkpointDir;
+    return { checkpointDir, modelDir: `${checkpointDir.replace(/\/+$/, '')}/model` };
+  }
   if (options.checkpointDir !== undefined) {
     const checkpointDir = path.resolve(cwd, options.checkpointDir);
     return { checkpointDir, modelDir: path.join(checkpointDir, 'model') };

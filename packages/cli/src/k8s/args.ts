@@ -29,6 +29,8 @@ export const JOB_K8S_OPTIONS: ReadonlySet<string> = new Set([
   'kubeconfig',
   'context',
   'edl-command',
+  's3-credentials-secret',
+  'worker-service-account',
 ]);
 export const MASTER_K8S_OPTIONS: ReadonlySet<string> = new Set([
   ...JOB_K8S_OPTIONS,
@@ -119,6 +121,30 @@ export function size(args: SplitArgs, prefix: 'worker' | 'master'): ContainerSiz
       );
   }
   return { ...(cpu ? { cpu } : {}), ...(memory ? { memory } : {}), ...(gpu !== undefined ? { gpu } : {}) };
+}
+
+/**
+ * How the pods get object-store credentials: `--s3-credentials-secret` (a Secret whose keys become
+ * AWS_* environment variables of master and workers) and `--worker-service-account` (the workers'
+ * account, e.g. one bound to an IAM role by EKS IRSA), each a DNS subdomain name when given.
+ */
+export function credentialOptions(
+  args: SplitArgs,
+): Pick<JobObjectsOptions, 'credentialsSecret' | 'workerServiceAccount'> {
+  const secret = one(args, 's3-credentials-secret');
+  const account = one(args, 'worker-service-account');
+  for (const [name, value] of [
+    ['s3-credentials-secret', secret],
+    ['worker-service-account', account],
+  ] as const) {
+    if (value !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(value)) {
+      throw new UsageError(`Expected a Kubernetes object name for --${name} but received '${value}'`);
+    }
+  }
+  return {
+    ...(secret === undefined ? {} : { credentialsSecret: secret }),
+    ...(account === undefined ? {} : { workerServiceAccount: account }),
+  };
 }
 
 export function edlCommand(args: SplitArgs): readonly string[] | undefined {

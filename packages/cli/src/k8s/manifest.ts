@@ -4,6 +4,7 @@ import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { parseJobOptions } from '../job/job-options.js';
 import {
+  credentialOptions,
   edlCommand,
   integer,
   JOB_K8S_OPTIONS,
@@ -43,6 +44,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
   const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
   const workerSize = size(args, 'worker');
   const masterSize = size(args, 'master');
+  const credentials = credentialOptions(args);
 
   const L = await loadLibs();
   const namespace = namespaceOf(args, given ?? (needsCluster ? contextNamespace(L, args) : 'default'));
@@ -62,6 +64,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
     ...(claim ? { dataClaim: claim } : {}),
     ...(mountPath ? { dataMountPath: mountPath } : {}),
     ...(account ? { serviceAccount: account } : {}),
+    ...credentials,
   });
   return { L, args, objects, namespace, jobName, port, account: account ?? 'edl-master' };
 }

@@ -8,7 +8,9 @@ import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
 import { recordsSummary } from '../job/records-summary.js';
+import { applyS3Options } from '../job/s3-options.js';
 import {
+  credentialOptions,
   edlCommand,
   integer,
   jobTypeOf,
@@ -42,6 +44,8 @@ export interface MasterPodArgs {
   readonly claim?: string;
   readonly mountPath: string;
   readonly policy?: JobObjectsOptions['imagePullPolicy'];
+  /** Object-store credentials of the worker pods: a Secret for `envFrom`, a service account (IRSA). */
+  readonly credentials: Pick<JobObjectsOptions, 'credentialsSecret' | 'workerServiceAccount'>;
 }
 
 /**
@@ -92,6 +96,7 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
     ...(claim ? { claim } : {}),
     mountPath: one(args, 'data-mount-path') ?? '/data',
     ...(policy ? { policy } : {}),
+    credentials: credentialOptions(args),
   };
 }
 
@@ -99,6 +104,8 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
 export async function masterPod(argv: string[], io: CommandIO): Promise<number> {
   const pod = parseMasterPodArgs(argv, process.env);
   const { args, jobName, namespace, options, port } = pod;
+  // Checkpoints and data in S3: the master pod restores from there, with no volume.
+  await applyS3Options(options);
   const [L, { createStreamLogger, startMaster }, models, { jobMasterOptions }] = await Promise.all([
     loadLibs(),
     import('@edl/master'),
@@ -144,6 +151,12 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
           ...(podName && podUid ? { owner: { name: podName, uid: podUid } } : {}),
           ...(resources ? { resources } : {}),
           env: pod.env,
+          ...(pod.credentials.credentialsSecret
+            ? { envFromSecrets: [pod.credentials.credentialsSecret] }
+            : {}),
+          ...(pod.credentials.workerServiceAccount
+            ? { serviceAccountName: pod.credentials.workerServiceAccount }
+            : {}),
           ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
           ...(pod.claim
             ? {

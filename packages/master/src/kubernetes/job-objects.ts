@@ -47,6 +47,16 @@ export interface JobObjectsOptions {
   readonly dataClaim?: string;
   /** Where it is mounted (default /data). */
   readonly dataMountPath?: string;
+  /**
+   * A Secret whose keys become environment variables of the master and worker pods: object-store
+   * credentials (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`).
+   */
+  readonly credentialsSecret?: string;
+  /**
+   * The worker pods' service account, for credentials bound to it (EKS IRSA); separate from
+   * {@link serviceAccount}, the master's account for the Kubernetes API.
+   */
+  readonly workerServiceAccount?: string;
 }
 
 /** The objects of a job, in the order they are created. */
@@ -132,6 +142,8 @@ export function buildJobObjects(options: JobObjectsOptions): JobObjects {
     ...(options.imagePullPolicy ? ['--image-pull-policy', options.imagePullPolicy] : []),
     ...(options.dataClaim ? ['--data-claim', options.dataClaim, '--data-mount-path', mountPath] : []),
     ...(options.edlCommand ? ['--edl-command', JSON.stringify(edl)] : []),
+    ...(options.credentialsSecret ? ['--s3-credentials-secret', options.credentialsSecret] : []),
+    ...(options.workerServiceAccount ? ['--worker-service-account', options.workerServiceAccount] : []),
     '--',
     ...options.trainArgs,
   ];
@@ -160,6 +172,9 @@ export function buildJobObjects(options: JobObjectsOptions): JobObjects {
           args: [...edl.slice(1), ...args],
           ...(options.imagePullPolicy ? { imagePullPolicy: options.imagePullPolicy } : {}),
           env,
+          ...(options.credentialsSecret
+            ? { envFrom: [{ secretRef: { name: options.credentialsSecret } }] }
+            : {}),
           ports: [{ name: 'grpc', containerPort: port }],
           ...(masterResources ? { resources: masterResources } : {}),
           ...(mounts.length > 0 ? { volumeMounts: mounts } : {}),

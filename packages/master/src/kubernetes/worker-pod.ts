@@ -38,6 +38,16 @@ export interface WorkerPodTemplate {
   readonly resources?: V1ResourceRequirements;
   /** More environment variables. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Secrets whose keys all become environment variables (`envFrom`): object-store credentials such
+   * as `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, never written into the pod spec.
+   */
+  readonly envFromSecrets?: readonly string[];
+  /**
+   * The workers' service account, for credentials bound to it (EKS IRSA: an account annotated with
+   * `eks.amazonaws.com/role-arn`). Default: the namespace's default account.
+   */
+  readonly serviceAccountName?: string;
   readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Volumes and their mounts (a PersistentVolumeClaim holding the data, for instance). */
   readonly volumes?: readonly V1Volume[];
@@ -102,7 +112,9 @@ export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V
     spec: {
       restartPolicy: 'Never',
       // Workers never talk to the Kubernetes API: no service-account token in their file system.
+      // IRSA needs none either: its webhook mounts a separate projected token for AWS STS.
       automountServiceAccountToken: false,
+      ...(template.serviceAccountName ? { serviceAccountName: template.serviceAccountName } : {}),
       ...(template.priorityClassName ? { priorityClassName: template.priorityClassName } : {}),
       containers: [
         {
@@ -112,6 +124,9 @@ export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V
           ...(template.args ? { args: [...template.args] } : {}),
           ...(template.imagePullPolicy ? { imagePullPolicy: template.imagePullPolicy } : {}),
           env,
+          ...(template.envFromSecrets?.length
+            ? { envFrom: template.envFromSecrets.map((name) => ({ secretRef: { name } })) }
+            : {}),
           ...(template.resources ? { resources: template.resources } : {}),
           ...(template.volumeMounts ? { volumeMounts: [...template.volumeMounts] } : {}),
         },

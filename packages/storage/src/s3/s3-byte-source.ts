@@ -200,7 +200,8 @@ export class S3ByteSource extends RemoteByteSource {
   }
 }
 
-function createClient(sdk: S3Sdk, options: S3ByteSourceOptions): S3Client {
+/** An SDK client for `options` (shared by the byte source and the object sink): SDK retries off, path-style for endpoints. */
+export function createClient(sdk: S3Sdk, options: S3ByteSourceOptions): S3Client {
   const anonymous = options.anonymous === true;
   return new sdk.client.S3Client({
     region: options.region ?? regionOrDefault(sdk),
@@ -244,7 +245,7 @@ interface SdkFailure {
 }
 
 /** Runs one SDK call, turning its failed answers into {@link HttpStatusFailure}s. */
-async function sendS3<Output>(url: string, send: () => Promise<Output>): Promise<Output> {
+export async function sendS3<Output>(url: string, send: () => Promise<Output>): Promise<Output> {
   try {
     return await send();
   } catch (error) {
