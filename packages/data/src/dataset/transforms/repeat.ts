@@ -1,8 +1,9 @@
 import type { DatasetIterator, JsonObject } from '../../protocols.js';
-import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
+import { CountingIterator } from '../counting-iterator.js';
+import { DONE } from '../dataset-iterator-base.js';
 import type { MapNode } from '../map-node.js';
 import type { MaybePromise } from '../maybe-promise.js';
-import { copyState, expectStateObject, stateCount, stateObject } from '../state.js';
+import { copyState } from '../state.js';
 
 /**
  * `MapDataset.repeat`: `numEpochs` times the parent (forever when omitted: the length is then
@@ -37,43 +38,29 @@ export class RepeatNode<T> implements MapNode<T> {
  * repeat, or use `MapDataset.repeat` under a global shuffle, for a new order per epoch). An empty
  * parent ends the iteration instead of looping. State: `{ parent, epoch }`.
  */
-export class RepeatIterator<T> extends DatasetIteratorBase<T> {
-  readonly #parent: DatasetIterator<T>;
+export class RepeatIterator<T> extends CountingIterator<T> {
   readonly #numEpochs: number | undefined;
   /** The parent's state at the start of a pass. */
   readonly #startState: JsonObject;
-  #epoch = 0;
 
   constructor(parent: DatasetIterator<T>, numEpochs?: number) {
-    super();
-    this.#parent = parent;
+    super(parent, 'Repeat', 'epoch');
     this.#numEpochs = numEpochs;
     this.#startState = parent.getState();
   }
 
   protected async advance(): Promise<IteratorResult<T>> {
-    if (this.#numEpochs !== undefined && this.#epoch >= this.#numEpochs) return DONE;
-    const result = await this.#parent.next();
+    if (this.#numEpochs !== undefined && this.count >= this.#numEpochs) return DONE;
+    const result = await this.parent.next();
     if (!result.done) return result;
-    this.#epoch++;
-    if (this.#numEpochs !== undefined && this.#epoch >= this.#numEpochs) return DONE;
-    this.#parent.setState(copyState(this.#startState));
+    this.count++;
+    if (this.#numEpochs !== undefined && this.count >= this.#numEpochs) return DONE;
+    this.parent.setState(copyState(this.#startState));
     // A pass that ends at once means an empty parent: stop rather than loop forever.
-    return this.#parent.next();
-  }
-
-  getState(): JsonObject {
-    return { parent: this.#parent.getState(), epoch: this.#epoch };
-  }
-
-  protected restore(state: JsonObject): void {
-    const checked = expectStateObject(state, 'Repeat');
-    const epoch = stateCount(checked, 'epoch', 'Repeat');
-    this.#parent.setState(stateObject(checked, 'parent', 'Repeat'));
-    this.#epoch = epoch;
+    return this.parent.next();
   }
 
   toString(): string {
-    return `${this.#parent} -> Repeat(${this.#numEpochs ?? 'forever'})`;
+    return `${this.parent} -> Repeat(${this.#numEpochs ?? 'forever'})`;
   }
 }
