@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 
 const require = createRequire(import.meta.url);
@@ -26,8 +27,17 @@ export interface S3rverProcess {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startS3rver}. */
+export interface S3rverOptions {
+  /**
+   * Access key ids s3rver accepts besides its built-in `S3RVER` (its CLI has no option for them:
+   * they are registered on its account model by `s3rver-access-keys.cjs`, preloaded with `--require`).
+   */
+  readonly accessKeyIds?: readonly string[];
+}
+
 /** Starts npm's s3rver as a child process (its own CLI) on a free port of 127.0.0.1. */
-export async function startS3rver(): Promise<S3rverProcess> {
+export async function startS3rver(options: S3rverOptions = {}): Promise<S3rverProcess> {
   // The SDK's own switch for its Node-version warning, as S3ByteSource sets it for users.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const packageJson = require.resolve('s3rver/package.json');
@@ -38,6 +48,9 @@ export async function startS3rver(): Promise<S3rverProcess> {
     // s3rver's ListObjectsV2 continuation tokens are DES-encrypted: OpenSSL 3 has DES only in its legacy provider.
     [
       '--openssl-legacy-provider',
+      ...(options.accessKeyIds === undefined
+        ? []
+        : ['--require', fileURLToPath(new URL('./s3rver-access-keys.cjs', import.meta.url))]),
       join(dirname(packageJson), 'bin', 's3rver.js'),
       '-d',
       directory,
@@ -47,7 +60,10 @@ export async function startS3rver(): Promise<S3rverProcess> {
       '0',
       '-s',
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, EDL_S3RVER_ACCESS_KEY_IDS: (options.accessKeyIds ?? []).join(',') },
+    },
   );
   const port = await listeningPort(child);
   const endpoint = `http://127.0.0.1:${port}`;
