@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 
 /** How the server describes and serves one object. */
 export interface ServedObjectOptions {
@@ -29,17 +30,21 @@ export class RangeHttpServer {
 
   private constructor(
     private readonly server: Server,
-    /** `http://127.0.0.1:<port>`. */
+    /** `http://127.0.0.1:<port>` (`https://` with TLS). */
     readonly origin: string,
   ) {}
 
-  static async start(): Promise<RangeHttpServer> {
-    const server = createServer();
+  /** Starts on a free port of 127.0.0.1: HTTP, or HTTPS (`https://127.0.0.1:<port>`) with `tls`'s PEM key and certificate. */
+  static async start(tls?: { readonly key: string; readonly cert: string }): Promise<RangeHttpServer> {
+    const server = tls === undefined ? createServer() : createHttpsServer(tls);
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
-    const served = new RangeHttpServer(server, `http://127.0.0.1:${address.port}`);
+    const served = new RangeHttpServer(
+      server,
+      `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${address.port}`,
+    );
     server.on('request', (request, response) => served.answer(request, response));
     return served;
   }

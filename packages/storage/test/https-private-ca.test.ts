@@ -1,0 +1,150 @@
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RangeHttpServer } from './support/range-http-server.js';
+
+const run = promisify(execFile);
+
+/** The built package: the read runs in a child process, since Node reads NODE_EXTRA_CA_CERTS only at start. */
+const storageDist = new URL('../dist/index.js', import.meta.url).href;
+
+/**
+ * The child: lists `url`, reads it whole with HttpByteSource, prints the bytes' sha256; on failure
+ * prints the error's message to stderr and exits 1.
+ */
+const READER = `
+import { HttpByteSource } from ${JSON.stringify(storageDist)};
+const url = process.argv[1];
+const source = new HttpByteSource({ baseDelayMs: 5, maxAttempts: 2 });
+try {
+  const [stat] = await source.list(url);
+  const bytes = await source.readRange(stat, 0, stat.size);
+  const { createHash } = await import('node:crypto');
+  process.stdout.write(createHash('sha256').update(bytes).digest('hex'));
+} catch (error) {
+  process.stderr.write(error.message + '\\n');
+  process.exitCode = 1;
+}
+`;
+
+interface ReadOutcome {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function readInChild(url: string, env: NodeJS.ProcessEnv): Promise<ReadOutcome> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', READER, url],
+      { env, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : Number(error.code ?? -1), stdout, stderr });
+      },
+    );
+  });
+}
+
+/** A test CA and a server certificate it signs for 127.0.0.1, made with the openssl CLI. */
+async function makeCertificates(directory: string): Promise<{ caFile: string; key: string; cert: string }> {
+  const file = (name: string): string => join(directory, name);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    file('ca.key'),
+    '-out',
+    file('ca.pem'),
+    '-days',
+    '1',
+    '-subj',
+    '/CN=ElasticDL test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  await run('openssl', [
+    'req',
+    ...ec,
+    '-keyout',
+    file('server.key'),
+    '-out',
+    file('server.csr'),
+    '-subj',
+    '/CN=127.0.0.1',
+  ]);
+  await writeFile(
+    file('server.ext'),
+    'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
+  );
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    file('server.csr'),
+    '-CA',
+    file('ca.pem'),
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    file('server.ext'),
+    '-out',
+    file('server.pem'),
+  ]);
+  return {
+    caFile: file('ca.pem'),
+    key: await readFile(file('server.key'), 'utf8'),
+    cert: await readFile(file('server.pem'), 'utf8'),
+  };
+}
+
+describe('HttpByteSource over HTTPS with a private CA (NODE_EXTRA_CA_CERTS)', () => {
+  let directory: string;
+  let caFile: string;
+  let server: RangeHttpServer;
+  const data = randomBytes(150_000);
+  let url: string;
+  // The child's environment without any CA bundle or proxy of the parent's.
+  const { NODE_EXTRA_CA_CERTS: _ca, HTTPS_PROXY: _proxy, https_proxy: _lowerProxy, ...baseEnv } = process.env;
+
+  beforeAll(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'edl-https-ca-'));
+    const certificates = await makeCertificates(directory);
+    caFile = certificates.caFile;
+    server = await RangeHttpServer.start({ key: certificates.key, cert: certificates.cert });
+    server.put('/data/part-0.rio', data);
+    url = `${server.origin}/data/part-0.rio`;
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    if (directory !== undefined) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('reads the object byte-identical when the CA is given through NODE_EXTRA_CA_CERTS', async () => {
+    expect(url.startsWith('https://127.0.0.1:')).toBe(true);
+    const outcome = await readInChild(url, { ...baseEnv, NODE_EXTRA_CA_CERTS: caFile });
+    expect(outcome).toEqual({ code: 0, stdout: createHash('sha256').update(data).digest('hex'), stderr: '' });
+  });
+
+  it('fails with one line naming the URL when the CA is not trusted', async () => {
+    const outcome = await readInChild(url, baseEnv);
+    expect(outcome.code).toBe(1);
+    expect(outcome.stdout).toBe('');
+    const lines = outcome.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(url);
+    expect(lines[0]).toMatch(/certificate/i);
+  });
+});
