@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { S3ByteSource } from '../src/s3/s3-byte-source.js';
 import { FaultProxy, type SeenRequest } from './support/fault-proxy.js';
 import { type S3rverProcess, startS3rver } from './support/s3rver-process.js';
-import { StsServer } from './support/sts-server.js';
+import { type IssuedCredentials, StsServer } from './support/sts-server.js';
 
 const BUCKET = 'irsa';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/edl-test';
@@ -25,6 +25,11 @@ const CHAIN_VARIABLES = [
   'AWS_ENDPOINT_URL',
   'AWS_ENDPOINT_URL_S3',
 ];
+
+/** Credentials the STS hands out: `<label>-secret` and `<label>-session` with `accessKeyId`. */
+function credentials(accessKeyId: string, label: string, expiresInMs: number): IssuedCredentials {
+  return { accessKeyId, secretAccessKey: `${label}-secret`, sessionToken: `${label}-session`, expiresInMs };
+}
 
 /** The access key id of a SigV4-signed request (from `Credential=<id>/<date>/...`). */
 function signingKeyId(request: SeenRequest): string | undefined {
@@ -71,12 +76,7 @@ describe('S3ByteSource with web identity credentials (EKS IRSA) from an STS endp
   });
 
   it('reads with the credentials the STS endpoint hands out for the token file', async () => {
-    sts.issue({
-      accessKeyId: FIRST_KEY,
-      secretAccessKey: 'first-secret',
-      sessionToken: 'first-session',
-      expiresInMs: HOUR_MS,
-    });
+    sts.issue(credentials(FIRST_KEY, 'first', HOUR_MS));
     const source = new S3ByteSource({ endpoint: proxy.endpoint, baseDelayMs: 5 });
     const seenBefore = proxy.requests.length;
     try {
@@ -104,20 +104,7 @@ describe('S3ByteSource with web identity credentials (EKS IRSA) from an STS endp
     // The SDK treats credentials expiring within 5 minutes as due and refreshes them; these expire
     // in 1 s, so they are also past their expiry by the time the range is read.
     const firstExpiresInMs = 1000;
-    sts.issue(
-      {
-        accessKeyId: FIRST_KEY,
-        secretAccessKey: 'first-secret',
-        sessionToken: 'first-session',
-        expiresInMs: firstExpiresInMs,
-      },
-      {
-        accessKeyId: SECOND_KEY,
-        secretAccessKey: 'second-secret',
-        sessionToken: 'second-session',
-        expiresInMs: HOUR_MS,
-      },
-    );
+    sts.issue(credentials(FIRST_KEY, 'first', firstExpiresInMs), credentials(SECOND_KEY, 'second', HOUR_MS));
     const source = new S3ByteSource({ endpoint: proxy.endpoint, baseDelayMs: 5 });
     const seenBefore = proxy.requests.length;
     try {
@@ -149,12 +136,7 @@ describe('S3ByteSource with web identity credentials (EKS IRSA) from an STS endp
 
   it('fails with one line naming the object when s3rver refuses the access key the STS handed out', async () => {
     sts.calls.length = 0;
-    sts.issue({
-      accessKeyId: 'ASIAEDLIRSAUNKNOWN01',
-      secretAccessKey: 'unknown-secret',
-      sessionToken: 'unknown-session',
-      expiresInMs: HOUR_MS,
-    });
+    sts.issue(credentials('ASIAEDLIRSAUNKNOWN01', 'unknown', HOUR_MS));
     const source = new S3ByteSource({ endpoint: proxy.endpoint, baseDelayMs: 5 });
     try {
       const failure = await source.stat(url).then(
