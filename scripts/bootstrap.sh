@@ -10,6 +10,9 @@ APT_PACKAGES=(cmake g++ make python3 clang clang-format libclang-rt-14-dev llvm 
 # Dawn (the `webgpu` package) needs a newer software Vulkan driver than bookworm ships.
 BACKPORTS_PACKAGES=(mesa-vulkan-drivers libvulkan1)
 
+# openssl: the HTTPS test makes its own CA and server certificate (packages/storage/test).
+APT_PACKAGES+=(openssl)
+
 # The linux-arm64-gnu addon: cross-compiled (scripts/build-linux-arm64.sh) and tested under qemu.
 APT_PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static)
 
