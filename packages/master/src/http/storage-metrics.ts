@@ -77,7 +77,7 @@ export class StorageMetrics {
       },
       {
         name: 'edl_storage_failures_total',
-        help: 'Reads from object storage or HTTP(S) that failed for good (after their last attempt)',
+        help: 'Requests to object storage or HTTP(S) that failed for good: after their last retry, or not worth retrying (a missing object, such as an absent sidecar index, counts)',
         type: 'counter',
         samples: counter((stats) => stats.failures),
       },
