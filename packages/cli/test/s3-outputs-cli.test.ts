@@ -3,11 +3,9 @@
  * --tensorboard-dir s3://...` (rolled events objects) and `edl predict --output s3://...` (the merged
  * predictions, committed whole).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { generateCensusCsv } from '@edl/model-zoo';
 import { TFRecordReader } from '@edl/recordio';
 import { type ObjectStat, S3ByteSource } from '@edl/storage';
@@ -17,38 +15,24 @@ import {
   type S3rverProcess,
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
+import { EDL_BIN, type EdlRun, runEdl } from './helpers/run-edl.js';
 
-const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'edl-cli-s3-outputs-'));
 const common = ['--model-def', 'census', '--data-reader-params', '{"header":true,"recordsPerShard":100}'];
 common.push('--backend', 'cpu', '--num-workers', '2');
 
-/** Runs the built `edl` with the s3rver account in its environment. */
-function run(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [edl, ...args, '--s3-endpoint', s3.endpoint], {
-      cwd: scratch,
-      env: {
-        ...process.env,
-        AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-        AWS_REGION: 'us-east-1',
-        EDL_DEBUG: '',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data) => {
-      stdout += String(data);
-    });
-    child.stderr.on('data', (data) => {
-      stderr += String(data);
-    });
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+/** Runs the built `edl` against s3rver (its account is in this process's environment, see beforeAll). */
+function run(args: string[]): Promise<EdlRun> {
+  return runEdl([...args, '--s3-endpoint', s3.endpoint], scratch);
 }
+
+/** The s3rver account for the `edl` processes, and what the variables were before. */
+const S3_ENV = {
+  AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+  AWS_REGION: 'us-east-1',
+};
+const savedEnv = Object.fromEntries(Object.keys(S3_ENV).map((name) => [name, process.env[name]]));
 
 let s3: S3rverProcess;
 let source: S3ByteSource;
@@ -60,14 +44,19 @@ async function bytesOf(object: ObjectStat): Promise<Buffer> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(edl)) throw new Error(`${edl} is missing: run 'pnpm run build:ts' first`);
+  if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm run build:ts' first`);
   s3 = await startS3rver();
   await s3.createBucket('outputs');
+  Object.assign(process.env, S3_ENV);
   source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
   train = await generateCensusCsv({ file: join(scratch, 'train.csv'), rows: 600, seed: 1 });
   valid = await generateCensusCsv({ file: join(scratch, 'valid.csv'), rows: 200, seed: 2 });
 }, 60_000);
 afterAll(async () => {
+  for (const [name, value] of Object.entries(savedEnv)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
   await source?.close();
   await s3?.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -90,7 +79,7 @@ describe('job outputs in S3', () => {
       '--tensorboard-dir',
       's3://outputs/tb/census/',
     ]);
-    expect(trained.status, trained.stderr).toBe(0);
+    expect(trained.code, trained.stderr).toBe(0);
     const events = await source.list('s3://outputs/tb/census/');
     // A short job: the one roll at the end of the job.
     expect(events.map((object) => object.location)).toEqual([
@@ -124,7 +113,7 @@ describe('job outputs in S3', () => {
       '--output',
       's3://outputs/predictions/census.jsonl',
     ]);
-    expect(predicted.status, predicted.stderr).toBe(0);
+    expect(predicted.code, predicted.stderr).toBe(0);
     expect(predicted.stdout).toContain('predictions written to s3://outputs/predictions/census.jsonl');
     expect(existsSync(join(scratch, 's3:'))).toBe(false);
     const [object] = await source.list('s3://outputs/predictions/census.jsonl');

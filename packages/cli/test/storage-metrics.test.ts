@@ -21,40 +21,17 @@ import {
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
 import { toStorageStatsReport } from '../src/job/storage-stats.js';
+import { type PrometheusSample, parsePrometheus } from './helpers/prometheus-text.js';
 
 const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
 const METRICS_TOKEN = 'scrape-storage';
 const JOB_TOKEN = 'storage-job-token';
 
-interface PromSample {
-  readonly name: string;
-  readonly labels: Record<string, string>;
-  readonly value: number;
-}
-
-/** Prometheus text exposition format: `# TYPE` lines and samples `name{labels} value`. */
-function parsePrometheus(text: string): { types: Map<string, string>; samples: PromSample[] } {
-  const types = new Map<string, string>();
-  const samples: PromSample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('# HELP ')) continue;
-    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram)$/.exec(line);
-    if (type) {
-      types.set(type[1] as string, type[2] as string);
-      continue;
-    }
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
-    if (sample === null) throw new Error(`not Prometheus text: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const m of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[m[1] as string] = m[2] as string;
-    }
-    samples.push({ name: sample[1] as string, labels, value: Number(sample[3]) });
-  }
-  return { types, samples };
-}
-
-function select(samples: readonly PromSample[], name: string, labels: Record<string, string>): PromSample[] {
+function select(
+  samples: readonly PrometheusSample[],
+  name: string,
+  labels: Record<string, string>,
+): PrometheusSample[] {
   return samples.filter(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   );

@@ -101,18 +101,9 @@ class LocalEventsFile implements EventsSink {
   }
 }
 
-/** The TFRecord framing of `records`, one buffer (the native encoder the writers use). */
-function framedRecords(records: readonly Uint8Array[]): Uint8Array {
-  const bounds = new Uint32Array(2 * records.length);
-  const data = new Uint8Array(records.reduce((n, r) => n + r.length, 0));
-  let at = 0;
-  records.forEach((record, i) => {
-    data.set(record, at);
-    bounds[2 * i] = at;
-    at += record.length;
-    bounds[2 * i + 1] = at;
-  });
-  return getAddon().tfrecordEncode(data, bounds);
+/** One event framed as a TFRecord (the native encoder the writers use). */
+function framed(event: Uint8Array): Uint8Array {
+  return getAddon().tfrecordEncode(event, Uint32Array.of(0, event.length));
 }
 
 /**
@@ -125,6 +116,7 @@ function framedRecords(records: readonly Uint8Array[]): Uint8Array {
 class RolledEventObjects implements EventsSink {
   readonly path: string;
   readonly #rollMs: number;
+  /** Framed events not uploaded yet. */
   #buffered: Uint8Array[] = [];
   #bufferedSince = Date.now();
   #parts = 0;
@@ -139,7 +131,7 @@ class RolledEventObjects implements EventsSink {
 
   write(event: Uint8Array): void {
     if (this.#buffered.length === 0) this.#bufferedSince = Date.now();
-    this.#buffered.push(event);
+    this.#buffered.push(framed(event));
   }
 
   flush(): void {
@@ -154,12 +146,12 @@ class RolledEventObjects implements EventsSink {
   }
 
   #roll(): void {
-    const events = [encodeFileVersionEvent(Date.now() / 1000), ...this.#buffered];
+    const part = Buffer.concat([framed(encodeFileVersionEvent(Date.now() / 1000)), ...this.#buffered]);
     this.#buffered = [];
     this.#parts++;
     const location = `${this.path}.${String(this.#parts).padStart(6, '0')}`;
     this.#uploads = this.#uploads.then(() =>
-      putObject(location, framedRecords(events)).catch((error: unknown) => {
+      putObject(location, part).catch((error: unknown) => {
         // The first failure is kept for close; the job goes on (the scalars are a report of it).
         this.#failure ??= new Error(
           `could not write the TensorBoard events object ${location}: ${String(error)}`,

@@ -48,16 +48,21 @@ async function eventsOf(location: string): Promise<string[]> {
   return records;
 }
 
+/** A training master and its status tracker, for a writer to follow. */
+async function newJob(): Promise<{ master: Master; tracker: JobStatusTracker }> {
+  const master = await Master.create({
+    jobType: 'training',
+    trainingShards: [{ name: 's', start: 0, count: 10 }],
+    logger: silentLogger,
+  });
+  return { master, tracker: new JobStatusTracker(master, { jobId: 't' }) };
+}
+
 const FILE_VERSION = `1a0d${Buffer.from('brain.Event:2').toString('hex')}`;
 
 describe('TensorBoardWriter on S3', () => {
   it('rolls the events into whole objects, in name order, each readable by itself', async () => {
-    const master = await Master.create({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 10 }],
-      logger: silentLogger,
-    });
-    const tracker = new JobStatusTracker(master, { jobId: 't' });
+    const { master, tracker } = await newJob();
     // A roll at every flush (rollMs 0), and no timer flush during the test.
     const writer = new TensorBoardWriter('s3://events/run-1/', master, tracker, 3_600_000, 0);
     expect(writer.path).toMatch(/^s3:\/\/events\/run-1\/events\.out\.tfevents\.\d+\./);
@@ -83,12 +88,7 @@ describe('TensorBoardWriter on S3', () => {
   }, 60_000);
 
   it('keeps the events of a roll period together and writes nothing for an idle job', async () => {
-    const master = await Master.create({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: 10 }],
-      logger: silentLogger,
-    });
-    const tracker = new JobStatusTracker(master, { jobId: 't' });
+    const { master, tracker } = await newJob();
     const idle = new TensorBoardWriter('s3://events/idle', master, tracker, 3_600_000, 0);
     await idle.close();
     expect(await source.list('s3://events/idle/')).toEqual([]);
