@@ -2,7 +2,8 @@
  * Object-storage counters on /metrics and the live view: a real master serving HTTP and real
  * `edl worker` processes training MNIST from RecordIO objects in a real s3rver process. The workers
  * send their S3 byte source's counters with their heartbeats; /metrics must show them as the
- * `edl_storage_*` families while the job runs, and /api/status as the page's storage totals.
+ * `edl_storage_*` families while the job runs, /api/status as the storage totals, and the page
+ * (in headless chromium) as its storage line.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,6 +15,7 @@ import { type MasterHandle, silentLogger, startMaster } from '@edl/master';
 import { writeMnistRecordIO } from '@edl/model-zoo';
 import { fromWorkerStatsMessage, toWorkerStatsMessage } from '@edl/proto';
 import { configureS3, RemoteStats } from '@edl/storage';
+import puppeteer from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   S3RVER_CREDENTIALS,
@@ -195,5 +197,25 @@ describe('edl_storage_* while workers read from s3rver', () => {
     expect(s3Totals?.requests).toBeGreaterThan(0);
     expect(s3Totals?.bytes).toBeGreaterThan(0);
     expect(s3Totals?.meanLatencySeconds).toBeGreaterThan(0);
+    // The page's storage line, in Debian's headless chromium: shown once a worker reads from S3.
+    const browser = await puppeteer.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${origin}/?token=${JOB_TOKEN}`, { waitUntil: 'load' });
+      // Page-side code as strings: the tests are type-checked without the DOM library.
+      await page.waitForFunction(
+        `/^s3: [\\d,]+ \\/ /.test(document.getElementById('storage').textContent) && !document.getElementById('storage-card').hidden`,
+        { timeout: 30_000 },
+      );
+      const line = (await page.evaluate(`document.getElementById('storage').textContent`)) as string;
+      // requests / bytes / retries (throttled) / mean latency: s3rver throttles nothing.
+      expect(line).toMatch(/^s3: [\d,]+ \/ [\d.,]+ (B|MiB|GiB) \/ 0 \(0\) \/ \d+ ms/);
+    } finally {
+      await browser.close();
+    }
   }, 120_000);
 });
