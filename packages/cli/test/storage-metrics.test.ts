@@ -22,7 +22,7 @@ import {
   type S3rverProcess,
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
-import { toStorageStatsReport } from '../src/job/storage-stats.js';
+import { remoteStorageStats, toStorageStatsReport } from '../src/job/storage-stats.js';
 import { type PrometheusSample, parsePrometheus } from './helpers/prometheus-text.js';
 
 const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
@@ -72,6 +72,24 @@ describe('remote byte-source counters on the wire', () => {
     // A histogram whose counts do not fit its bounds is refused, naming the source.
     const broken = { ...live, storage: [{ ...report, latency: { ...report.latency, counts: [1] } }] };
     expect(() => toWorkerStatsMessage(broken)).toThrow(/latency counts for storage\[s3\]/);
+  });
+});
+
+describe('remoteStorageStats', () => {
+  it('reports one source per remote scheme among the origins, none for local files or a table', async () => {
+    const stats = await remoteStorageStats([
+      undefined,
+      '/data/train.rio',
+      'file:///data/valid.rio',
+      'postgres://edl@127.0.0.1:5432/edl',
+      's3://bucket/train/',
+      's3://bucket/valid/',
+      'https://data.example/test.rio',
+    ]);
+    expect(stats().map((report) => report.scheme)).toEqual(['s3', 'https']);
+    // A table origin is no error: it has no byte source, so no counters.
+    const local = await remoteStorageStats(['/data/train.rio', 'postgres://edl@127.0.0.1/edl']);
+    expect(local()).toEqual([]);
   });
 });
 

@@ -21,7 +21,8 @@ export function toStorageStatsReport(scheme: string, snapshot: RemoteStatsSnapsh
 /**
  * What a worker sends as `storageStats`: the counters of the byte source of every remote scheme
  * among `locations` (its data origins). Byte sources are one per scheme per process, so these are
- * the counters of every read the worker makes from that scheme. Local origins add nothing.
+ * the counters of every read the worker makes from that scheme. Local origins, and those no byte
+ * source reads (a table), add nothing.
  */
 export async function remoteStorageStats(
   locations: readonly (string | undefined)[],
@@ -30,7 +31,8 @@ export async function remoteStorageStats(
   for (const location of locations) {
     const scheme = location === undefined ? undefined : schemeOf(location);
     if (location === undefined || scheme === undefined || scheme === 'file' || sources.has(scheme)) continue;
-    const source = await byteSourceFor(location);
+    // An origin that no byte source reads (postgresql://, a custom reader's) has no counters.
+    const source = await byteSourceFor(location).catch(() => undefined);
     if (source instanceof RemoteByteSource) sources.set(scheme, source);
   }
   return () => [...sources].map(([scheme, source]) => toStorageStatsReport(scheme, source.stats.snapshot()));
