@@ -16,6 +16,7 @@ import { generateCensusCsv } from '@edl/model-zoo';
 import { TFRecordReader } from '@edl/recordio';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePrometheus } from './helpers/prometheus-text.js';
 
 const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -29,32 +30,6 @@ let page: Page;
 let whileRunning: ReturnType<typeof parsePrometheus>;
 const EPOCHS = 16;
 const TRAIN_ROWS = 4000;
-
-/** Prometheus text exposition format: families with HELP/TYPE, samples `name{labels} value`. */
-function parsePrometheus(text: string): {
-  types: Map<string, string>;
-  samples: Array<{ name: string; labels: Record<string, string>; value: number }>;
-} {
-  const types = new Map<string, string>();
-  const samples: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);
-    if (type) {
-      types.set(type[1] as string, type[2] as string);
-      continue;
-    }
-    if (/^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*$/.test(line)) continue;
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
-    if (sample === null) throw new Error(`not Prometheus text: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const m of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[m[1] as string] = m[2] as string;
-    }
-    samples.push({ name: sample[1] as string, labels, value: Number(sample[3]) });
-  }
-  return { types, samples };
-}
 
 async function metrics(token = METRICS_TOKEN) {
   const response = await fetch(`${handle.liveView?.origin}/metrics`, {

@@ -90,4 +90,9 @@ export {
 export { FATAL_TASK_ERROR_CODES, type FatalTaskErrorCode, fatalTaskErrorCode } from './task-errors.js';
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
-export { fromWorkerStatsMessage, toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';
+export {
+  fromWorkerStatsMessage,
+  type StorageStatsReport,
+  toWorkerStatsMessage,
+  type WorkerStatsReport,
+} from './worker-stats.js';

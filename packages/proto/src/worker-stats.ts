@@ -1,6 +1,36 @@
 import { create } from '@bufbuild/protobuf';
-import { type WorkerStats, WorkerStatsSchema } from './generated/edl/v1/master_pb.js';
+import {
+  type StorageStats,
+  StorageStatsSchema,
+  type WorkerStats,
+  WorkerStatsSchema,
+} from './generated/edl/v1/master_pb.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
+
+/**
+ * Cumulative counters of one remote byte source (a URL scheme) in a worker process: what the
+ * master exports as `edl_storage_*` so a user can see throttling while the job runs.
+ */
+export interface StorageStatsReport {
+  /** The URL scheme: s3, https or http. */
+  readonly scheme: string;
+  /** Requests sent (HEAD, GET, LIST), retries included. */
+  readonly requests: number;
+  /** Body bytes received by range reads. */
+  readonly bytes: number;
+  /** Retries by cause. */
+  readonly retries: Readonly<Record<string, number>>;
+  /** Reads that failed for good. */
+  readonly failures: number;
+  /** Request latency (time to first byte) histogram. */
+  readonly latency: {
+    /** Upper bounds of the buckets, in seconds. */
+    readonly boundsSeconds: readonly number[];
+    /** Requests per bucket, not cumulative; one more entry than the bounds, for the rest. */
+    readonly counts: readonly number[];
+    readonly sumSeconds: number;
+  };
+}
 
 /** A worker's cumulative counters, as it sends them with its heartbeats (plain numbers). */
 export interface WorkerStatsReport {
@@ -19,6 +49,8 @@ export interface WorkerStatsReport {
   readonly elapsedSeconds: number;
   /** Seconds per timed activity (get_task, get_batch, input_fn, data_wait, compute_loss, ...). */
   readonly timerSeconds: Readonly<Record<string, number>>;
+  /** Counters of the remote byte sources read, one per scheme (absent when it read none). */
+  readonly storage?: readonly StorageStatsReport[];
 }
 
 /** The wire message of a {@link WorkerStatsReport}. */
@@ -34,6 +66,7 @@ export function toWorkerStatsMessage(stats: WorkerStatsReport): WorkerStats {
     lossSteps: toWireInt(stats.lossSteps, 'lossSteps'),
     elapsedSeconds: stats.elapsedSeconds,
     timerSeconds: { ...stats.timerSeconds },
+    storage: (stats.storage ?? []).map(toStorageStatsMessage),
   });
 }
 
@@ -52,5 +85,54 @@ export function fromWorkerStatsMessage(message: WorkerStats): WorkerStatsReport 
     lossSteps: toSafeNumber(message.lossSteps, 'lossSteps'),
     elapsedSeconds: message.elapsedSeconds,
     timerSeconds: { ...message.timerSeconds },
+    ...(message.storage.length === 0 ? {} : { storage: message.storage.map(fromStorageStatsMessage) }),
+  };
+}
+
+function toStorageStatsMessage(stats: StorageStatsReport): StorageStats {
+  const name = `storage[${stats.scheme}]`;
+  const { latency } = stats;
+  if (latency.counts.length !== latency.boundsSeconds.length + 1) {
+    throw new RangeError(
+      `Expected ${latency.boundsSeconds.length + 1} latency counts for ${name} but received ${latency.counts.length}`,
+    );
+  }
+  return create(StorageStatsSchema, {
+    scheme: stats.scheme,
+    requests: toWireInt(stats.requests, `${name}.requests`),
+    bytes: toWireInt(stats.bytes, `${name}.bytes`),
+    retries: Object.fromEntries(
+      Object.entries(stats.retries).map(([cause, n]) => [cause, toWireInt(n, `${name}.retries.${cause}`)]),
+    ),
+    failures: toWireInt(stats.failures, `${name}.failures`),
+    latencyBoundsSeconds: [...latency.boundsSeconds],
+    latencyCounts: latency.counts.map((n, i) => toWireInt(n, `${name}.latency.counts[${i}]`)),
+    latencySumSeconds: latency.sumSeconds,
+  });
+}
+
+function fromStorageStatsMessage(message: StorageStats): StorageStatsReport {
+  const name = `storage[${message.scheme}]`;
+  if (message.latencyCounts.length !== message.latencyBoundsSeconds.length + 1) {
+    throw new RangeError(
+      `Expected ${message.latencyBoundsSeconds.length + 1} latency counts for ${name} but received ${message.latencyCounts.length}`,
+    );
+  }
+  return {
+    scheme: message.scheme,
+    requests: toSafeNumber(message.requests, `${name}.requests`),
+    bytes: toSafeNumber(message.bytes, `${name}.bytes`),
+    retries: Object.fromEntries(
+      Object.entries(message.retries).map(([cause, n]) => [
+        cause,
+        toSafeNumber(n, `${name}.retries.${cause}`),
+      ]),
+    ),
+    failures: toSafeNumber(message.failures, `${name}.failures`),
+    latency: {
+      boundsSeconds: [...message.latencyBoundsSeconds],
+      counts: message.latencyCounts.map((n, i) => toSafeNumber(n, `${name}.latency.counts[${i}]`)),
+      sumSeconds: message.latencySumSeconds,
+    },
   };
 }

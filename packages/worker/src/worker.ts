@@ -1,7 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
-import { MasterRpcError, type NamedTensor, type TaskAssignment, taskKindOf } from '@edl/proto';
+import {
+  MasterRpcError,
+  type NamedTensor,
+  type StorageStatsReport,
+  type TaskAssignment,
+  taskKindOf,
+} from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
 import { taskErrorText } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
@@ -48,6 +54,11 @@ export interface WorkerOptions<TRecord> {
   readonly backend?: string;
   /** Heartbeat period in milliseconds (default 2000). */
   readonly heartbeatMs?: number;
+  /**
+   * Counters of the remote byte sources the readers read from, sent with every heartbeat so the
+   * master's `/metrics` and live view show requests, bytes, retries and latency while the job runs.
+   */
+  readonly storageStats?: () => readonly StorageStatsReport[];
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
   readonly predictionOutput?: string;
   /** Recomputations of a minibatch after STALE answers before its task fails (default: no limit, as ElasticDL). */
@@ -268,7 +279,9 @@ class WorkerLoop<TRecord> {
 
   async #heartbeat(): Promise<void> {
     try {
-      const stats = this.#tasks.liveStats(this.#o.backend ?? tf.getBackend() ?? '', this.#timers);
+      const live = this.#tasks.liveStats(this.#o.backend ?? tf.getBackend() ?? '', this.#timers);
+      const storage = this.#o.storageStats?.() ?? [];
+      const stats = storage.length === 0 ? live : { ...live, storage };
       const response = await this.#o.master.heartbeat(this.#o.workerId, stats);
       if (response.shouldStop && !this.#stopRequested) {
         this.#stopRequested = true;

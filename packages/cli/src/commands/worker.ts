@@ -104,10 +104,12 @@ export const command: Command = {
         withRetries,
       },
       { loadModel, openReader },
+      { remoteStorageStats },
     ] = await Promise.all([
       import('@edl/proto'),
       import('@edl/worker'),
       import('../job/model-and-readers.js'),
+      import('../job/storage-stats.js'),
     ]);
     const logger = jsonLineLogger(
       io.stdout,
@@ -126,6 +128,11 @@ export const command: Command = {
     const evaluation = await open(values['validation-data']);
     const prediction = await open(values['prediction-data']);
     const reader = (training ?? evaluation ?? prediction) as DataReader<unknown>;
+    const storageStats = await remoteStorageStats([
+      values['training-data'],
+      values['validation-data'],
+      values['prediction-data'],
+    ]);
     const statsDir = values['stats-dir'];
     const exportDir = values['export-dir'];
     const checkpoint = values['model-checkpoint'];
@@ -176,6 +183,7 @@ export const command: Command = {
         reader,
         ...(evaluation ? { evaluationReader: evaluation } : {}),
         ...(prediction ? { predictionReader: prediction } : {}),
+        storageStats,
         minibatchSize: values['minibatch-size'] ?? 64,
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,

@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { appendFile, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { JobResult, MasterHandle } from '@edl/master';
+import { putObject } from '@edl/storage';
 import type * as WorkerModule from '@edl/worker';
 import type { TimersReport } from '@edl/worker';
 import type { CommandIO } from '../command.js';
@@ -121,7 +121,11 @@ function writeTimingTable(
   );
 }
 
-/** Concatenates the workers' prediction part files into `output`, ordered by shard and record. */
+/**
+ * Concatenates the workers' prediction part files into `output` (a path, or `s3://bucket/key`),
+ * ordered by shard and record, committed whole: a failed job or upload leaves no partial file or
+ * object.
+ */
 export async function mergePredictions(output: string, statsDir: string): Promise<void> {
   const parts = readdirSync(statsDir).filter((f) => f.endsWith('.predictions.jsonl'));
   const lines: Array<{ shard: string; record: number; text: string }> = [];
@@ -133,7 +137,6 @@ export async function mergePredictions(output: string, statsDir: string): Promis
     }
   }
   lines.sort((a, b) => (a.shard === b.shard ? a.record - b.record : a.shard < b.shard ? -1 : 1));
-  await writeFile(output, '');
-  if (lines.length > 0) await appendFile(output, `${lines.map((l) => l.text).join('\n')}\n`);
-  if (!existsSync(output)) throw new Error(`could not write ${output}`);
+  const text = lines.length === 0 ? '' : `${lines.map((l) => l.text).join('\n')}\n`;
+  await putObject(output, Buffer.from(text, 'utf8'));
 }

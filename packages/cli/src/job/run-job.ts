@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 // worker's own start-up is the longest wait before the first step).
 import type { JobResult, MasterHandle, MasterLogger, StartMasterOptions } from '@edl/master';
 import { LocalInstanceManager } from '@edl/master/local-workers';
+import { normalizeLocation } from '@edl/storage';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
 import { type JobOutcome, mergePredictions, readWorkerStats, reportJob } from './job-report.js';
@@ -127,7 +128,7 @@ async function runJobIn(
   const jobType = jobTypeFor(kind, options);
   const modelDefPath = resolveModelDef(options.modelDef);
   const predictionOutput =
-    kind === 'predict' ? path.resolve(options.output ?? 'predictions.jsonl') : undefined;
+    kind === 'predict' ? normalizeLocation(options.output ?? 'predictions.jsonl') : undefined;
   const bar = io.isTTY && !options.quiet ? new ProgressBar(io.stderr) : undefined;
   const run: JobRun = {
     options,

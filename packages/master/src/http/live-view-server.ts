@@ -78,7 +78,7 @@ function send(response: ServerResponse, status: number, type: string, body: stri
 
 /**
  * Serves the live view of a job over HTTP: the page (`/`), its static files, `GET /api/status`
- * (the {@link JobStatusSnapshot} as JSON), `GET /api/events` (the same, pushed as server-sent
+ * (the {@link JobStatusSnapshot} as JSON, with `storage`: object-storage totals per URL scheme), `GET /api/events` (the same, pushed as server-sent
  * events) and `GET /metrics` (Prometheus text). Every request without the job token gets 401; the
  * page's first visit with `?token=` sets it as an HttpOnly cookie, so the address bar can drop it.
  */
@@ -91,6 +91,8 @@ export async function serveLiveView(
   const pushMs = options.pushMs ?? 1000;
   const dir = staticDir();
   const streams = new Set<ServerResponse>();
+  // The tracker's snapshot plus the object-storage totals the page shows as its storage line.
+  const status = () => JSON.stringify({ ...tracker.snapshot(), storage: metrics.storageTotals?.() ?? [] });
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://localhost');
@@ -136,7 +138,7 @@ export async function serveLiveView(
       return;
     }
     if (url.pathname === '/api/status') {
-      send(response, 200, 'application/json; charset=utf-8', JSON.stringify(tracker.snapshot()));
+      send(response, 200, 'application/json; charset=utf-8', status());
       return;
     }
     if (url.pathname === '/api/events') {
@@ -145,7 +147,7 @@ export async function serveLiveView(
         'cache-control': 'no-store',
         connection: 'keep-alive',
       });
-      const push = () => response.write(`data: ${JSON.stringify(tracker.snapshot())}\n\n`);
+      const push = () => response.write(`data: ${status()}\n\n`);
       push();
       const timer = setInterval(push, pushMs);
       streams.add(response);

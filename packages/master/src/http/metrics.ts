@@ -7,6 +7,7 @@ import {
   type Sample,
   writePrometheusText,
 } from './prometheus-text.js';
+import { StorageMetrics, type StorageTotals } from './storage-metrics.js';
 
 /** Buckets of `edl_step_seconds`: 1 ms to 30 s. */
 const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -17,6 +18,8 @@ export interface JobMetrics {
   readonly contentType: string;
   /** Prometheus text exposition of every metric now, each sample labelled with `job_id`. */
   metrics(): string;
+  /** Object-storage reads summed over the workers, per URL scheme, for the live view. */
+  storageTotals?(): StorageTotals[];
 }
 
 /**
@@ -27,6 +30,7 @@ export interface JobMetrics {
 export function createJobMetrics(master: Master, tracker: JobStatusTracker): JobMetrics {
   const steps = new HistogramCounts(STEP_BUCKETS);
   tracker.onStepSeconds((worker, seconds, n) => steps.observe({ worker }, seconds, n));
+  const storage = new StorageMetrics(master);
   const families = (): Family[] => {
     const status = tracker.snapshot();
     const records = status.job.records;
@@ -109,10 +113,12 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Job
         type: 'counter',
         samples: [{ value: tracker.workerRelaunches }],
       },
+      ...storage.families(),
     ];
   };
   return {
     contentType: PROMETHEUS_CONTENT_TYPE,
     metrics: () => writePrometheusText(families(), { job_id: tracker.jobId }),
+    storageTotals: () => storage.totals(),
   };
 }

@@ -207,6 +207,27 @@ function renderEvents(events) {
   if (atBottom) list.scrollTop = list.scrollHeight;
 }
 
+const bytesText = (n) =>
+  n >= 2 ** 30
+    ? `${(n / 2 ** 30).toFixed(1)} GiB`
+    : n >= 2 ** 20
+      ? `${(n / 2 ** 20).toFixed(1)} MiB`
+      : `${fmt.format(n)} B`;
+
+// One line per URL scheme the workers read (s3, https): throttling shows as retries while the job runs.
+function renderStorage(storage) {
+  const card = $('storage-card');
+  card.hidden = !storage || storage.length === 0;
+  if (card.hidden) return;
+  const lines = storage.map((t) => {
+    const retries = Object.values(t.retries).reduce((a, b) => a + b, 0);
+    const latency = `${(t.meanLatencySeconds * 1000).toFixed(0)} ms`;
+    const failed = t.failures > 0 ? `, ${fmt.format(t.failures)} failed` : '';
+    return `${t.scheme}: ${fmt.format(t.requests)} / ${bytesText(t.bytes)} / ${fmt.format(retries)} (${fmt.format(t.retries.throttled ?? 0)}) / ${latency}${failed}`;
+  });
+  setText($('storage'), lines.join('\n'));
+}
+
 function render(s) {
   const job = s.job;
   setText($('job-id'), job.id);
@@ -231,6 +252,7 @@ function render(s) {
     `${fmt.format(job.gradients.applied)} / ${fmt.format(job.gradients.stale)} / ${fmt.format(job.gradients.rejected)}`,
   );
   setText($('relaunches'), String(job.workerRelaunches));
+  renderStorage(s.storage);
 
   throughputChart.setData([s.throughput.map((p) => p[0]), s.throughput.map((p) => p[1])]);
   lossChart.setData([s.loss.map((p) => p[0]), s.loss.map((p) => p[2])]);

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIInkKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBARIWCg53YW50X29wdGltaXplchgEIAEoCEIPCg1faGF2ZV92ZXJzaW9uIlIKDk9wdGltaXplclN0YXRlEhMKC2NvbmZpZ19qc29uGAEgASgJEgwKBHN0ZXAYAiABKAMSHQoFc2xvdHMYAyADKAsyDi5lZGwudjEuVGVuc29yIpkBChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvchIRCgl1bmNoYW5nZWQYBCABKAgSKQoJb3B0aW1pemVyGAUgASgLMhYuZWRsLnYxLk9wdGltaXplclN0YXRlIk4KFlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEiEKCXZhcmlhYmxlcxgCIAMoCzIOLmVkbC52MS5UZW5zb3IiPAoXUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgSDwoHdmVyc2lvbhgCIAEoAyJECglUYXNrUmFuZ2USDwoHdGFza19pZBgBIAEoAxITCgtyYW5nZV9zdGFydBgCIAEoAxIRCglyYW5nZV9lbmQYAyABKAMi6QEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yEiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRISCgp3YW50X21vZGVsGAggASgIEg4KBm1pcnJvchgJIAEoCCLOAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIEhAKCG1pcnJvcmVkGAYgASgIEhYKDm1vZGVsX2NoZWNrc3VtGAcgASgHIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMi6wIKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiPwoRSGVhcnRiZWF0UmVzcG9uc2USEwoLc2hvdWxkX3N0b3AYASABKAgSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAyIqChNTY2FsZVdvcmtlcnNSZXF1ZXN0EhMKC251bV93b3JrZXJzGAEgASgFIisKFFNjYWxlV29ya2Vyc1Jlc3BvbnNlEhMKC251bV93b3JrZXJzGAEgASgFIhUKE0dldEpvYlN0YXR1c1JlcXVlc3Qi2QEKFEdldEpvYlN0YXR1c1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg0KBWVycm9yGAIgASgJEg0KBWVwb2NoGAMgASgFEhIKCm51bV9lcG9jaHMYBCABKAUSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxISCgp0b2RvX3Rhc2tzGAYgASgFEhMKC2RvaW5nX3Rhc2tzGAcgASgFEhQKDHJlY29yZHNfZG9uZRgIIAEoAxIVCg1yZWNvcmRzX3RvdGFsGAkgASgDEhMKC251bV93b3JrZXJzGAogASgFIg0KC1BpbmdSZXF1ZXN0Ig4KDFBpbmdSZXNwb25zZSLGAQoRVGFza1N0cmVhbVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoDRIqCghnZXRfdGFzaxgCIAEoCzIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdEgAEj0KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0SABCBgoEY2FsbCIqCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdkZXRhaWxzGAIgASgJIvABChJUYXNrU3RyZWFtUmVzcG9uc2USDwoHY2FsbF9pZBgBIAEoDRIrCghnZXRfdGFzaxgCIAEoCzIXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2VIABI+ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlSAASLgoJaGVhcnRiZWF0GAQgASgLMhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlSAASIgoFZXJyb3IYBSABKAsyES5lZGwudjEuQ2FsbEVycm9ySABCCAoGcmVzdWx0IkIKFlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QSKAoFY2FsbHMYASADKAsyGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QiRgoXVGFza0JhdGNoU3RyZWFtUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UqpwEKCFRhc2tUeXBlEhkKFVRBU0tfVFlQRV9VTlNQRUNJRklFRBAAEhYKElRBU0tfVFlQRV9UUkFJTklORxABEhgKFFRBU0tfVFlQRV9FVkFMVUFUSU9OEAISGAoUVEFTS19UWVBFX1BSRURJQ1RJT04QAxISCg5UQVNLX1RZUEVfV0FJVBAEEiAKHFRBU0tfVFlQRV9UUkFJTl9FTkRfQ0FMTEJBQ0sQBSrUAQoOR3JhZGllbnRTdGF0dXMSHwobR1JBRElFTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYR1JBRElFTlRfU1RBVFVTX0FDQ0VQVEVEEAESGQoVR1JBRElFTlRfU1RBVFVTX1NUQUxFEAISIwofR1JBRElFTlRfU1RBVFVTX0FMUkVBRFlfQVBQTElFRBADEiAKHEdSQURJRU5UX1NUQVRVU19PVVRfT0ZfT1JERVIQBBIhCh1HUkFESUVOVF9TVEFUVVNfVEFTS19OT1RfSEVMRBAFMvMHCg1NYXN0ZXJTZXJ2aWNlEjoKB0dldFRhc2sSFi5lZGwudjEuR2V0VGFza1JlcXVlc3QaFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlElUKEFJlcG9ydFRhc2tSZXN1bHQSHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3QaIC5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEj0KCEdldE1vZGVsEhcuZWRsLnYxLkdldE1vZGVsUmVxdWVzdBoYLmVkbC52MS5HZXRNb2RlbFJlc3BvbnNlElIKD1JlcG9ydFZhcmlhYmxlcxIeLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXF1ZXN0Gh8uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1Jlc3BvbnNlEk8KDlJlcG9ydEdyYWRpZW50Eh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlEmoKF1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzEiYuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVxdWVzdBonLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmVkbC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZWRsLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkkKDFNjYWxlV29ya2VycxIbLmVkbC52MS5TY2FsZVdvcmtlcnNSZXF1ZXN0GhwuZWRsLnYxLlNjYWxlV29ya2Vyc1Jlc3BvbnNlEkkKDEdldEpvYlN0YXR1cxIbLmVkbC52MS5HZXRKb2JTdGF0dXNSZXF1ZXN0GhwuZWRsLnYxLkdldEpvYlN0YXR1c1Jlc3BvbnNlEjEKBFBpbmcSEy5lZGwudjEuUGluZ1JlcXVlc3QaFC5lZGwudjEuUGluZ1Jlc3BvbnNlEkcKClRhc2tTdHJlYW0SGS5lZGwudjEuVGFza1N0cmVhbVJlcXVlc3QaGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKAEwARJWCg9UYXNrQmF0Y2hTdHJlYW0SHi5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVxdWVzdBofLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXNwb25zZSgBMAESUwoOR3JhZGllbnRTdHJlYW0SHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2UoATABYgZwcm90bzM");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIInkKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBARIWCg53YW50X29wdGltaXplchgEIAEoCEIPCg1faGF2ZV92ZXJzaW9uIlIKDk9wdGltaXplclN0YXRlEhMKC2NvbmZpZ19qc29uGAEgASgJEgwKBHN0ZXAYAiABKAMSHQoFc2xvdHMYAyADKAsyDi5lZGwudjEuVGVuc29yIpkBChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvchIRCgl1bmNoYW5nZWQYBCABKAgSKQoJb3B0aW1pemVyGAUgASgLMhYuZWRsLnYxLk9wdGltaXplclN0YXRlIk4KFlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEiEKCXZhcmlhYmxlcxgCIAMoCzIOLmVkbC52MS5UZW5zb3IiPAoXUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgSDwoHdmVyc2lvbhgCIAEoAyJECglUYXNrUmFuZ2USDwoHdGFza19pZBgBIAEoAxITCgtyYW5nZV9zdGFydBgCIAEoAxIRCglyYW5nZV9lbmQYAyABKAMi6QEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yEiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRISCgp3YW50X21vZGVsGAggASgIEg4KBm1pcnJvchgJIAEoCCLOAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIEhAKCG1pcnJvcmVkGAYgASgIEhYKDm1vZGVsX2NoZWNrc3VtGAcgASgHIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMikgMKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMSJQoHc3RvcmFnZRgLIAMoCzIULmVkbC52MS5TdG9yYWdlU3RhdHMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiigIKDFN0b3JhZ2VTdGF0cxIOCgZzY2hlbWUYASABKAkSEAoIcmVxdWVzdHMYAiABKAMSDQoFYnl0ZXMYAyABKAMSMgoHcmV0cmllcxgEIAMoCzIhLmVkbC52MS5TdG9yYWdlU3RhdHMuUmV0cmllc0VudHJ5EhAKCGZhaWx1cmVzGAUgASgDEh4KFmxhdGVuY3lfYm91bmRzX3NlY29uZHMYBiADKAESFgoObGF0ZW5jeV9jb3VudHMYByADKAMSGwoTbGF0ZW5jeV9zdW1fc2Vjb25kcxgIIAEoARouCgxSZXRyaWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASI/ChFIZWFydGJlYXRSZXNwb25zZRITCgtzaG91bGRfc3RvcBgBIAEoCBIVCg1tb2RlbF92ZXJzaW9uGAIgASgDIioKE1NjYWxlV29ya2Vyc1JlcXVlc3QSEwoLbnVtX3dvcmtlcnMYASABKAUiKwoUU2NhbGVXb3JrZXJzUmVzcG9uc2USEwoLbnVtX3dvcmtlcnMYASABKAUiFQoTR2V0Sm9iU3RhdHVzUmVxdWVzdCLZAQoUR2V0Sm9iU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSDQoFZXJyb3IYAiABKAkSDQoFZXBvY2gYAyABKAUSEgoKbnVtX2Vwb2NocxgEIAEoBRIVCg1tb2RlbF92ZXJzaW9uGAUgASgDEhIKCnRvZG9fdGFza3MYBiABKAUSEwoLZG9pbmdfdGFza3MYByABKAUSFAoMcmVjb3Jkc19kb25lGAggASgDEhUKDXJlY29yZHNfdG90YWwYCSABKAMSEwoLbnVtX3dvcmtlcnMYCiABKAUiDQoLUGluZ1JlcXVlc3QiDgoMUGluZ1Jlc3BvbnNlIsYBChFUYXNrU3RyZWFtUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgNEioKCGdldF90YXNrGAIgASgLMhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0SAASPQoScmVwb3J0X3Rhc2tfcmVzdWx0GAMgASgLMh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0SAASLQoJaGVhcnRiZWF0GAQgASgLMhguZWRsLnYxLkhlYXJ0YmVhdFJlcXVlc3RIAEIGCgRjYWxsIioKCUNhbGxFcnJvchIMCgRjb2RlGAEgASgFEg8KB2RldGFpbHMYAiABKAki8AEKElRhc2tTdHJlYW1SZXNwb25zZRIPCgdjYWxsX2lkGAEgASgNEisKCGdldF90YXNrGAIgASgLMhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZUgAEj4KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIgLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVzcG9uc2VIABIuCgloZWFydGJlYXQYBCABKAsyGS5lZGwudjEuSGVhcnRiZWF0UmVzcG9uc2VIABIiCgVlcnJvchgFIAEoCzIRLmVkbC52MS5DYWxsRXJyb3JIAEIICgZyZXN1bHQiQgoWVGFza0JhdGNoU3RyZWFtUmVxdWVzdBIoCgVjYWxscxgBIAMoCzIZLmVkbC52MS5UYXNrU3RyZWFtUmVxdWVzdCJGChdUYXNrQmF0Y2hTdHJlYW1SZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSqnAQoIVGFza1R5cGUSGQoVVEFTS19UWVBFX1VOU1BFQ0lGSUVEEAASFgoSVEFTS19UWVBFX1RSQUlOSU5HEAESGAoUVEFTS19UWVBFX0VWQUxVQVRJT04QAhIYChRUQVNLX1RZUEVfUFJFRElDVElPThADEhIKDlRBU0tfVFlQRV9XQUlUEAQSIAocVEFTS19UWVBFX1RSQUlOX0VORF9DQUxMQkFDSxAFKtQBCg5HcmFkaWVudFN0YXR1cxIfChtHUkFESUVOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhHUkFESUVOVF9TVEFUVVNfQUNDRVBURUQQARIZChVHUkFESUVOVF9TVEFUVVNfU1RBTEUQAhIjCh9HUkFESUVOVF9TVEFUVVNfQUxSRUFEWV9BUFBMSUVEEAMSIAocR1JBRElFTlRfU1RBVFVTX09VVF9PRl9PUkRFUhAEEiEKHUdSQURJRU5UX1NUQVRVU19UQVNLX05PVF9IRUxEEAUy8wcKDU1hc3RlclNlcnZpY2USOgoHR2V0VGFzaxIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdBoXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2USVQoQUmVwb3J0VGFza1Jlc3VsdBIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBogLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVzcG9uc2USPQoIR2V0TW9kZWwSFy5lZGwudjEuR2V0TW9kZWxSZXF1ZXN0GhguZWRsLnYxLkdldE1vZGVsUmVzcG9uc2USUgoPUmVwb3J0VmFyaWFibGVzEh4uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QaHy5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USTwoOUmVwb3J0R3JhZGllbnQSHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2USagoXUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3MSJi5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0GicuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZWRsLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5lZGwudjEuSGVhcnRiZWF0UmVzcG9uc2USSQoMU2NhbGVXb3JrZXJzEhsuZWRsLnYxLlNjYWxlV29ya2Vyc1JlcXVlc3QaHC5lZGwudjEuU2NhbGVXb3JrZXJzUmVzcG9uc2USSQoMR2V0Sm9iU3RhdHVzEhsuZWRsLnYxLkdldEpvYlN0YXR1c1JlcXVlc3QaHC5lZGwudjEuR2V0Sm9iU3RhdHVzUmVzcG9uc2USMQoEUGluZxITLmVkbC52MS5QaW5nUmVxdWVzdBoULmVkbC52MS5QaW5nUmVzcG9uc2USRwoKVGFza1N0cmVhbRIZLmVkbC52MS5UYXNrU3RyZWFtUmVxdWVzdBoaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UoATABElYKD1Rhc2tCYXRjaFN0cmVhbRIeLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXF1ZXN0Gh8uZWRsLnYxLlRhc2tCYXRjaFN0cmVhbVJlc3BvbnNlKAEwARJTCg5HcmFkaWVudFN0cmVhbRIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZSgBMAFiBnByb3RvMw");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -819,6 +819,13 @@ export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
    * @generated from field: int64 loss_steps = 10;
    */
   lossSteps: bigint;
+
+  /**
+   * Counters of the remote byte sources (s3, https, http) this worker read from, one per scheme.
+   *
+   * @generated from field: repeated edl.v1.StorageStats storage = 11;
+   */
+  storage: StorageStats[];
 };
 
 /**
@@ -827,6 +834,76 @@ export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
  */
 export const WorkerStatsSchema: GenMessage<WorkerStats> = /*@__PURE__*/
   messageDesc(file_edl_v1_master, 21);
+
+/**
+ * Cumulative counters of one remote byte source (a URL scheme) in one worker process.
+ *
+ * @generated from message edl.v1.StorageStats
+ */
+export type StorageStats = Message<"edl.v1.StorageStats"> & {
+  /**
+   * The URL scheme: s3, https or http.
+   *
+   * @generated from field: string scheme = 1;
+   */
+  scheme: string;
+
+  /**
+   * Requests sent (HEAD, GET, LIST), retries included.
+   *
+   * @generated from field: int64 requests = 2;
+   */
+  requests: bigint;
+
+  /**
+   * Body bytes received by range reads.
+   *
+   * @generated from field: int64 bytes = 3;
+   */
+  bytes: bigint;
+
+  /**
+   * Retries by cause (throttled, server_error, reset, timeout, stalled, ...).
+   *
+   * @generated from field: map<string, int64> retries = 4;
+   */
+  retries: { [key: string]: bigint };
+
+  /**
+   * Reads that failed for good.
+   *
+   * @generated from field: int64 failures = 5;
+   */
+  failures: bigint;
+
+  /**
+   * Upper bounds in seconds of the request latency histogram's buckets (time to first byte).
+   *
+   * @generated from field: repeated double latency_bounds_seconds = 6;
+   */
+  latencyBoundsSeconds: number[];
+
+  /**
+   * Requests per bucket, not cumulative: one more entry than latency_bounds_seconds, for the rest.
+   *
+   * @generated from field: repeated int64 latency_counts = 7;
+   */
+  latencyCounts: bigint[];
+
+  /**
+   * Sum of the request latencies in seconds.
+   *
+   * @generated from field: double latency_sum_seconds = 8;
+   */
+  latencySumSeconds: number;
+};
+
+/**
+ * Describes the message edl.v1.StorageStats.
+ * Use `create(StorageStatsSchema)` to create a new message.
+ */
+export const StorageStatsSchema: GenMessage<StorageStats> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 22);
 
 /**
  * @generated from message edl.v1.HeartbeatResponse
@@ -850,7 +927,7 @@ export type HeartbeatResponse = Message<"edl.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 22);
+  messageDesc(file_edl_v1_master, 23);
 
 /**
  * @generated from message edl.v1.ScaleWorkersRequest
@@ -867,7 +944,7 @@ export type ScaleWorkersRequest = Message<"edl.v1.ScaleWorkersRequest"> & {
  * Use `create(ScaleWorkersRequestSchema)` to create a new message.
  */
 export const ScaleWorkersRequestSchema: GenMessage<ScaleWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 23);
+  messageDesc(file_edl_v1_master, 24);
 
 /**
  * @generated from message edl.v1.ScaleWorkersResponse
@@ -884,7 +961,7 @@ export type ScaleWorkersResponse = Message<"edl.v1.ScaleWorkersResponse"> & {
  * Use `create(ScaleWorkersResponseSchema)` to create a new message.
  */
 export const ScaleWorkersResponseSchema: GenMessage<ScaleWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 24);
+  messageDesc(file_edl_v1_master, 25);
 
 /**
  * @generated from message edl.v1.GetJobStatusRequest
@@ -897,7 +974,7 @@ export type GetJobStatusRequest = Message<"edl.v1.GetJobStatusRequest"> & {
  * Use `create(GetJobStatusRequestSchema)` to create a new message.
  */
 export const GetJobStatusRequestSchema: GenMessage<GetJobStatusRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 25);
+  messageDesc(file_edl_v1_master, 26);
 
 /**
  * @generated from message edl.v1.GetJobStatusResponse
@@ -961,7 +1038,7 @@ export type GetJobStatusResponse = Message<"edl.v1.GetJobStatusResponse"> & {
  * Use `create(GetJobStatusResponseSchema)` to create a new message.
  */
 export const GetJobStatusResponseSchema: GenMessage<GetJobStatusResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 26);
+  messageDesc(file_edl_v1_master, 27);
 
 /**
  * A no-op call: the baseline of the dispatch benchmark, and a liveness probe.
@@ -976,7 +1053,7 @@ export type PingRequest = Message<"edl.v1.PingRequest"> & {
  * Use `create(PingRequestSchema)` to create a new message.
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 27);
+  messageDesc(file_edl_v1_master, 28);
 
 /**
  * @generated from message edl.v1.PingResponse
@@ -989,7 +1066,7 @@ export type PingResponse = Message<"edl.v1.PingResponse"> & {
  * Use `create(PingResponseSchema)` to create a new message.
  */
 export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 28);
+  messageDesc(file_edl_v1_master, 29);
 
 /**
  * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
@@ -1034,7 +1111,7 @@ export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
  * Use `create(TaskStreamRequestSchema)` to create a new message.
  */
 export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 29);
+  messageDesc(file_edl_v1_master, 30);
 
 /**
  * A failed call on a TaskStream: a gRPC status code and its details.
@@ -1058,7 +1135,7 @@ export type CallError = Message<"edl.v1.CallError"> & {
  * Use `create(CallErrorSchema)` to create a new message.
  */
 export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 30);
+  messageDesc(file_edl_v1_master, 31);
 
 /**
  * @generated from message edl.v1.TaskStreamResponse
@@ -1104,7 +1181,7 @@ export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
  * Use `create(TaskStreamResponseSchema)` to create a new message.
  */
 export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 31);
+  messageDesc(file_edl_v1_master, 32);
 
 /**
  * Several TaskStream calls in one message. A client process that runs many workers (or many
@@ -1126,7 +1203,7 @@ export type TaskBatchStreamRequest = Message<"edl.v1.TaskBatchStreamRequest"> & 
  * Use `create(TaskBatchStreamRequestSchema)` to create a new message.
  */
 export const TaskBatchStreamRequestSchema: GenMessage<TaskBatchStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 32);
+  messageDesc(file_edl_v1_master, 33);
 
 /**
  * @generated from message edl.v1.TaskBatchStreamResponse
@@ -1143,7 +1220,7 @@ export type TaskBatchStreamResponse = Message<"edl.v1.TaskBatchStreamResponse"> 
  * Use `create(TaskBatchStreamResponseSchema)` to create a new message.
  */
 export const TaskBatchStreamResponseSchema: GenMessage<TaskBatchStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 33);
+  messageDesc(file_edl_v1_master, 34);
 
 /**
  * What a worker is asked to do with a task.
