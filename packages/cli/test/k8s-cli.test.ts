@@ -642,8 +642,10 @@ describe('edl k8s master (what the master pod runs) on a fake cluster', () => {
             '50',
             '--num-minibatches-per-task',
             '2',
+            // Long enough for worker-0 to log a step and be preempted before the end even on an
+            // idle machine with Node 24 (2 epochs once ended first there).
             '--num-epochs',
-            '2',
+            '6',
           ],
         ),
       );

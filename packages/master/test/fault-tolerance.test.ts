@@ -172,7 +172,9 @@ describe('real gRPC master with real worker processes', () => {
     const rec = recorder();
     const output: string[] = [];
     const recoveries: Array<{ counted: boolean; reason: string }> = [];
-    const epochs = 12;
+    // Long enough that 32 kills land before the end even on an idle machine with Node 24 (12 epochs
+    // ended first there once); the epochs after the last kill only add a few seconds.
+    const epochs = 24;
     const handle = await startMaster({
       jobType: 'training',
       trainingShards: [{ name: 'ids', start: 0, count: RECORDS }],
