@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves the repository reads nothing outside itself: clones the committed tree alone into an empty
-# temporary directory (no sibling directories, so no ../shared or any other neighbour), then runs
+# temporary directory (no sibling directories at all), then runs
 # scripts/test-native.sh there. A path that escapes the clone fails here, not only on a machine
 # that lacks it.
 # Only committed files are checked: run it after committing.
