@@ -22,6 +22,7 @@ interface Manifest {
   readonly optionalDependencies?: Record<string, string>;
   readonly peerDependencies?: Record<string, string>;
   readonly peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  readonly bundleDependencies?: readonly string[];
   readonly [field: string]: unknown;
 }
 
@@ -180,7 +181,9 @@ function closure(
   }));
   const enqueue = (manifest: Manifest, from: string) => {
     const by = `${manifest.name}@${manifest.version}`;
-    for (const name of Object.keys(manifest.dependencies ?? {}))
+    // Bundled dependencies come inside the tarball: npm asks the registry nothing about them.
+    const bundled = new Set(manifest.bundleDependencies ?? []);
+    for (const name of Object.keys(manifest.dependencies ?? {}).filter((d) => !bundled.has(d)))
       queue.push({ name, from, optional: false, by });
     for (const name of Object.keys(manifest.optionalDependencies ?? {}))
       queue.push({ name, from, optional: true, by });
