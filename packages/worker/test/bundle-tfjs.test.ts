@@ -1,15 +1,30 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs build script without declarations
 import { bundleTfjs } from '../scripts/bundle-tfjs.mjs';
 
 const workerDir = fileURLToPath(new URL('..', import.meta.url));
-const stage = mkdtempSync(path.join(tmpdir(), 'edl-bundle-tfjs-'));
-afterAll(() => rmSync(stage, { recursive: true, force: true }));
+const scratch = mkdtempSync(path.join(tmpdir(), 'edl-bundle-tfjs-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+// A user's project with @edl/worker installed as pack:all packs it: the package pnpm packs (its
+// manifest, dist and hooks), then the bundle; the other @edl/* packages are the workspace's.
+const consumer = path.join(scratch, 'consumer');
+const stage = path.join(consumer, 'node_modules', '@edl', 'worker');
 
 const TFJS = [
   '@tensorflow/tfjs-core',
@@ -32,8 +47,13 @@ interface Tf {
 }
 
 describe('bundle-tfjs (the TensorFlow.js inside the packed @edl/worker)', () => {
-  // What pack:all does to the package pnpm packed: the manifest is the repository's.
+  mkdirSync(stage, { recursive: true });
   writeFileSync(path.join(stage, 'package.json'), readFileSync(path.join(workerDir, 'package.json')));
+  for (const part of ['dist', 'hooks'])
+    cpSync(path.join(workerDir, part), path.join(stage, part), { recursive: true });
+  for (const name of ['common', 'data', 'proto', 'recordio']) {
+    symlinkSync(path.join(workerDir, '..', name), path.join(consumer, 'node_modules', '@edl', name), 'dir');
+  }
   const versions = bundleTfjs(stage) as Record<string, string>;
   const manifest = JSON.parse(readFileSync(path.join(stage, 'package.json'), 'utf8')) as {
     bundleDependencies: string[];
@@ -91,5 +111,44 @@ describe('bundle-tfjs (the TensorFlow.js inside the packed @edl/worker)', () => 
     expect(await tf.setBackend('wasm')).toBe(true);
     expect(tf.getBackend()).toBe('wasm');
     expect([...(await tf.add(tf.tensor1d([1, 2]), tf.tensor1d([3, 4])).data())]).toEqual([4, 6]);
+  });
+
+  it("types a consumer's model file through @edl/worker's declarations with the bundled ones", () => {
+    const file = path.join(consumer, 'model.ts');
+    writeFileSync(
+      file,
+      [
+        "import { batchRecords, type DatasetFn, tf, tfl } from '@edl/worker';",
+        'export const model = (): tfl.LayersModel =>',
+        '  tfl.sequential({ layers: [tfl.layers.dense({ inputShape: [2], units: 1 })] });',
+        'export const loss = (labels: tf.Tensor, outputs: tf.Tensor): tf.Scalar =>',
+        '  tf.losses.logLoss(labels, outputs) as tf.Scalar;',
+        'export const datasetFn: DatasetFn<number[]> = async function* (records, _mode, metadata) {',
+        '  for await (const rows of batchRecords(records, metadata.minibatchSize)) {',
+        '    yield { features: tf.tensor2d(rows.map((r) => [r[0] as number, r[1] as number])) };',
+        '  }',
+        '};',
+        'export const wrong: number = tf.scalar(1);',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(path.join(consumer, 'package.json'), '{ "type": "module" }\n');
+    const program = ts.createProgram([file], {
+      strict: true,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ['node'],
+      typeRoots: [path.join(workerDir, '..', '..', 'node_modules', '@types')],
+    });
+    const errors = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
+    // Only the deliberate error: tf's types are real (not any) and come from the bundle.
+    expect(errors).toEqual([`${file}: Type 'Scalar' is not assignable to type 'number'.`]);
+    const core = path.join(stage, 'node_modules', '@tensorflow', 'tfjs-core', 'dist', 'index.d.ts');
+    expect(program.getSourceFiles().map((f) => path.normalize(f.fileName))).toContain(core);
   });
 });
