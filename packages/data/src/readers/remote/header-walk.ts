@@ -104,9 +104,10 @@ export async function walkTFRecordHeaders(
   const offsets: number[] = [];
   let firstHeader: Uint8Array | undefined;
   let position = 0;
+  let window: Uint8Array = new Uint8Array(0);
   while (position < size) {
     counter.requests++;
-    const window = await source.readRange(object, position, Math.min(TFRECORD_WINDOW_BYTES, size - position));
+    window = await source.readRange(object, position, Math.min(TFRECORD_WINDOW_BYTES, size - position));
     if (position === 0) {
       const kind = detectCompression(window.subarray(0, FRAME_OVERHEAD));
       if (kind === undefined) {
@@ -153,8 +154,15 @@ export async function walkTFRecordHeaders(
   const lastOffset = blockOffsets[blockOffsets.length - 1];
   let lastHeader: Uint8Array = new Uint8Array(0);
   if (lastOffset !== undefined) {
-    counter.requests++;
-    lastHeader = await source.readRange(object, lastOffset, BLOCK_HEADER_BYTES.tfrecord);
+    // The last window ends at the end of the object; it holds the last block's header when that
+    // block starts inside it (always, for an object of one window).
+    const inWindow = lastOffset - (size - window.byteLength);
+    if (inWindow >= 0) {
+      lastHeader = window.slice(inWindow, inWindow + BLOCK_HEADER_BYTES.tfrecord);
+    } else {
+      counter.requests++;
+      lastHeader = await source.readRange(object, lastOffset, BLOCK_HEADER_BYTES.tfrecord);
+    }
   }
   const check = sidecarCheck(firstHeader ?? new Uint8Array(0), lastHeader);
   return tfrecordSidecarIndex(blockOffsets, numRecords, perBlock, size, check);
