@@ -26,7 +26,9 @@
  *
  * Prints the machine and the load average before and after. Environment: EDL_BENCH_BYTES,
  * EDL_BENCH_LATENCIES (`0,10,50`), EDL_BENCH_SETS (`recordio,tfrecord,csv`), EDL_BENCH_TASK_RECORDS
- * (4096), EDL_BENCH_AHEAD (1). Inputs are generated once under bench/data/remote-read/.
+ * (4096), EDL_BENCH_AHEAD (1), EDL_BENCH_REMOTE (JSON `remote` options of the S3 reads, default
+ * `{}`), EDL_BENCH_NODE_ARGS (Node.js flags of the reading processes, e.g. `--cpu-prof`). Inputs
+ * are generated once under bench/data/remote-read/.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -52,6 +54,8 @@ const latencies = (process.env.EDL_BENCH_LATENCIES ?? '0,10,50').split(',').map(
 const sets = (process.env.EDL_BENCH_SETS ?? 'recordio,tfrecord,csv').split(',').filter((s) => s !== '');
 const taskRecords = Number(process.env.EDL_BENCH_TASK_RECORDS ?? 4096);
 const ahead = Number(process.env.EDL_BENCH_AHEAD ?? 1);
+/** `remote` options of the S3 readers (RemoteReadOptions as JSON), for trying other settings. */
+const remoteOptions = JSON.parse(process.env.EDL_BENCH_REMOTE ?? '{}');
 const TFRECORD_FILES = 64;
 const BUCKET = 'bench';
 const child = fileURLToPath(new URL('./lib/remote-read-child.mjs', import.meta.url));
@@ -148,7 +152,8 @@ async function upload(endpoint) {
 /** Runs one child job; its JSON result, or `{ error }` with the last line it wrote to stderr. */
 function runChild(jobSpec, env) {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [child, JSON.stringify(jobSpec)], {
+    const nodeArgs = (process.env.EDL_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+    const proc = spawn(process.execPath, [...nodeArgs, child, JSON.stringify(jobSpec)], {
       env: { ...process.env, ...env, UV_THREADPOOL_SIZE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -236,7 +241,13 @@ try {
         server,
         proxy,
       );
-      const remote = await measure({ ...common, mode: 'read', origin: object('idx') }, env(), server, proxy);
+      const remoteParams = set === 'csv' ? common.params : { ...common.params, remote: remoteOptions };
+      const remote = await measure(
+        { ...common, params: remoteParams, mode: 'read', origin: object('idx') },
+        env(),
+        server,
+        proxy,
+      );
       const download = await measure(
         { ...common, mode: 'download', bucket: BUCKET, prefix: `idx/${set}/`, local, parallel: 4 },
         env(),
@@ -250,7 +261,7 @@ try {
           : console.log(
               `  ${set.padEnd(9)} ${name.padEnd(10)} ${fmt(rate(run)).padStart(9)} rec/s ${fmt(rate(run) / base, 2).padStart(5)}x local` +
                 `  with index${name === 'download' ? '+download' : ''} ${fmt(overall(run) / baseOverall, 2)}x` +
-                `  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
+                `  reader CPU ${fmt(run.cpuSeconds, 2)} s  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
             );
       row('local', localRun);
       row(
