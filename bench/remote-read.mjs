@@ -255,6 +255,12 @@ try {
         proxy,
       );
       const [base, baseOverall] = [rate(localRun), overall(localRun)];
+      // Every path must deliver the local read's records: their count and a checksum of their bytes.
+      for (const run of [remote, download]) {
+        if (run.error === undefined && (run.records !== localRun.records || run.check !== localRun.check)) {
+          run.error = `read ${run.records} records (checksum ${run.check}), the local read ${localRun.records} (${localRun.check})`;
+        }
+      }
       const row = (name, run, extra = '') =>
         run.error !== undefined
           ? console.log(`  ${set.padEnd(9)} ${name.padEnd(10)} n/a: ${run.error}`)

@@ -452,3 +452,34 @@ describe('remote reads that go wrong', () => {
     expect(file?.index.sidecarRefused).toMatch(/^CHECKSUM: .*damaged\/x\.tfrecord\.idx/);
   });
 });
+
+describe('the header walk of a TFRecord object over 1 MiB', () => {
+  it('reads 1 MiB windows, a rest of up to 1.25 MiB whole, and takes the last header from the last window', async () => {
+    useS3();
+    const dir = join(scratch, 'windows');
+    await mkdir(dir);
+    // About 1.1 MiB (one window) and 2.6 MiB (1 MiB, 1 MiB, then the 0.6 MiB rest) of 1000-byte records.
+    for (const [name, records] of [
+      ['a.tfrecord', 1100],
+      ['b.tfrecord', 2600],
+    ] as const) {
+      const writer = TFRecordWriter.create(join(dir, name));
+      for (let i = 0; i < records; i++) writer.write(Buffer.alloc(1000 - 16, i % 251));
+      await writer.close();
+      await s3.put(BUCKET, `windows/${name}`, await readFile(join(dir, name)));
+    }
+    const local = await readLocally(await TFRecordDataReader.open({ dataDir: dir }));
+    const reader = await TFRecordDataReader.open({
+      dataDir: `s3://${BUCKET}/windows/`,
+      remote: { indexCacheDir: await freshCache() },
+    });
+    const shards = await reader.createShards();
+    const indexes = reader.remoteStats.files.map((file) => [basename(file.location), file.index]);
+    expect(await readTasks(reader, shards)).toEqual(local);
+    await reader.close();
+    expect(indexes.sort()).toEqual([
+      ['a.tfrecord', { origin: 'header-walk', requests: 1 }],
+      ['b.tfrecord', { origin: 'header-walk', requests: 3 }],
+    ]);
+  });
+});

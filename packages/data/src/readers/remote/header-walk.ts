@@ -87,8 +87,9 @@ export async function walkRecordIOHeaders(
 
 /**
  * Indexes a remote uncompressed TFRecord object by its frame headers, reading it in windows of
- * 1 MiB (a window that ends inside a frame is followed by one from the next header): about the
- * object's size in bytes for small records, one window per record for records over 1 MiB. Data
+ * 1 MiB (a window that ends inside a frame is followed by one from the next header; a rest of up
+ * to 1.25 MiB is one window): about the object's size in bytes for small records, one window per
+ * record for records over 1 MiB. Data
  * CRCs are checked when the records are read. Returns the compression of a GZIP/ZLIB object, which
  * has no offsets to index.
  *
@@ -107,7 +108,13 @@ export async function walkTFRecordHeaders(
   let window: Uint8Array = new Uint8Array(0);
   while (position < size) {
     counter.requests++;
-    window = await source.readRange(object, position, Math.min(TFRECORD_WINDOW_BYTES, size - position));
+    // A rest of up to 1.25 windows comes whole: an object of just over 1 MiB costs one GET, not two.
+    const rest = size - position;
+    window = await source.readRange(
+      object,
+      position,
+      rest <= TFRECORD_WINDOW_BYTES * 1.25 ? rest : TFRECORD_WINDOW_BYTES,
+    );
     if (position === 0) {
       const kind = detectCompression(window.subarray(0, FRAME_OVERHEAD));
       if (kind === undefined) {
