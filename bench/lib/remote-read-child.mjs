@@ -130,5 +130,8 @@ async function run() {
 }
 
 // A failed read is a result too (the bench prints it): one line, the error's code and message.
-const result = await run().catch((error) => ({ error: `${error.code ?? error.name}: ${error.message}` }));
+const result = await run().catch((error) => {
+  const code = error.code ?? error.name;
+  return { error: error.message.startsWith(`${code}:`) ? error.message : `${code}: ${error.message}` };
+});
 process.stdout.write(`${JSON.stringify(result)}\n`);
