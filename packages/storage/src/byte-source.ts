@@ -18,6 +18,13 @@ export interface ObjectStat {
    * nothing to pin on.
    */
   readonly version: string | undefined;
+  /**
+   * The sidecar files (`<location>.idx`, ...: readers' indexes, never listed as data) that the
+   * listing which found this object saw next to it, so that a reader takes one GET for a sidecar
+   * and none to learn there is none. `undefined` when no listing said (a `stat`, or a source whose
+   * listing does not report them): the reader then asks the source.
+   */
+  readonly sidecars?: readonly ObjectStat[];
 }
 
 /** Options of {@link ByteSource.readRange}. */

@@ -41,6 +41,19 @@ describe('S3ByteSource against s3rver', () => {
     expect(source.stats.snapshot().requests).toBeGreaterThanOrEqual(5);
   });
 
+  it('gives each listed object the sidecars listed next to it, with their sizes and ETags', async () => {
+    const objects = await source.list('s3://data/train/');
+    expect(objects[0]?.sidecars).toEqual([
+      { location: 's3://data/train/part-0.rio.idx', size: 10, version: expect.stringMatching(/^"/) },
+    ]);
+    expect(objects[1]?.sidecars?.map((sidecar) => sidecar.location)).toEqual([
+      's3://data/train/part-1.rio.index',
+    ]);
+    expect(objects.slice(2).map((object) => object.sidecars)).toEqual(Array.from({ length: 5 }, () => []));
+    // A stat has seen no listing: it says nothing about sidecars.
+    expect((await source.stat('s3://data/train/part-0.rio')).sidecars).toBeUndefined();
+  });
+
   it('lists one object by its key, and a prefix given without its slash', async () => {
     expect((await source.list('s3://data/big.bin')).map((object) => object.location)).toEqual([
       's3://data/big.bin',

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, S3Client } from '@aws-sdk/client-s3';
 import type { ObjectStat } from '../byte-source.js';
+import { SIDECAR_SUFFIXES } from '../locations.js';
 import { HttpStatusFailure, type RangeAnswer, withRetries } from '../remote/attempts.js';
 import { parseContentRange } from '../remote/range.js';
 import {
@@ -54,7 +55,8 @@ export interface S3ByteSourceOptions extends RemoteSourceOptions {
  *
  * - `list('s3://bucket/prefix/')`: the objects directly under the prefix (ListObjectsV2 with
  *   delimiter `/`, every page), sorted by key; keys ending in `.idx` or `.index` (readers' sidecar
- *   indexes) and `/` (folder markers) are skipped. `list('s3://bucket/key')` is the object itself,
+ *   indexes) and `/` (folder markers) are skipped, and each object's stat carries the sidecars
+ *   listed next to it (`ObjectStat.sidecars`). `list('s3://bucket/key')` is the object itself,
  *   or, when no such object exists, the objects under `key/`.
  * - `stat`: HeadObject; the version is the ETag.
  * - `readRange`: GetObject with `Range` and `If-Match: <ETag>`, and the answer's ETag and
@@ -155,6 +157,7 @@ export class S3ByteSource extends RemoteByteSource {
     const url = formatS3Location(prefix.bucket, prefix.key);
     const { sdk, client } = await this.client(url);
     const objects: ObjectStat[] = [];
+    const sidecars = new Map<string, ObjectStat>();
     let continuationToken: string | undefined;
     do {
       const page = await withRetries(this.call(location, 'list', signal), (attemptSignal, timeouts) =>
@@ -175,19 +178,24 @@ export class S3ByteSource extends RemoteByteSource {
       );
       for (const entry of page.Contents ?? []) {
         const key = entry.Key;
-        if (key === undefined || key.endsWith('/') || isSidecarKey(key)) continue;
+        if (key === undefined || key.endsWith('/')) continue;
         if (entry.Size === undefined || entry.ETag === undefined) {
           throw new RemoteError('BAD_RESPONSE', `ListObjectsV2 gave ${key} without Size or ETag`, { url });
         }
-        objects.push({
+        const stat = {
           location: formatS3Location(prefix.bucket, key),
           size: entry.Size,
           version: entry.ETag,
-        });
+        };
+        if (isSidecarKey(key)) sidecars.set(stat.location, stat);
+        else objects.push(stat);
       }
       continuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (continuationToken !== undefined);
-    return objects.sort((a, b) => (a.location < b.location ? -1 : a.location > b.location ? 1 : 0));
+    // What the listing says of each object's sidecars spares readers a HEAD per object.
+    return objects
+      .map((object) => ({ ...object, sidecars: sidecarsOf(object.location, sidecars) }))
+      .sort((a, b) => (a.location < b.location ? -1 : a.location > b.location ? 1 : 0));
   }
 
   private client(url: string): Promise<{ readonly sdk: S3Sdk; readonly client: S3Client }> {
@@ -198,6 +206,16 @@ export class S3ByteSource extends RemoteByteSource {
     });
     return pending;
   }
+}
+
+/** The listed sidecars of the object at `location`, in {@link SIDECAR_SUFFIXES} order. */
+function sidecarsOf(location: string, listed: ReadonlyMap<string, ObjectStat>): ObjectStat[] {
+  const found: ObjectStat[] = [];
+  for (const suffix of SIDECAR_SUFFIXES) {
+    const sidecar = listed.get(`${location}${suffix}`);
+    if (sidecar !== undefined) found.push(sidecar);
+  }
+  return found;
 }
 
 /** An SDK client for `options` (shared by the byte source and the object sink): SDK retries off, path-style for endpoints. */

@@ -87,8 +87,9 @@ export async function walkRecordIOHeaders(
 
 /**
  * Indexes a remote uncompressed TFRecord object by its frame headers, reading it in windows of
- * 1 MiB (a window that ends inside a frame is followed by one from the next header): about the
- * object's size in bytes for small records, one window per record for records over 1 MiB. Data
+ * 1 MiB (a window that ends inside a frame is followed by one from the next header; a rest of up
+ * to 1.25 MiB is one window): about the object's size in bytes for small records, one window per
+ * record for records over 1 MiB. Data
  * CRCs are checked when the records are read. Returns the compression of a GZIP/ZLIB object, which
  * has no offsets to index.
  *
@@ -104,9 +105,16 @@ export async function walkTFRecordHeaders(
   const offsets: number[] = [];
   let firstHeader: Uint8Array | undefined;
   let position = 0;
+  let window: Uint8Array = new Uint8Array(0);
   while (position < size) {
     counter.requests++;
-    const window = await source.readRange(object, position, Math.min(TFRECORD_WINDOW_BYTES, size - position));
+    // A rest of up to 1.25 windows comes whole: an object of just over 1 MiB costs one GET, not two.
+    const rest = size - position;
+    window = await source.readRange(
+      object,
+      position,
+      rest <= TFRECORD_WINDOW_BYTES * 1.25 ? rest : TFRECORD_WINDOW_BYTES,
+    );
     if (position === 0) {
       const kind = detectCompression(window.subarray(0, FRAME_OVERHEAD));
       if (kind === undefined) {
@@ -153,8 +161,15 @@ export async function walkTFRecordHeaders(
   const lastOffset = blockOffsets[blockOffsets.length - 1];
   let lastHeader: Uint8Array = new Uint8Array(0);
   if (lastOffset !== undefined) {
-    counter.requests++;
-    lastHeader = await source.readRange(object, lastOffset, BLOCK_HEADER_BYTES.tfrecord);
+    // The last window ends at the end of the object; it holds the last block's header when that
+    // block starts inside it (always, for an object of one window).
+    const inWindow = lastOffset - (size - window.byteLength);
+    if (inWindow >= 0) {
+      lastHeader = window.slice(inWindow, inWindow + BLOCK_HEADER_BYTES.tfrecord);
+    } else {
+      counter.requests++;
+      lastHeader = await source.readRange(object, lastOffset, BLOCK_HEADER_BYTES.tfrecord);
+    }
   }
   const check = sidecarCheck(firstHeader ?? new Uint8Array(0), lastHeader);
   return tfrecordSidecarIndex(blockOffsets, numRecords, perBlock, size, check);

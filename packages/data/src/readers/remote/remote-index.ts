@@ -20,7 +20,10 @@ export type IndexOrigin = 'cache' | 'sidecar' | 'header-walk' | 'stream-count';
 /** How a remote object was indexed, and what it cost. */
 export interface RemoteIndexReport {
   readonly origin: IndexOrigin;
-  /** Requests spent on the index: the sidecar's HEAD and GET, or the header walk's GETs. */
+  /**
+   * Requests spent on the index: the sidecar's GET (and a HEAD before it when no listing named
+   * the sidecar), or the header walk's GETs (and that HEAD, when it found no sidecar).
+   */
   readonly requests: number;
   /** Why a sidecar that was present was not used (another size, damaged), if one was refused. */
   readonly sidecarRefused?: string;
@@ -37,7 +40,9 @@ export const SIDECAR_SUFFIX = '.idx';
 
 /**
  * The index of a remote object, cheapest first: the local cache (keyed by URL and ETag, no
- * request), the sidecar `<object>.idx` when present and of the object's size (a HEAD and a GET),
+ * request), the sidecar `<object>.idx` when present and of the object's size (one GET when the
+ * listing that found the object saw it, else a HEAD and a GET; no request when the listing saw
+ * none),
  * else a header walk ({@link walkRecordIOHeaders}, {@link walkTFRecordHeaders}). What was loaded
  * or built is cached for the next reader of this version. A GZIP/ZLIB TFRecord object, which has
  * no offsets to index, gives its compression and the requests spent finding it out.
@@ -84,20 +89,23 @@ async function readSidecar(
   counter: RequestCounter,
 ): Promise<{ index?: SidecarIndex; refused?: string }> {
   const location = `${object.location}${SIDECAR_SUFFIX}`;
-  let stat: ObjectStat;
-  try {
+  // A listing that saw the object also saw its sidecar, or saw there is none: no HEAD either way.
+  const listed = object.sidecars?.find((sidecar) => sidecar.location === location);
+  if (object.sidecars !== undefined && listed === undefined) return {};
+  let bytes: Uint8Array | undefined;
+  if (listed !== undefined) bytes = await readListedSidecar(source, listed, counter);
+  if (bytes === undefined) {
+    let stat: ObjectStat;
+    try {
+      counter.requests++;
+      stat = await source.stat(location);
+    } catch (error) {
+      if (hasErrorCode(error, 'NOT_FOUND')) return {};
+      throw sidecarError(location, error);
+    }
     counter.requests++;
-    stat = await source.stat(location);
-  } catch (error) {
-    if (hasErrorCode(error, 'NOT_FOUND')) return {};
-    throw new DataReaderError(
-      'IO',
-      `cannot read the sidecar index ${location}: ${storageReason(error)}`,
-      error,
-    );
+    bytes = await source.readRange(stat, 0, stat.size);
   }
-  counter.requests++;
-  const bytes = await source.readRange(stat, 0, stat.size);
   let index: SidecarIndex;
   try {
     index = decodeSidecarIndex(bytes, format, location);
@@ -110,4 +118,30 @@ async function readSidecar(
     };
   }
   return { index };
+}
+
+/**
+ * The bytes of a sidecar as the listing saw it (one GET, pinned to the listed ETag); `undefined`
+ * when it was replaced or removed since, so the caller looks it up afresh.
+ */
+async function readListedSidecar(
+  source: ByteSource,
+  listed: ObjectStat,
+  counter: RequestCounter,
+): Promise<Uint8Array | undefined> {
+  try {
+    counter.requests++;
+    return await source.readRange(listed, 0, listed.size);
+  } catch (error) {
+    if (hasErrorCode(error, 'CHANGED') || hasErrorCode(error, 'NOT_FOUND')) return undefined;
+    throw sidecarError(listed.location, error);
+  }
+}
+
+function sidecarError(location: string, error: unknown): DataReaderError {
+  return new DataReaderError(
+    'IO',
+    `cannot read the sidecar index ${location}: ${storageReason(error)}`,
+    error,
+  );
 }

@@ -1,0 +1,137 @@
+/**
+ * One measurement of bench/remote-read.mjs, in its own process so that its peak RSS is its own:
+ * `node remote-read-child.mjs '<job JSON>'` prints one JSON line.
+ *
+ * Jobs: `{ mode: 'read', origin, type, taskRecords, ahead }` opens a reader on `origin` (a local
+ * folder or an `s3://` prefix), cuts its shards (the index) and reads every record in tasks of
+ * `taskRecords`, announcing `ahead` tasks beyond the current one as a worker's TaskFeed does (it
+ * holds one task ahead); `mode: 'index'` stops after the shards; `mode: 'download'` first downloads
+ * every object under `bucket`/`prefix` whole with the S3 client (`parallel` at once) into a temp
+ * folder, then reads that folder as `read` does, and times both.
+ */
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createDataReader } from '@edl/data';
+import { byteSourceFor } from '../../packages/storage/dist/index.js';
+import { touch } from './prefetch-input.mjs';
+import { loadS3Client, s3Client } from './s3-bench-server.mjs';
+
+const job = JSON.parse(process.argv[2]);
+
+/** Reads every record of `origin` in tasks, the next `ahead` tasks announced. */
+async function readAll(origin) {
+  const params = { type: job.type, ...(job.params ?? {}) };
+  const reader = await createDataReader(origin, params);
+  const started = performance.now();
+  const shards = await reader.createShards();
+  const indexMs = performance.now() - started;
+  const index = reader.remoteStats?.files.map((file) => file.index) ?? [];
+  if (job.mode === 'index') {
+    await reader.close?.();
+    return { indexMs, index, files: shards.length };
+  }
+  const tasks = [];
+  for (const shard of shards) {
+    for (let start = shard.start; start < shard.start + shard.count; start += job.taskRecords) {
+      const end = Math.min(start + job.taskRecords, shard.start + shard.count);
+      tasks.push({ shardName: shard.name, start, end });
+    }
+  }
+  const announce = (i) => {
+    if (i < tasks.length) reader.prefetch?.(tasks[i]);
+  };
+  for (let i = 0; i <= job.ahead; i++) announce(i);
+  let records = 0;
+  let check = 0;
+  for (let i = 0; i < tasks.length; i++) {
+    if (i > 0) announce(i + job.ahead);
+    if (reader.readBatches !== undefined) {
+      for await (const batch of reader.readBatches(tasks[i])) {
+        records += batch.length;
+        check += touch(batch);
+        batch.release?.();
+      }
+    } else {
+      for await (const record of reader.readRecords(tasks[i])) {
+        records++;
+        check += typeof record === 'string' ? record.length : 1;
+      }
+    }
+  }
+  const readMs = performance.now() - started - indexMs;
+  const remote = reader.remoteStats;
+  await reader.close?.();
+  return {
+    indexMs,
+    readMs,
+    records,
+    check,
+    tasks: tasks.length,
+    files: shards.length,
+    index,
+    dataBytes: remote?.files.reduce((sum, file) => sum + file.dataBytes, 0) ?? 0,
+    dataRequests: remote?.files.reduce((sum, file) => sum + file.dataRequests, 0) ?? 0,
+    peakBufferedBytes: remote?.peakBufferedBytes ?? 0,
+  };
+}
+
+/** Downloads every object under the prefix whole, `parallel` at once; returns the folder. */
+async function download() {
+  const { GetObjectCommand, ListObjectsV2Command } = await loadS3Client();
+  const client = await s3Client(process.env.AWS_ENDPOINT_URL_S3);
+  const folder = mkdtempSync(join(tmpdir(), 'edl-bench-download-'));
+  const keys = [];
+  let token;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: job.bucket, Prefix: job.prefix, ContinuationToken: token }),
+    );
+    for (const entry of page.Contents ?? []) if (!entry.Key.endsWith('.idx')) keys.push(entry.Key);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  let next = 0;
+  const worker = async () => {
+    while (next < keys.length) {
+      const key = keys[next++];
+      const answer = await client.send(new GetObjectCommand({ Bucket: job.bucket, Key: key }));
+      await pipeline(answer.Body, createWriteStream(join(folder, key.slice(job.prefix.length))));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(job.parallel, keys.length) }, worker));
+  client.destroy();
+  return folder;
+}
+
+/** The job's result, with the process's time, CPU, peak RSS and S3 byte source counters. */
+async function run() {
+  const started = performance.now();
+  let result;
+  if (job.mode === 'download') {
+    const folder = await download();
+    const downloadMs = performance.now() - started;
+    result = { downloadMs, ...(await readAll(job.local === undefined ? folder : join(folder, job.local))) };
+    rmSync(folder, { recursive: true, force: true });
+  } else {
+    result = await readAll(job.origin);
+  }
+  const totalMs = performance.now() - started;
+  const cpu = process.cpuUsage();
+  const s3 = job.origin?.startsWith('s3://') ? (await byteSourceFor(job.origin)).stats.snapshot() : undefined;
+  return {
+    ...result,
+    totalMs,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    sourceRequests: s3?.requests ?? 0,
+    sourceBytes: s3?.bytes ?? 0,
+  };
+}
+
+// A failed read is a result too (the bench prints it): one line, the error's code and message.
+const result = await run().catch((error) => {
+  const code = error.code ?? error.name;
+  return { error: error.message.startsWith(`${code}:`) ? error.message : `${code}: ${error.message}` };
+});
+process.stdout.write(`${JSON.stringify(result)}\n`);
