@@ -11,8 +11,15 @@ export interface EdlRun {
   readonly stderr: string;
 }
 
-/** Runs the built `edl` with `args` in `cwd` and collects its output. */
-export function runEdl(args: readonly string[], cwd?: string): Promise<EdlRun> {
+/**
+ * Runs the built `edl` with `args` in `cwd` and collects its output; `onStderrLine` sees each line
+ * of stderr as it comes (e.g. to kill a worker once it reports progress).
+ */
+export function runEdl(
+  args: readonly string[],
+  cwd?: string,
+  onStderrLine?: (line: string) => void,
+): Promise<EdlRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [EDL_BIN, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -20,11 +27,17 @@ export function runEdl(args: readonly string[], cwd?: string): Promise<EdlRun> {
     });
     let stdout = '';
     let stderr = '';
+    let partial = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
     child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+      const text = chunk.toString();
+      stderr += text;
+      if (onStderrLine === undefined) return;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) onStderrLine(line);
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
