@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeMnistRecordIO } from '@edl/model-zoo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EDL_BIN, runEdl } from './helpers/run-edl.js';
+import { EDL_BIN, killWorkerAfter, runEdl } from './helpers/run-edl.js';
 
 const MODEL_ZOO = pathToFileURL(
   fileURLToPath(new URL('../../model-zoo/dist/index.js', import.meta.url)),
@@ -56,25 +56,13 @@ const trainArgs = (modelDef: string, extra: string[] = []) => [
 
 describe('records stay attributed to their tasks in edl train', () => {
   it('trains MNIST with its shuffle buffer and counts every record once per epoch while a worker is SIGKILLed', async () => {
-    let killed: number | undefined;
+    const kill = killWorkerAfter('worker-1', 100);
     const run = await runEdl(
       trainArgs('mnist', ['--num-workers', '2', '--num-epochs', String(EPOCHS), '--stats']),
       dir,
-      (line) => {
-        if (killed !== undefined || !line.startsWith('{')) return;
-        const event = JSON.parse(line) as { msg?: string; records?: number; pid?: number; worker?: string };
-        if (
-          event.msg === 'progress' &&
-          (event.records ?? 0) >= 100 &&
-          event.worker === 'worker-1' &&
-          event.pid
-        ) {
-          killed = event.pid;
-          process.kill(event.pid, 'SIGKILL');
-        }
-      },
+      kill.onLine,
     );
-    expect(killed).toBeDefined();
+    expect(kill.killed()).toBeDefined();
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
     const line = run.stdout.split('\n').find((l) => l.startsWith('{"state"'));
     const summary = JSON.parse(line ?? '{}') as {

@@ -454,18 +454,22 @@ describe('TaskFeed minibatches (the batch path) and attribution', () => {
   const hex = (r: Uint8Array) => Buffer.from(r).toString('hex');
 
   /** The minibatches of one segment over all steps, each attributed by take() as the worker does. */
-  async function run(shuffle?: { bufferSize: number; seed: number }) {
-    const { master } = scriptedMaster([...steps], () => 0);
-    const reader = await RecordIODataReader.open({ files, prefetch: { threads: 1, batchSize: 64 } });
+  /** The records dataset of the first segment of `script`, over a fresh reader. */
+  async function openRecords(script: Step[], prefetch: false | { threads: number; batchSize: number }) {
+    const reader = await RecordIODataReader.open({ files, prefetch });
     const feed = new TaskFeed<Uint8Array>({
-      master,
+      master: scriptedMaster([...script], () => 0).master,
       workerId: 'w',
       readerFor: () => reader,
       timers: new Timers(),
     });
     const head = await feed.nextHead();
     if (head === undefined) throw new Error('expected a task');
-    const records = feed.dataset(head, 'TaskFeed(training)');
+    return { feed, reader, records: feed.dataset(head, 'TaskFeed(training)') };
+  }
+
+  async function run(shuffle?: { bufferSize: number; seed: number }) {
+    const { feed, reader, records } = await openRecords(steps, { threads: 1, batchSize: 64 });
     const batches = minibatches(records, 30, shuffle === undefined ? {} : { shuffle });
     const out: Uint8Array[][] = [];
     const completedAt: number[] = [];
@@ -511,17 +515,7 @@ describe('TaskFeed minibatches (the batch path) and attribution', () => {
   }, 60_000);
 
   it('refuses, when datasetFn starts reading, a transform that would break the counting, naming it', async () => {
-    const { master } = scriptedMaster([training(0, 0, 50)], () => 0);
-    const reader = await RecordIODataReader.open({ files, prefetch: false });
-    const feed = new TaskFeed<Uint8Array>({
-      master,
-      workerId: 'w',
-      readerFor: () => reader,
-      timers: new Timers(),
-    });
-    const head = await feed.nextHead();
-    if (head === undefined) throw new Error('expected a task');
-    const records = feed.dataset(head, 'TaskFeed(training)');
+    const { reader, records } = await openRecords([training(0, 0, 50)], false);
     await expect(records.filter((r) => r.length > 0).toArray()).rejects.toMatchObject({
       code: 'ERR_ATTRIBUTION',
       message: expect.stringMatching(/^Filter over TaskFeed\(training\) would drop records/),

@@ -43,3 +43,22 @@ export function runEdl(
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/**
+ * A stderr line watcher for {@link runEdl} that SIGKILLs worker `workerId` once it reports progress
+ * past `records` records; `killed()` is the pid it killed, if any.
+ */
+export function killWorkerAfter(workerId: string, records: number) {
+  let pid: number | undefined;
+  return {
+    onLine(line: string): void {
+      if (pid !== undefined || !line.startsWith('{')) return;
+      const event = JSON.parse(line) as { msg?: string; records?: number; pid?: number; worker?: string };
+      if (event.msg !== 'progress' || event.worker !== workerId || (event.records ?? 0) < records) return;
+      if (event.pid === undefined) return;
+      pid = event.pid;
+      process.kill(pid, 'SIGKILL');
+    },
+    killed: (): number | undefined => pid,
+  };
+}
