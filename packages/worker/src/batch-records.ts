@@ -28,19 +28,21 @@ export async function* batchRecords<T>(records: AsyncIterable<T>, size: number):
  * dataset the worker passes, minibatches are cut straight from the reader's batches, one promise per
  * minibatch instead of one per record, so that parsing, decoding and tensor building can run once
  * per minibatch (`minibatches(records, n).map(decode)`). Over any other dataset it is
- * `records.shuffle(options.shuffle).batch(size)`.
+ * `records.shuffle(options.shuffle).batch(size)` (a plain async iterable is read once through
+ * `IterDataset.fromIterable`).
  */
 export function minibatches<T>(
-  records: IterDataset<T>,
+  records: IterDataset<T> | AsyncIterable<T>,
   size: number,
   options: MinibatchOptions = {},
 ): IterDataset<T[]> {
   checkSize(size);
   const { shuffle } = options;
+  const dataset = records instanceof IterDataset ? records : IterDataset.fromIterable(() => records);
   // IterDataset.shuffle checks the options (and makes nothing run): both paths accept the same.
-  if (shuffle !== undefined) records.shuffle(shuffle);
-  const source = feedSourceOf(records);
-  if (source === undefined) return (shuffle === undefined ? records : records.shuffle(shuffle)).batch(size);
+  const shuffled = shuffle === undefined ? dataset : dataset.shuffle(shuffle);
+  const source = feedSourceOf(dataset);
+  if (source === undefined) return shuffled.batch(size);
   if (shuffle !== undefined && source.ordered) {
     throw new WorkerError(
       'DATA_ERROR',
