@@ -9,7 +9,7 @@
  * `release()` over chunk-aligned ~4 MiB ranges (the native limit as seen from JavaScript), in
  * records per CPU-second of the whole process (all threads). Goal >= 0.8. Other rows, for the
  * record: `readSync` over the tasks' own ranges, the records dataset `datasetFn` receives (one
- * promise per record), and the same TaskFeed through the native prefetcher (`storedFiles:
+ * promise per record), the batch path `minibatches(records, 64)` over it, and the same TaskFeed through the native prefetcher (`storedFiles:
  * 'prefetch'`, 2 and 1 threads) and with `prefetch: false`.
  *
  * GOAL 2, gzip files (text and image records) through `RecordIODataReader.readBatches` with the
@@ -44,7 +44,7 @@ import { RecordIODataReader } from '@edl/data';
 import { RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { decodeMnistBatch, mnistDatasetFnWith } from '../packages/model-zoo/dist/index.js';
 import { TaskType } from '../packages/proto/dist/index.js';
-import { batchRecords, selectBackend, tf } from '../packages/worker/dist/index.js';
+import { batchRecords, minibatches, selectBackend, tf } from '../packages/worker/dist/index.js';
 import { TaskFeed } from '../packages/worker/dist/task-feed.js';
 import { Timers } from '../packages/worker/dist/timers.js';
 import { machineLine } from './lib/machine.mjs';
@@ -161,6 +161,13 @@ function feedPass(reader, path, total, mode) {
           records += batch.length;
           batch.release();
         }
+      } else if (mode === 'minibatches') {
+        // The batch path of datasetFn: minibatches of 64 cut from the reader's batches.
+        for await (const rows of minibatches(feed.dataset(head, 'bench'), 64)) {
+          for (const record of rows) check += record.length + (record.length > 0 ? record[0] : 0);
+          records += rows.length;
+          feed.take(rows.length);
+        }
       } else {
         // What datasetFn iterates: records one at a time, taken by minibatches of 64 (batches are
         // released by take()).
@@ -226,6 +233,7 @@ const WORKER_PATH = "TaskFeed.batches (the worker's path)";
 const variants = [
   [WORKER_PATH, 'batches', prefetchOptions({})],
   ['TaskFeed.dataset (records, as datasetFn)', 'dataset', prefetchOptions({})],
+  ['minibatches(TaskFeed.dataset, 64)', 'minibatches', prefetchOptions({})],
   [
     'TaskFeed.batches, prefetcher, 2 threads',
     'batches',
