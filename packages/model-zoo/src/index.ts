@@ -56,6 +56,7 @@ export {
   decodeMnistBatch,
   type MnistModelOptions,
   mnistDatasetFn,
+  mnistDatasetFnWith,
   mnistDefinition,
 } from './mnist/definition.js';
 export {

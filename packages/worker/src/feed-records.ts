@@ -1,52 +1,125 @@
-import type { DatasetIterator, JsonObject, RecordBatchLike } from '@edl/data';
+import {
+  attribute,
+  type DatasetIterator,
+  DatasetIteratorBase,
+  IterDataset,
+  type JsonObject,
+  permuteWindow,
+  type RecordBatchLike,
+  type WindowShuffleOptions,
+} from '@edl/data';
 import { WorkerError } from './errors.js';
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 const noop = (): void => {};
 
+/** Where the records of a records dataset come from (see {@link TaskFeed.dataset}). */
+export interface FeedSource<TRecord> {
+  /** Starts the stream of batches (on the first read). */
+  readonly open: () => AsyncIterator<RecordBatchLike<TRecord>>;
+  /**
+   * Called with each batch as it arrives, before any of its records is handed on; returns the unit
+   * (the task) the batch's records belong to. A batch never spans two tasks.
+   */
+  readonly hold: (batch: RecordBatchLike<TRecord>) => number;
+  /** The dataset's name, for `toString()` and errors. */
+  readonly name: string;
+  /** Records must keep their order within a task (prediction): no shuffle. */
+  readonly ordered: boolean;
+  /** Called when an iterator is made: the records can be read once (throws on a second call). */
+  readonly claim: () => void;
+}
+
+/**
+ * The batches of a feed and the read position in the one at hand, shared by the record-at-a-time
+ * and the minibatch iterators: one step of the batch stream per batch, not per record.
+ */
+class BatchCursor<TRecord> {
+  readonly #source: FeedSource<TRecord>;
+  #batches: AsyncIterator<RecordBatchLike<TRecord>> | undefined;
+  #done = false;
+  /** The batch at hand (undefined before the first and after the last). */
+  batch: RecordBatchLike<TRecord> | undefined;
+  /** The next record's index in {@link batch}. */
+  index = 0;
+  /** The unit (task) of {@link batch}; -1 before the first. */
+  unit = -1;
+
+  constructor(source: FeedSource<TRecord>) {
+    this.#source = source;
+  }
+
+  /** Records left in the batch at hand. */
+  get left(): number {
+    return this.batch === undefined ? 0 : this.batch.length - this.index;
+  }
+
+  /** Makes sure a record is at hand, reading the next batch when needed; false at the end. */
+  async fill(): Promise<boolean> {
+    while (this.left === 0) {
+      if (this.#done) return false;
+      this.batch = undefined;
+      this.#batches ??= this.#source.open();
+      let result: IteratorResult<RecordBatchLike<TRecord>>;
+      try {
+        result = await this.#batches.next();
+      } catch (error) {
+        this.#done = true;
+        throw error;
+      }
+      if (result.done) {
+        this.#done = true;
+        return false;
+      }
+      this.unit = this.#source.hold(result.value);
+      this.batch = result.value;
+      this.index = 0;
+    }
+    return true;
+  }
+
+  async close(): Promise<void> {
+    this.#done = true;
+    this.batch = undefined;
+    const batches = this.#batches;
+    this.#batches = undefined;
+    await batches?.return?.();
+  }
+}
+
+function cannotRestore(name: string): never {
+  throw new WorkerError('DATA_ERROR', `${name} reads the master's tasks: its position cannot be restored`);
+}
+
 /**
  * The iterator of the shared records dataset: records served from the batch at hand, one resolved
- * promise each, and the next batch read only when the batch runs dry (one step of the batch stream
- * per batch, not per record). Each batch is handed to `hold` when it arrives, so that the feed can
- * release it once its records are consumed. Calls to `next()` are served in call order.
+ * promise each, and the next batch read only when the batch runs dry. Calls to `next()` are served
+ * in call order. Its records are attributed to their tasks (see `Attribution` in @edl/data), so
+ * transforms that would break the worker's counting refuse to run over it.
  *
  * The dataset is fed by the master's tasks: it cannot be rewound, so `setState()` throws.
  */
 export class FeedRecordsIterator<TRecord> implements DatasetIterator<TRecord> {
-  readonly #open: () => AsyncIterator<RecordBatchLike<TRecord>>;
-  readonly #hold: (batch: RecordBatchLike<TRecord>) => void;
+  readonly #cursor: BatchCursor<TRecord>;
   readonly #name: string;
-  #batches: AsyncIterator<RecordBatchLike<TRecord>> | undefined;
-  #batch: RecordBatchLike<TRecord> | undefined;
-  #index = 0;
   #returned = 0;
-  #done = false;
   /** Settles when the last slow `next()` (one that reads a batch) has; undefined when none is pending. */
   #tail: Promise<void> | undefined;
 
-  /**
-   * @param open - starts the stream of batches (on the first `next()`).
-   * @param hold - called with each batch as it arrives, before any of its records is returned.
-   * @param name - the dataset's name, for `toString()` and errors.
-   */
-  constructor(
-    open: () => AsyncIterator<RecordBatchLike<TRecord>>,
-    hold: (batch: RecordBatchLike<TRecord>) => void,
-    name: string,
-  ) {
-    this.#open = open;
-    this.#hold = hold;
-    this.#name = name;
+  constructor(source: FeedSource<TRecord>) {
+    this.#cursor = new BatchCursor(source);
+    this.#name = source.name;
+    attribute(this, {
+      source: source.name,
+      lastUnit: () => this.#cursor.unit,
+      inStep: true,
+      elements: 'records',
+      ordered: source.ordered,
+    });
   }
 
   next(): Promise<IteratorResult<TRecord>> {
-    if (this.#tail === undefined) {
-      const batch = this.#batch;
-      if (batch !== undefined && this.#index < batch.length) {
-        this.#returned++;
-        return Promise.resolve({ done: false, value: batch.get(this.#index++) });
-      }
-    }
+    if (this.#tail === undefined && this.#cursor.left > 0) return Promise.resolve(this.#take());
     const result = (this.#tail ?? Promise.resolve()).then(() => this.#advance());
     const tail = result.then(noop, noop);
     this.#tail = tail;
@@ -57,11 +130,7 @@ export class FeedRecordsIterator<TRecord> implements DatasetIterator<TRecord> {
   }
 
   async return(): Promise<IteratorResult<TRecord>> {
-    this.#done = true;
-    this.#batch = undefined;
-    const batches = this.#batches;
-    this.#batches = undefined;
-    await batches?.return?.();
+    await this.#cursor.close();
     return DONE;
   }
 
@@ -74,40 +143,133 @@ export class FeedRecordsIterator<TRecord> implements DatasetIterator<TRecord> {
   }
 
   setState(_state: JsonObject): void {
-    throw new WorkerError(
-      'DATA_ERROR',
-      `${this.#name} reads the master's tasks: its position cannot be restored`,
-    );
+    cannotRestore(this.#name);
   }
 
   toString(): string {
     return this.#name;
   }
 
-  async #advance(): Promise<IteratorResult<TRecord>> {
-    for (;;) {
-      if (this.#done) return DONE;
-      const batch = this.#batch;
-      if (batch !== undefined && this.#index < batch.length) {
-        this.#returned++;
-        return { done: false, value: batch.get(this.#index++) };
-      }
-      this.#batch = undefined;
-      this.#batches ??= this.#open();
-      let result: IteratorResult<RecordBatchLike<TRecord>>;
-      try {
-        result = await this.#batches.next();
-      } catch (error) {
-        this.#done = true;
-        throw error;
-      }
-      if (result.done) {
-        this.#done = true;
-        return DONE;
-      }
-      this.#hold(result.value);
-      this.#batch = result.value;
-      this.#index = 0;
-    }
+  #take(): IteratorResult<TRecord> {
+    this.#returned++;
+    const cursor = this.#cursor;
+    return { done: false, value: (cursor.batch as RecordBatchLike<TRecord>).get(cursor.index++) };
   }
+
+  async #advance(): Promise<IteratorResult<TRecord>> {
+    return (await this.#cursor.fill()) ? this.#take() : DONE;
+  }
+}
+
+/** Options of `minibatches`. */
+export interface MinibatchOptions {
+  /**
+   * A window shuffle (as `IterDataset.shuffle`): each window of up to `bufferSize` records of one
+   * task is permuted before it is cut into minibatches. Windows end where a task ends, so records
+   * stay in their task (see docs/worker.md).
+   */
+  readonly shuffle?: WindowShuffleOptions;
+}
+
+/**
+ * Minibatches of a feed's records as arrays, cut straight from the reader's batches: one promise
+ * per minibatch, not per record. The last one of a segment may be shorter.
+ */
+export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[]> {
+  readonly #cursor: BatchCursor<TRecord>;
+  readonly #name: string;
+  readonly #size: number;
+  readonly #shuffle: WindowShuffleOptions | undefined;
+  #returned = 0;
+  /** The shuffled window at hand and the next record's index in it (with a shuffle). */
+  #window: TRecord[] = [];
+  #windowIndex = 0;
+  #windows = 0;
+
+  constructor(source: FeedSource<TRecord>, size: number, shuffle: WindowShuffleOptions | undefined) {
+    super();
+    this.#cursor = new BatchCursor(source);
+    this.#name = source.name;
+    this.#size = size;
+    this.#shuffle = shuffle;
+  }
+
+  protected async advance(): Promise<IteratorResult<TRecord[]>> {
+    const out: TRecord[] = [];
+    while (out.length < this.#size && (await this.#fill())) {
+      if (this.#shuffle === undefined) {
+        const cursor = this.#cursor;
+        const batch = cursor.batch as RecordBatchLike<TRecord>;
+        const end = cursor.index + Math.min(this.#size - out.length, cursor.left);
+        for (let i = cursor.index; i < end; i++) out.push(batch.get(i));
+        cursor.index = end;
+      } else {
+        const end =
+          this.#windowIndex + Math.min(this.#size - out.length, this.#window.length - this.#windowIndex);
+        for (let i = this.#windowIndex; i < end; i++) out.push(this.#window[i] as TRecord);
+        this.#windowIndex = end;
+      }
+    }
+    if (out.length === 0) return DONE;
+    this.#returned += out.length;
+    return { done: false, value: out };
+  }
+
+  /** Makes sure a record is at hand (in the cursor, or in the window with a shuffle); false at the end. */
+  async #fill(): Promise<boolean> {
+    const shuffle = this.#shuffle;
+    if (shuffle === undefined) return this.#cursor.fill();
+    if (this.#windowIndex < this.#window.length) return true;
+    // The next window: up to bufferSize records of the task at hand, never two tasks' records.
+    const cursor = this.#cursor;
+    const values: TRecord[] = [];
+    let unit = -1;
+    while (values.length < shuffle.bufferSize && (await cursor.fill())) {
+      if (values.length > 0 && cursor.unit !== unit) break;
+      unit = cursor.unit;
+      const batch = cursor.batch as RecordBatchLike<TRecord>;
+      const end = cursor.index + Math.min(shuffle.bufferSize - values.length, cursor.left);
+      for (let i = cursor.index; i < end; i++) values.push(batch.get(i));
+      cursor.index = end;
+    }
+    this.#window = permuteWindow(values, shuffle.seed, this.#windows++);
+    this.#windowIndex = 0;
+    return values.length > 0;
+  }
+
+  async return(): Promise<IteratorResult<TRecord[]>> {
+    this.#window = [];
+    await this.#cursor.close();
+    return DONE;
+  }
+
+  getState(): JsonObject {
+    return { consumed: this.#returned };
+  }
+
+  protected restore(_state: JsonObject): void {
+    cannotRestore(this.#name);
+  }
+
+  toString(): string {
+    return `${this.#name} -> Minibatches(${this.#size})`;
+  }
+}
+
+/** The feeds behind the records datasets the worker made, for the direct path of `minibatches`. */
+const feedSources = new WeakMap<IterDataset<unknown>, FeedSource<unknown>>();
+
+/** The shared records dataset over `source` (see {@link TaskFeed.dataset}). */
+export function feedRecordsDataset<TRecord>(source: FeedSource<TRecord>): IterDataset<TRecord> {
+  const dataset = IterDataset.fromIterator(() => {
+    source.claim();
+    return new FeedRecordsIterator<TRecord>(source);
+  }, source.name);
+  feedSources.set(dataset, source as FeedSource<unknown>);
+  return dataset;
+}
+
+/** The feed behind `records` when it is a worker's records dataset; undefined for any other dataset. */
+export function feedSourceOf<TRecord>(records: IterDataset<TRecord>): FeedSource<TRecord> | undefined {
+  return feedSources.get(records) as FeedSource<TRecord> | undefined;
 }

@@ -18,7 +18,7 @@ import { registerChainedOps } from './chained-ops.js';
 registerChainedOps();
 
 export * from './backends/index.js';
-export { batchRecords } from './batch-records.js';
+export { batchRecords, type MinibatchOptions, minibatches } from './batch-records.js';
 export { registerChainedOps } from './chained-ops.js';
 export { assertSingleTfjs, loadedTfjsCopies } from './duplicate-tfjs.js';
 export * from './embedding/index.js';

@@ -35,11 +35,15 @@ export interface DatasetFnMetadata {
 /**
  * ElasticDL's `dataset_fn`: parse, preprocess and batch the shared records dataset, an @edl/data
  * `IterDataset` (so `records.map(parse).batch(n).map(toTensors)` works, as does a plain
- * `for await`). The records come from consecutive tasks of one mode; yield minibatches of
- * `metadata.minibatchSize` records (the last one may be smaller) and keep every record, in order:
- * the worker attributes records to tasks by count. The dataset can be iterated once. Byte records
- * are views into the reader's batches; they stay valid as long as they are referenced, unless the
- * model definition sets {@link ModelDefinition.reuseRecordMemory}.
+ * `for await`; `minibatches(records, n).map(toTensors)` is the batch path, one step per minibatch
+ * instead of one per record). The records come from consecutive tasks of one mode; yield
+ * minibatches of `metadata.minibatchSize` records (the last one may be smaller) and keep every
+ * record in its task: the worker attributes records to tasks by count, so transforms that would
+ * break that (filter, skip, flatMap, a shuffle across tasks, ...) throw `ERR_ATTRIBUTION` when
+ * iterated, and a window shuffle right over the records ends its windows at task boundaries (see
+ * docs/worker.md). The dataset can be iterated once. Byte records are views into the reader's
+ * batches; they stay valid as long as they are referenced, unless the model definition sets
+ * {@link ModelDefinition.reuseRecordMemory}.
  */
 export type DatasetFn<TRecord = Uint8Array> = (
   records: IterDataset<TRecord>,

@@ -1,13 +1,13 @@
 import {
   type DataReader,
-  IterDataset,
+  type IterDataset,
   type RecordBatchLike,
   type RecordRange,
   recordsOfBatches,
 } from '@edl/data';
 import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
-import { FeedRecordsIterator } from './feed-records.js';
+import { feedRecordsDataset } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection } from './master-connection.js';
 import type { Timers } from './timers.js';
@@ -184,20 +184,25 @@ export class TaskFeed<TRecord> {
    * after the one that attributed its last record to a minibatch: records stay valid until the
    * minibatch they went into has been processed (its step, even one computed again after a stale
    * push ahead); without it (the default) records stay valid for as long as they are referenced.
-   * The dataset can be iterated once: the records come from the master's tasks.
+   * The dataset can be iterated once, record by record or through `minibatches` (whose direct
+   * path reads the same batches a minibatch at a time): the records come from the master's tasks.
+   * Its records are attributed to their tasks, so transforms that would break the counting of
+   * {@link TaskFeed.take} throw (see docs/worker.md).
    */
   dataset(head: TaskAssignment, name: string): IterDataset<TRecord> {
     let opened = false;
-    return IterDataset.fromIterator(() => {
-      // The shared dataset reads tasks from the master: a second pass would read other tasks.
-      if (opened) throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
-      opened = true;
-      return new FeedRecordsIterator<TRecord>(
-        () => this.batches(head)[Symbol.asyncIterator](),
-        (batch) => this.#hold(batch),
-        name,
-      );
-    }, name);
+    return feedRecordsDataset<TRecord>({
+      open: () => this.batches(head)[Symbol.asyncIterator](),
+      hold: (batch) => this.#hold(batch),
+      name,
+      ordered: taskKindOf(head) === 'prediction',
+      claim: () => {
+        // The shared dataset reads tasks from the master: a second pass would read other tasks.
+        if (opened)
+          throw new WorkerError('DATA_ERROR', 'datasetFn iterated the shared records dataset twice');
+        opened = true;
+      },
+    });
   }
 
   /**
@@ -255,11 +260,15 @@ export class TaskFeed<TRecord> {
     return this.#pending.splice(0, this.#pending.length);
   }
 
-  /** Holds a batch of {@link TaskFeed.dataset} until its records are consumed (it was just read). */
-  #hold(batch: RecordBatchLike<TRecord>): void {
+  /**
+   * Holds a batch of {@link TaskFeed.dataset} until its records are consumed (it was just read);
+   * returns the id of its task.
+   */
+  #hold(batch: RecordBatchLike<TRecord>): number {
     const pending = this.#pending.at(-1);
-    if (pending === undefined) return;
+    if (pending === undefined) return -1;
     this.#unconsumed.push({ pending, batch, end: pending.read });
+    return pending.task.id;
   }
 
   /**

@@ -5,6 +5,7 @@ import { type DataReader, RecordIODataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
 import { type RecordBatch, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { minibatches } from '../src/batch-records.js';
 import type { MasterConnection } from '../src/master-connection.js';
 import { TaskFeed } from '../src/task-feed.js';
 import { Timers } from '../src/timers.js';
@@ -441,4 +442,84 @@ describe('TaskFeed dataset (what datasetFn receives)', () => {
     expect(intact.length).toBe(expected.length);
     await reader.close();
   }, 60_000);
+});
+
+describe('TaskFeed minibatches (the batch path) and attribution', () => {
+  const steps: Step[] = [training(0, 0, 250), training(1, 100, 600), training(0, 250, 260)];
+  const taskRecords = [
+    Array.from({ length: 250 }, (_, i) => record(0, i)),
+    Array.from({ length: 500 }, (_, i) => record(1, 100 + i)),
+    Array.from({ length: 10 }, (_, i) => record(0, 250 + i)),
+  ];
+  const hex = (r: Uint8Array) => Buffer.from(r).toString('hex');
+
+  /** The minibatches of one segment over all steps, each attributed by take() as the worker does. */
+  /** The records dataset of the first segment of `script`, over a fresh reader. */
+  async function openRecords(script: Step[], prefetch: false | { threads: number; batchSize: number }) {
+    const reader = await RecordIODataReader.open({ files, prefetch });
+    const feed = new TaskFeed<Uint8Array>({
+      master: scriptedMaster([...script], () => 0).master,
+      workerId: 'w',
+      readerFor: () => reader,
+      timers: new Timers(),
+    });
+    const head = await feed.nextHead();
+    if (head === undefined) throw new Error('expected a task');
+    return { feed, reader, records: feed.dataset(head, 'TaskFeed(training)') };
+  }
+
+  async function run(shuffle?: { bufferSize: number; seed: number }) {
+    const { feed, reader, records } = await openRecords(steps, { threads: 1, batchSize: 64 });
+    const batches = minibatches(records, 30, shuffle === undefined ? {} : { shuffle });
+    const out: Uint8Array[][] = [];
+    const completedAt: number[] = [];
+    let consumed = 0;
+    for await (const batch of batches) {
+      out.push(batch.map((r) => r.slice()));
+      consumed += batch.length;
+      for (const slice of feed.take(batch.length)) if (slice.completesTask) completedAt.push(consumed);
+    }
+    expect(() => records.iterator()).toThrow('datasetFn iterated the shared records dataset twice');
+    await reader.close();
+    return { out, completedAt, name: String(batches) };
+  }
+
+  it('cuts minibatches straight from the reader batches: the records, in order, attributed to their tasks', async () => {
+    const { out, completedAt, name } = await run();
+    expect(name).toBe('TaskFeed(training) -> Minibatches(30)');
+    expect(out.map((b) => b.length)).toEqual([...Array.from({ length: 25 }, () => 30), 10]);
+    expect(out.flat().map(hex)).toEqual(taskRecords.flat().map(hex));
+    expect(completedAt).toEqual([270, 750, 760]);
+  }, 60_000);
+
+  it('shuffles within windows of one task: each task keeps exactly its records and completes at the same count', async () => {
+    const shuffle = { bufferSize: 64, seed: 5 };
+    const { out, completedAt, name } = await run(shuffle);
+    expect(name).toBe('TaskFeed(training) -> Minibatches(30, shuffle bufferSize=64)');
+    const flat = out.flat().map(hex);
+    expect(flat).not.toEqual(taskRecords.flat().map(hex));
+    let at = 0;
+    for (const recordsOfTask of taskRecords) {
+      const part = flat.slice(at, at + recordsOfTask.length);
+      expect([...part].sort()).toEqual(recordsOfTask.map(hex).sort());
+      // Windows of 64 from the task's start: a record never moves out of its window.
+      const expected = recordsOfTask.map(hex);
+      for (let w = 0; w < expected.length; w += 64) {
+        expect(part.slice(w, w + 64).sort()).toEqual(expected.slice(w, w + 64).sort());
+      }
+      at += recordsOfTask.length;
+    }
+    expect(completedAt).toEqual([270, 750, 760]);
+    // The same seed, the same order.
+    expect((await run(shuffle)).out.flat().map(hex)).toEqual(flat);
+  }, 60_000);
+
+  it('refuses, when datasetFn starts reading, a transform that would break the counting, naming it', async () => {
+    const { reader, records } = await openRecords([training(0, 0, 50)], false);
+    await expect(records.filter((r) => r.length > 0).toArray()).rejects.toMatchObject({
+      code: 'ERR_ATTRIBUTION',
+      message: expect.stringMatching(/^Filter over TaskFeed\(training\) would drop records/),
+    });
+    await reader.close();
+  });
 });

@@ -11,8 +11,15 @@ export interface EdlRun {
   readonly stderr: string;
 }
 
-/** Runs the built `edl` with `args` in `cwd` and collects its output. */
-export function runEdl(args: readonly string[], cwd?: string): Promise<EdlRun> {
+/**
+ * Runs the built `edl` with `args` in `cwd` and collects its output; `onStderrLine` sees each line
+ * of stderr as it comes (e.g. to kill a worker once it reports progress).
+ */
+export function runEdl(
+  args: readonly string[],
+  cwd?: string,
+  onStderrLine?: (line: string) => void,
+): Promise<EdlRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [EDL_BIN, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -20,13 +27,38 @@ export function runEdl(args: readonly string[], cwd?: string): Promise<EdlRun> {
     });
     let stdout = '';
     let stderr = '';
+    let partial = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
     child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+      const text = chunk.toString();
+      stderr += text;
+      if (onStderrLine === undefined) return;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) onStderrLine(line);
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * A stderr line watcher for {@link runEdl} that SIGKILLs worker `workerId` once it reports progress
+ * past `records` records; `killed()` is the pid it killed, if any.
+ */
+export function killWorkerAfter(workerId: string, records: number) {
+  let pid: number | undefined;
+  return {
+    onLine(line: string): void {
+      if (pid !== undefined || !line.startsWith('{')) return;
+      const event = JSON.parse(line) as { msg?: string; records?: number; pid?: number; worker?: string };
+      if (event.msg !== 'progress' || event.worker !== workerId || (event.records ?? 0) < records) return;
+      if (event.pid === undefined) return;
+      pid = event.pid;
+      process.kill(pid, 'SIGKILL');
+    },
+    killed: (): number | undefined => pid,
+  };
 }

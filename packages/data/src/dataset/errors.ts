@@ -17,7 +17,9 @@ export type DatasetErrorCode =
   /** An element does not fit its transform (a row over a padded length, unequal feature lengths). */
   | 'ERR_BAD_ELEMENT'
   /** `cache()` would hold more than its `maxBytes`. */
-  | 'ERR_CACHE_FULL';
+  | 'ERR_CACHE_FULL'
+  /** A transform would break the counting of records to the tasks of an attributed source (a worker's). */
+  | 'ERR_ATTRIBUTION';
 
 /** Base error of `@edl/data` datasets, with a stable `code`. */
 export class DatasetError extends EdlError<DatasetErrorCode> {

@@ -9,6 +9,13 @@ export type {
   JsonValue,
   RandomAccessDataSource,
 } from '../protocols.js';
+export {
+  type Attribution,
+  type AttributionEffect,
+  attribute,
+  attributionAfter,
+  attributionOf,
+} from './attribution.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
 export { DatasetError, type DatasetErrorCode } from './errors.js';
@@ -47,5 +54,5 @@ export {
   type ParallelMapOptions,
 } from './transforms/parallel-map.js';
 export type { RandomMapFn } from './transforms/random-map.js';
-export type { WindowShuffleOptions } from './transforms/shuffle.js';
+export { permuteWindow, type WindowShuffleOptions } from './transforms/shuffle.js';
 export type { ReadOptions } from './transforms/to-iter-dataset.js';

@@ -1,5 +1,12 @@
 import { checkFunction, checkInteger, checkOptions, checkSafeInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, IterDatasetLike } from '../protocols.js';
+import {
+  type AttributionEffect,
+  attribute,
+  attributionAfter,
+  attributionOf,
+  refuseAttributed,
+} from './attribution.js';
 import { MixSchedule } from './mix-schedule.js';
 import { BatchIterator, type BatchOptions } from './transforms/batch.js';
 import {
@@ -91,11 +98,11 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   static mix<T>(datasets: readonly IterDatasetLike<T>[], weights?: readonly number[]): IterDataset<T> {
     const schedule = new MixSchedule(checkMix(datasets, weights));
     return new IterDataset(
-      () =>
-        new MixIterator(
-          datasets.map((d) => d.iterator()),
-          schedule,
-        ),
+      () => {
+        const parents = datasets.map((d) => d.iterator());
+        refuseAttributed(parents, 'Mix', 'would interleave records out of order');
+        return new MixIterator(parents, schedule);
+      },
       `Mix([${datasets.map(String).join(', ')}], counts=[${schedule.counts.join(', ')}])`,
     );
   }
@@ -111,7 +118,11 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     if (!Array.isArray(parents) || parents.length === 0)
       invalidArgument('a non-empty array', 'datasets', datasets);
     return new IterDataset(
-      () => new ZipIterator<T>(parents.map((d) => d.iterator())),
+      () => {
+        const iterators = parents.map((d) => d.iterator());
+        refuseAttributed(iterators, 'Zip', 'would merge records out of order');
+        return new ZipIterator<T>(iterators);
+      },
       `Zip(${parents.map(String).join(', ')})`,
     );
   }
@@ -128,7 +139,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   /** Applies `fn` to every element. */
   map<U>(fn: MapFn<T, U>): IterDataset<U> {
     checkFunction(fn, 'fn');
-    return this.#then((parent) => new MapIterator(parent, fn), 'Map');
+    return this.#then((parent) => new MapIterator(parent, fn), 'Map', 'keeps');
   }
 
   /** Maps elements on worker threads with an exported function, in order (see `ParallelMapOptions`). */
@@ -137,25 +148,32 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#then(
       (parent) => new ParallelMapIterator<T, U>(parent, o),
       `ParallelMap(${o.exportName}, workers=${o.workers})`,
+      'reads-ahead',
     );
   }
 
   /** Keeps the elements for which `predicate` is true. */
   filter(predicate: Predicate<T>): IterDataset<T> {
     checkFunction(predicate, 'predicate');
-    return this.#then((parent) => new FilterIterator(parent, predicate), 'Filter');
+    return this.#then((parent) => new FilterIterator(parent, predicate), 'Filter', {
+      refused: 'would drop records',
+    });
   }
 
   /** Groups consecutive elements into arrays of `size` (the last may be shorter unless dropped). */
   batch(size: number, options: BatchOptions = {}): IterDataset<T[]> {
     checkInteger(size, 'size', 1);
-    return this.#then((parent) => new BatchIterator(parent, size, options), `Batch(${size})`);
+    return this.#then((parent) => new BatchIterator(parent, size, options), `Batch(${size})`, 'groups');
   }
 
   /** Reads up to `bufferSize` elements ahead in the background; the state stays exact. */
   prefetch(bufferSize: number): IterDataset<T> {
     checkInteger(bufferSize, 'bufferSize', 1);
-    return this.#then((parent) => new PrefetchIterator(parent, bufferSize), `Prefetch(${bufferSize})`);
+    return this.#then(
+      (parent) => new PrefetchIterator(parent, bufferSize),
+      `Prefetch(${bufferSize})`,
+      'reads-ahead',
+    );
   }
 
   /** Replaces each element by the dataset `fn` makes of it, reading `cycleLength` of them in turn. */
@@ -163,7 +181,16 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     checkFunction(fn, 'fn');
     checkInteger(cycleLength, 'cycleLength', 1);
     return new IterDataset(
-      () => new InterleaveIterator(() => this.iterator(), fn, cycleLength),
+      () =>
+        new InterleaveIterator(
+          () => {
+            const parent = this.iterator();
+            refuseAttributed([parent], 'Interleave', 'would replace records by datasets');
+            return parent;
+          },
+          fn,
+          cycleLength,
+        ),
       `${this} -> Interleave(cycleLength=${cycleLength})`,
     );
   }
@@ -171,13 +198,17 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   /** The first `count` elements. */
   take(count: number): IterDataset<T> {
     checkInteger(count, 'count');
-    return this.#then((parent) => new TakeIterator(parent, count), `Take(${count})`);
+    return this.#then((parent) => new TakeIterator(parent, count), `Take(${count})`, {
+      refused: 'would leave records unconsumed',
+    });
   }
 
   /** Drops the first `count` elements. */
   skip(count: number): IterDataset<T> {
     checkInteger(count, 'count');
-    return this.#then((parent) => new SkipIterator(parent, count), `Skip(${count})`);
+    return this.#then((parent) => new SkipIterator(parent, count), `Skip(${count})`, {
+      refused: 'would drop records',
+    });
   }
 
   /**
@@ -194,30 +225,39 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#then(
       (parent) => new WindowShuffleIterator(parent, resolved),
       `WindowShuffle(bufferSize=${resolved.bufferSize}, seed=${resolved.seed})`,
+      'reorders-in-unit',
     );
   }
 
   /** Replaces each element by the elements `fn` returns for it (`fn` must be deterministic). */
   flatMap<U>(fn: FlatMapFn<T, U>): IterDataset<U> {
     checkFunction(fn, 'fn');
-    return this.#then((parent) => new FlatMapIterator(parent, fn), 'FlatMap');
+    return this.#then((parent) => new FlatMapIterator(parent, fn), 'FlatMap', {
+      refused: 'may drop, add or split records',
+    });
   }
 
   /** The items of each iterable element (e.g. a batch), one by one. */
   unbatch<U>(this: IterDataset<Iterable<U>>): IterDataset<U> {
-    return this.#then((parent) => unbatchIterator(parent), 'Unbatch');
+    return this.#then((parent) => unbatchIterator(parent), 'Unbatch', 'regroups');
   }
 
   /** Regroups the items of iterable elements into arrays of `size`, across element boundaries. */
   rebatch<U>(this: IterDataset<Iterable<U>>, size: number, options: BatchOptions = {}): IterDataset<U[]> {
     checkInteger(size, 'size', 1);
-    return this.#then((parent) => new RebatchIterator(parent, size, options), `Rebatch(${size})`);
+    return this.#then((parent) => new RebatchIterator(parent, size, options), `Rebatch(${size})`, 'regroups');
   }
 
   /** `numEpochs` passes over the dataset (forever when omitted); the dataset must replay the same elements. */
   repeat(numEpochs?: number): IterDataset<T> {
     if (numEpochs !== undefined) checkInteger(numEpochs, 'numEpochs');
-    return this.#then((parent) => new RepeatIterator(parent, numEpochs), `Repeat(${numEpochs ?? 'forever'})`);
+    return this.#then(
+      (parent) => new RepeatIterator(parent, numEpochs),
+      `Repeat(${numEpochs ?? 'forever'})`,
+      {
+        refused: 'would read the records again',
+      },
+    );
   }
 
   /** Batches numeric sequences padded to the longest of the batch or to `options.paddedLength`. */
@@ -228,7 +268,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
   ): IterDataset<number[][]> {
     checkInteger(size, 'size', 1);
     const o = resolvePaddedBatchOptions(options);
-    return this.#then((parent) => new PaddedBatchIterator(parent, size, o), `PaddedBatch(${size})`);
+    return this.#then((parent) => new PaddedBatchIterator(parent, size, o), `PaddedBatch(${size})`, 'groups');
   }
 
   /**
@@ -245,6 +285,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#then(
       (parent) => new BucketBySequenceLengthIterator(parent, spec),
       `BucketBySequenceLength([${spec.boundaries.join(', ')}], [${spec.batchSizes.join(', ')}])`,
+      { refused: 'would reorder records across tasks' },
     );
   }
 
@@ -257,6 +298,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#then(
       (parent) => new PackIterator<K>(parent, o),
       `Pack(rowLength=${o.rowLength}, numBins=${o.numBins})`,
+      { refused: 'would merge records out of order' },
     );
   }
 
@@ -269,7 +311,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     const maxBytes =
       o.maxBytes === undefined ? DEFAULT_CACHE_BYTES : checkInteger(o.maxBytes, 'options.maxBytes', 1);
     const store = new CacheStore<T>(maxBytes);
-    return this.#then((parent) => new CacheIterator(parent, store), `Cache(maxBytes=${maxBytes})`);
+    return this.#then((parent) => new CacheIterator(parent, store), `Cache(maxBytes=${maxBytes})`, 'keeps');
   }
 
   /** Reads the whole dataset into an array (tests, small datasets). */
@@ -284,8 +326,22 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#description;
   }
 
-  #then<U>(wrap: (parent: DatasetIterator<T>) => DatasetIterator<U>, step: string): IterDataset<U> {
-    return new IterDataset(() => wrap(this.iterator()), `${this} -> ${step}`);
+  /**
+   * The dataset of `step` over this one. Over an attributed source (the records a worker counts to
+   * its tasks), `effect` says what the step does to that counting: a step that would break it
+   * throws when its iterator is made (see attribution.ts).
+   */
+  #then<U>(
+    wrap: (parent: DatasetIterator<T>) => DatasetIterator<U>,
+    step: string,
+    effect: AttributionEffect,
+  ): IterDataset<U> {
+    return new IterDataset(() => {
+      const parent = this.iterator();
+      const attribution = attributionAfter(attributionOf(parent), step, effect);
+      const iterator = wrap(parent);
+      return attribution === undefined ? iterator : attribute(iterator, attribution);
+    }, `${this} -> ${step}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { batchRecords, type DatasetFn, type ModelDefinition, tf, tfl } from '@edl/worker';
+import { type DatasetFn, type ModelDefinition, minibatches, tf, tfl } from '@edl/worker';
 import { CENSUS_CATEGORICAL, CENSUS_FEATURES, CENSUS_LABEL, CENSUS_NUMERIC } from './schema.js';
 
 /** A census record as readers yield it: CSV fields (`string[]`) or a table row (column to value). */
@@ -69,7 +69,7 @@ function encode(record: CensusRecord, index: Map<string, number>, out: Float32Ar
 /** datasetFn of the census model: encode features, batch, labels as [n, 1] floats. */
 export const censusDatasetFn: DatasetFn<CensusRecord> = async function* (records, mode, metadata) {
   const index = columnIndex(metadata.reader.columns);
-  for await (const batch of batchRecords(records, metadata.minibatchSize)) {
+  for await (const batch of minibatches(records, metadata.minibatchSize)) {
     const features = new Float32Array(batch.length * CENSUS_FEATURES);
     const labels = new Float32Array(batch.length);
     batch.forEach((record, i) => {

@@ -1,5 +1,5 @@
 import type { IterDataset } from '@edl/data';
-import { type DatasetFn, type Minibatch, type ModelDefinition, tf, tfl } from '@edl/worker';
+import { type DatasetFn, type Minibatch, type ModelDefinition, minibatches, tf, tfl } from '@edl/worker';
 import { CIFAR10_CHANNELS, CIFAR10_CLASSES, CIFAR10_SIDE } from './record-format.js';
 
 /** Shape of the CIFAR-10 CNN. */
@@ -118,7 +118,7 @@ async function* toMinibatches(
  */
 export function cifar10DatasetFnWith(options: Cifar10InputOptions = {}): DatasetFn<Uint8Array> {
   return (records, mode, metadata) => {
-    const prepared = records.batch(metadata.minibatchSize).mapParallel<PreparedCifar10Batch>({
+    const prepared = minibatches(records, metadata.minibatchSize).mapParallel<PreparedCifar10Batch>({
       module: CIFAR10_PREPROCESS_MODULE,
       export: 'preprocessCifar10Batch',
       args: {

@@ -1,4 +1,4 @@
-import { batchRecords, type DatasetFn, type Minibatch, type ModelDefinition, tf, tfl } from '@edl/worker';
+import { type DatasetFn, type Minibatch, type ModelDefinition, minibatches, tf, tfl } from '@edl/worker';
 import { MNIST_CLASSES, MNIST_PIXEL_BYTES, MNIST_RECORD_BYTES, MNIST_SIDE } from './record-format.js';
 
 /** Shape and optimizer of the MNIST CNN. */
@@ -11,7 +11,14 @@ export interface MnistModelOptions {
   readonly hidden?: number;
   /** Learning rate of Adam (default 0.002). */
   readonly learningRate?: number;
+  /** Records per shuffle window of a training task (default 512; 0: no shuffle buffer). */
+  readonly shuffleBuffer?: number;
 }
+
+/** Default shuffle window of MNIST training records. */
+const MNIST_SHUFFLE_BUFFER = 512;
+/** The window shuffle's seed: any fixed number, so that runs repeat. */
+const MNIST_SHUFFLE_SEED = 2019;
 
 /**
  * A small LeNet-style MNIST CNN: two 5x5 conv + ReLU + 2x2 max-pooling blocks, a dense ReLU layer and
@@ -78,12 +85,25 @@ export function decodeMnistBatch(records: readonly Uint8Array[], withLabels: boo
   };
 }
 
-/** datasetFn of MNIST records (see `encodeMnistRecord`); prediction minibatches carry no labels. */
-export const mnistDatasetFn: DatasetFn<Uint8Array> = async function* (records, mode, metadata) {
-  for await (const batch of batchRecords(records, metadata.minibatchSize)) {
-    yield decodeMnistBatch(batch, mode !== 'prediction');
-  }
-};
+/**
+ * datasetFn of MNIST records (see `encodeMnistRecord`) on the batch path: minibatches cut from the
+ * reader's batches and decoded once each; training records are window-shuffled within each task
+ * (`shuffleBuffer` records per window, 0 for none). Prediction minibatches carry no labels.
+ */
+export function mnistDatasetFnWith(shuffleBuffer = MNIST_SHUFFLE_BUFFER): DatasetFn<Uint8Array> {
+  return (records, mode, metadata) => {
+    const shuffle =
+      mode === 'training' && shuffleBuffer > 0
+        ? { bufferSize: shuffleBuffer, seed: MNIST_SHUFFLE_SEED }
+        : undefined;
+    return minibatches(records, metadata.minibatchSize, shuffle === undefined ? {} : { shuffle }).map(
+      (batch) => decodeMnistBatch(batch, mode !== 'prediction'),
+    );
+  };
+}
+
+/** {@link mnistDatasetFnWith} the default shuffle window. */
+export const mnistDatasetFn: DatasetFn<Uint8Array> = mnistDatasetFnWith();
 
 /** The MNIST CNN as a complete model definition: cross-entropy, Adam, accuracy. */
 export function mnistDefinition(options: MnistModelOptions = {}): ModelDefinition<Uint8Array> {
@@ -93,7 +113,7 @@ export function mnistDefinition(options: MnistModelOptions = {}): ModelDefinitio
     loss: (labels, outputs) =>
       tf.mean(tf.neg(tf.sum(tf.mul(labels, tf.log(tf.clipByValue(outputs, 1e-7, 1))), -1))) as tf.Scalar,
     optimizer: { name: 'adam', params: { learningRate: options.learningRate ?? 0.002 } },
-    datasetFn: mnistDatasetFn,
+    datasetFn: mnistDatasetFnWith(options.shuffleBuffer),
     evalMetrics: { accuracy: 'accuracy' },
   };
 }

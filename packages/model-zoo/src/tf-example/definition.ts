@@ -1,5 +1,5 @@
-import { type ExampleSpec, encodeExample, parseExample } from '@edl/proto/example';
-import { batchRecords, type DatasetFn, type ModelDefinition, tf, tfl } from '@edl/worker';
+import { type ExampleSpec, encodeExample, parseExamples } from '@edl/proto/example';
+import { type DatasetFn, type Minibatch, type ModelDefinition, minibatches, tf, tfl } from '@edl/worker';
 
 /** Features per Example (`x`, float32) and classes (`label`, int64 in [0, TF_EXAMPLE_CLASSES)). */
 export const TF_EXAMPLE_FEATURES = 16;
@@ -48,32 +48,25 @@ export function buildTfExampleModel(): tfl.LayersModel {
 
 /**
  * datasetFn over serialized Examples (from TFRecord files, or RecordIO files of Examples as
- * ElasticDL writes them): `records.map(parseExample(spec))`, as a TensorFlow user would write
- * `dataset.map(parse_fn)`, then minibatches of `x` and one-hot labels.
+ * ElasticDL writes them), on the batch path: each minibatch of records is parsed in one
+ * `parseExamples` call (as `tf.io.parse_example` parses a batch), then `x` and one-hot labels.
  */
-export const tfExampleDatasetFn: DatasetFn<Uint8Array> = async function* (records, mode, metadata) {
-  const parsed = records.map(parseExample(TF_EXAMPLE_SPEC));
-  for await (const batch of batchRecords(parsed, metadata.minibatchSize)) {
+export const tfExampleDatasetFn: DatasetFn<Uint8Array> = (records, mode, metadata) =>
+  minibatches(records, metadata.minibatchSize).map((batch): Minibatch => {
     const n = batch.length;
-    const x = new Float32Array(n * TF_EXAMPLE_FEATURES);
-    const labels = new Int32Array(n);
-    batch.forEach((example, i) => {
-      x.set(example.x, i * TF_EXAMPLE_FEATURES);
-      labels[i] = example.label[0] as number;
-    });
-    const features = tf.tensor2d(x, [n, TF_EXAMPLE_FEATURES]);
-    if (mode === 'prediction') {
-      yield { features };
-    } else {
-      yield {
-        features,
-        labels: tf.tidy(() =>
-          tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), TF_EXAMPLE_CLASSES), 'float32'),
+    const { x, label } = parseExamples(batch, TF_EXAMPLE_SPEC);
+    const features = tf.tensor2d(x.values, [n, TF_EXAMPLE_FEATURES]);
+    if (mode === 'prediction') return { features };
+    return {
+      features,
+      labels: tf.tidy(() =>
+        tf.cast(
+          tf.oneHot(tf.tensor1d(Int32Array.from(label.values), 'int32'), TF_EXAMPLE_CLASSES),
+          'float32',
         ),
-      };
-    }
-  }
-};
+      ),
+    };
+  });
 
 /** The model definition: softmax cross-entropy on the logits, Adam, accuracy. */
 export function tfExampleDefinition(learningRate = 0.02): ModelDefinition<Uint8Array> {

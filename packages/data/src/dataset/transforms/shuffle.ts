@@ -1,4 +1,5 @@
 import type { DatasetIterator, JsonObject } from '../../protocols.js';
+import { type Attribution, attributionOf } from '../attribution.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
 import { epochSeed, IndexShuffler } from '../index-shuffle.js';
@@ -61,6 +62,10 @@ export interface WindowShuffleOptions {
  * window's number and how many of its elements were returned. No buffered element is saved, so the
  * shuffle's own part stays a few dozen bytes whatever `bufferSize`; a restore replays the window from
  * the parent (re-reading up to `bufferSize` elements) in the next `next()`.
+ *
+ * Over an attributed source (a worker's records, see attribution.ts) a window also ends where the
+ * source's unit (task) changes, so records never move from one task to another. Such a source
+ * cannot be restored, so the state there only reports the position.
  */
 export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
   readonly #parent: DatasetIterator<T>;
@@ -72,6 +77,11 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
   #position = 0;
   /** The shuffled current window; undefined until it is read (at the start, after a restore). */
   #buffer: T[] | undefined;
+  /** Elements in the current window: `bufferSize`, or fewer where a unit ended it. */
+  #windowEnd: number;
+  readonly #units: Attribution | undefined;
+  /** The element of the next unit that ended the window being read (attributed sources only). */
+  #carried: { readonly value: T } | undefined;
 
   constructor(parent: DatasetIterator<T>, options: WindowShuffleOptions) {
     super();
@@ -79,37 +89,48 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
     this.#bufferSize = options.bufferSize;
     this.#seed = options.seed;
     this.#windowStart = parent.getState();
+    this.#windowEnd = options.bufferSize;
+    this.#units = attributionOf(parent);
   }
 
   protected async advance(): Promise<IteratorResult<T>> {
     if (this.#buffer === undefined) this.#buffer = await this.#readWindow();
     if (this.#position >= this.#buffer.length) return DONE;
     const value = this.#buffer[this.#position++]!;
-    if (this.#position === this.#bufferSize) {
+    if (this.#position === this.#windowEnd) {
       // Start the next window now, so a state saved at a window boundary replays nothing.
       this.#window++;
       this.#position = 0;
       this.#windowStart = this.#parent.getState();
       this.#buffer = undefined;
+      this.#windowEnd = this.#bufferSize;
     }
     return { done: false, value };
   }
 
   async #readWindow(): Promise<T[]> {
     const values: T[] = [];
+    let unit = -1;
+    if (this.#carried !== undefined) {
+      values.push(this.#carried.value);
+      unit = this.#units?.lastUnit() ?? -1;
+      this.#carried = undefined;
+    }
     while (values.length < this.#bufferSize) {
       const result = await this.#parent.next();
       if (result.done) break;
+      if (this.#units !== undefined) {
+        const next = this.#units.lastUnit();
+        if (values.length > 0 && next !== unit) {
+          this.#carried = { value: result.value };
+          this.#windowEnd = values.length;
+          break;
+        }
+        unit = next;
+      }
       values.push(result.value);
     }
-    const rng = Rng.forIndex(this.#seed, this.#window);
-    for (let i = values.length - 1; i > 0; i--) {
-      const j = rng.integer(i + 1);
-      const kept = values[i]!;
-      values[i] = values[j]!;
-      values[j] = kept;
-    }
-    return values;
+    return permuteWindow(values, this.#seed, this.#window);
   }
 
   getState(): JsonObject {
@@ -133,9 +154,26 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
     this.#window = window;
     this.#position = position;
     this.#buffer = undefined;
+    this.#windowEnd = this.#bufferSize;
+    this.#carried = undefined;
   }
 
   toString(): string {
     return `${this.#parent} -> WindowShuffle(bufferSize=${this.#bufferSize}, seed=${this.#seed})`;
   }
+}
+
+/**
+ * Permutes `values` in place, as window `window` of a window shuffle keyed by `seed` does (Fisher-Yates
+ * from `Rng.forIndex(seed, window)`), and returns them.
+ */
+export function permuteWindow<T>(values: T[], seed: number, window: number): T[] {
+  const rng = Rng.forIndex(seed, window);
+  for (let i = values.length - 1; i > 0; i--) {
+    const j = rng.integer(i + 1);
+    const kept = values[i] as T;
+    values[i] = values[j] as T;
+    values[j] = kept;
+  }
+  return values;
 }
