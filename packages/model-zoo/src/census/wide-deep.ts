@@ -1,5 +1,5 @@
 import { batchRecords, type DatasetFn, embedding, type ModelDefinition, tf, tfl } from '@edl/worker';
-import { type CensusRecord, columnIndex, field } from './definition.js';
+import { type CensusRecord, censusDefinition, columnIndex, field } from './definition.js';
 import { CENSUS_CATEGORICAL, CENSUS_LABEL, CENSUS_NUMERIC } from './schema.js';
 
 /**
@@ -106,13 +106,14 @@ export function censusWideDeepTableSpecs(seed = 42) {
   ];
 }
 
-/** The census Wide&Deep definition: binary cross-entropy, Adam (lazy Adam on the tables), accuracy, AUC. */
+/**
+ * The census Wide&Deep definition: the census model's loss (binary cross-entropy), Adam (lazy Adam
+ * on the tables), accuracy and AUC, with this model and its datasetFn.
+ */
 export function censusWideDeepDefinition(learningRate = 0.01): ModelDefinition<CensusRecord> {
   return {
+    ...censusDefinition(learningRate),
     model: buildCensusWideDeepModel,
-    loss: (labels, outputs) => tf.losses.logLoss(labels, outputs) as tf.Scalar,
-    optimizer: { name: 'adam', params: { learningRate } },
     datasetFn: censusWideDeepDatasetFn,
-    evalMetrics: { accuracy: 'accuracy', auc: 'auc' },
   };
 }

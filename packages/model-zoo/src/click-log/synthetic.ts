@@ -1,8 +1,7 @@
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { checkInteger, checkNonEmptyString, fmix32, SeededRandom } from '@edl/common';
-import { type TFRecordCompression, TFRecordWriter } from '@edl/recordio';
+import { checkInteger, fmix32, SeededRandom } from '@edl/common';
+import type { TFRecordCompression } from '@edl/recordio';
 import type { GeneratedFiles } from '../cifar10/synthetic.js';
+import { writeShardedTfRecords } from '../tf-example/sharded-tfrecords.js';
 import { type ClickLogLayout, encodeClickExample, resolveClickLogLayout } from './schema.js';
 import { ZipfSampler } from './zipf.js';
 
@@ -140,24 +139,11 @@ export interface ClickLogFilesOptions extends ClickLogOptions {
  * sharded writers name them. The same options give the same bytes.
  */
 export async function generateClickLog(options: ClickLogFilesOptions): Promise<GeneratedFiles> {
-  const dir = checkNonEmptyString(options.dir, 'options.dir');
-  const total = checkInteger(options.records ?? 100_000, 'options.records', 1);
-  const fileCount = checkInteger(options.files ?? 2, 'options.files', 1);
-  const compression = options.compression ?? 'none';
-  const prefix = options.prefix ?? 'clicks';
   const synthesizer = new ClickLogSynthesizer(options);
   const { categorical: F, numeric: M } = synthesizer;
-  mkdirSync(dir, { recursive: true });
-  const suffix = compression === 'gzip' ? '.gz' : compression === 'zlib' ? '.zz' : '';
-  const files: { path: string; records: number }[] = [];
-  let written = 0;
-  for (let f = 0; f < fileCount; f++) {
-    const n = Math.floor((total * (f + 1)) / fileCount) - written;
-    const name = `${prefix}-${String(f).padStart(5, '0')}-of-${String(fileCount).padStart(5, '0')}.tfrecord${suffix}`;
-    const file = path.join(dir, name);
-    const writer = TFRecordWriter.create(file, { compression });
-    for (let done = 0; done < n; ) {
-      const batch = synthesizer.batch(Math.min(4096, n - done));
+  return writeShardedTfRecords(options, { records: 100_000, prefix: 'clicks' }, (writer, count) => {
+    for (let done = 0; done < count; ) {
+      const batch = synthesizer.batch(Math.min(4096, count - done));
       for (let i = 0; i < batch.clicks.length; i++)
         writer.write(
           encodeClickExample(
@@ -168,9 +154,5 @@ export async function generateClickLog(options: ClickLogFilesOptions): Promise<G
         );
       done += batch.clicks.length;
     }
-    await writer.close();
-    files.push({ path: file, records: n });
-    written += n;
-  }
-  return { files, records: written };
+  });
 }
