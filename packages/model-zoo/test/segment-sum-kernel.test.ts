@@ -45,12 +45,18 @@ describe('registerLinearSegmentSum', () => {
     restore();
     expect(linear.shape).toEqual([25, 3, 2]);
     expect(linear.shape).toEqual(stock.shape);
-    linear.sums.forEach((v, i) => expect(v).toBeCloseTo(stock.sums[i]!, 5));
-    linear.grad.forEach((v, i) => expect(v).toBeCloseTo(stock.grad[i]!, 5));
+    linear.sums.forEach((v, i) => {
+      expect(v).toBeCloseTo(stock.sums[i]!, 5);
+    });
+    linear.grad.forEach((v, i) => {
+      expect(v).toBeCloseTo(stock.grad[i]!, 5);
+    });
     // Rows no index names get zero gradient; named rows 1.5 per use.
     const uses = new Float64Array(40);
     for (const i of indices.dataSync()) uses[i]! += 1;
-    linear.grad.forEach((v, k) => expect(v).toBeCloseTo(1.5 * uses[Math.floor(k / 5)]!, 5));
+    linear.grad.forEach((v, k) => {
+      expect(v).toBeCloseTo(1.5 * uses[Math.floor(k / 5)]!, 5);
+    });
     expect(tf.getKernel(tf.UnsortedSegmentSum, 'cpu')).toBe(before);
   });
 });
