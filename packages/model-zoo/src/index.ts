@@ -28,6 +28,14 @@ export {
   synthesizeCensusRows,
 } from './census/synthetic.js';
 export {
+  buildCensusWideDeepModel,
+  CENSUS_CATEGORY_IDS,
+  CENSUS_WIDE_DEEP_TABLES,
+  censusWideDeepDatasetFn,
+  censusWideDeepDefinition,
+  censusWideDeepTableSpecs,
+} from './census/wide-deep.js';
+export {
   buildCifar10Model,
   CIFAR10_PREPROCESS_MODULE,
   type Cifar10InputOptions,
@@ -51,6 +59,46 @@ export {
   generateCifar10Like,
   synthesizeCifar10Image,
 } from './cifar10/synthetic.js';
+export {
+  CLICK_LOG_LAYOUT,
+  type ClickLogLayout,
+  clickLogSpec,
+  encodeClickExample,
+  resolveClickLogLayout,
+} from './click-log/schema.js';
+export {
+  type ClickBatch,
+  type ClickLogFilesOptions,
+  type ClickLogOptions,
+  ClickLogSynthesizer,
+  generateClickLog,
+  PlantedClickModel,
+} from './click-log/synthetic.js';
+export { type UniformSource, ZipfSampler } from './click-log/zipf.js';
+export {
+  buildDeepFmModel,
+  clickLogDatasetFn,
+  clickLoss,
+  DEEPFM_OPTIMIZER,
+  DEEPFM_TABLES,
+  type DeepFmOptions,
+  deepFmDefinition,
+  deepFmTableSpecs,
+} from './deepfm/definition.js';
+export { FactorizationMachine } from './deepfm/fm-layer.js';
+export {
+  type EdlPsShards,
+  type EdlPsShardsOptions,
+  startEdlPsShards,
+} from './embedding-training/ps-shards.js';
+export { registerLinearSegmentSum } from './embedding-training/segment-sum-kernel.js';
+export {
+  type EmbeddingRowStore,
+  EmbeddingStepLoop,
+  embeddingClientStore,
+  type RowTraffic,
+} from './embedding-training/step-loop.js';
+export { rocAuc } from './evaluation/roc-auc.js';
 export {
   buildMnistModel,
   decodeMnistBatch,

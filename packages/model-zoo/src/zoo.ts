@@ -5,6 +5,9 @@ export const ZOO_MODELS = {
   cifar10: 'cifar10/model',
   'cifar10-small': 'cifar10/small-model',
   census: 'census/model',
+  'census-wide-deep': 'census/wide-deep-model',
+  deepfm: 'deepfm/model',
+  'deepfm-dense': 'deepfm/dense-model',
   'tf-example': 'tf-example/model',
   mnist: 'mnist/model',
 } as const;

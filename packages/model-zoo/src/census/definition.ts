@@ -27,7 +27,9 @@ export function buildCensusModel(): tfl.LayersModel {
 }
 
 /** Column name to position, from the reader's metadata (CSV header) or the schema order. */
-function columnIndex(columns: ReadonlyArray<{ readonly name: string }> | undefined): Map<string, number> {
+export function columnIndex(
+  columns: ReadonlyArray<{ readonly name: string }> | undefined,
+): Map<string, number> {
   const names = columns?.map((c) => c.name) ?? [
     ...CENSUS_NUMERIC.map((c) => c.name),
     ...CENSUS_CATEGORICAL.map((c) => c.name),
@@ -36,7 +38,8 @@ function columnIndex(columns: ReadonlyArray<{ readonly name: string }> | undefin
   return new Map(names.map((name, i) => [name, i]));
 }
 
-function field(record: CensusRecord, name: string, index: Map<string, number>): unknown {
+/** The value of column `name` of a record (CSV fields through `index`, or a table row). */
+export function field(record: CensusRecord, name: string, index: Map<string, number>): unknown {
   if (Array.isArray(record)) {
     const at = index.get(name);
     if (at === undefined)

@@ -1,9 +1,8 @@
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
-import { type TFRecordCompression, TFRecordWriter } from '@edl/recordio';
+import { checkInteger, SeededRandom } from '@edl/common';
+import type { TFRecordCompression } from '@edl/recordio';
 import type { GeneratedFiles } from '../cifar10/synthetic.js';
 import { encodeTfExample, TF_EXAMPLE_CLASSES, TF_EXAMPLE_FEATURES } from './definition.js';
+import { writeShardedTfRecords } from './sharded-tfrecords.js';
 
 /** Options of {@link generateTfExampleRecords}. */
 export interface TfExampleRecordsOptions {
@@ -28,36 +27,19 @@ export interface TfExampleRecordsOptions {
  * TensorFlow's sharded writers name them (`.gz`/`.zz` appended when compressed).
  */
 export async function generateTfExampleRecords(options: TfExampleRecordsOptions): Promise<GeneratedFiles> {
-  const dir = checkNonEmptyString(options.dir, 'options.dir');
-  const total = checkInteger(options.records ?? 4000, 'options.records', 1);
-  const fileCount = checkInteger(options.files ?? 2, 'options.files', 1);
   const seed = checkInteger(options.seed ?? 1, 'options.seed', 0);
-  const compression = options.compression ?? 'none';
-  const prefix = options.prefix ?? 'examples';
-  mkdirSync(dir, { recursive: true });
   const means = new SeededRandom(1000);
   const centers = Array.from({ length: TF_EXAMPLE_CLASSES }, () =>
     Array.from({ length: TF_EXAMPLE_FEATURES }, () => means.normal() * 2),
   );
   const random = new SeededRandom(seed);
-  const files: { path: string; records: number }[] = [];
-  const suffix = compression === 'gzip' ? '.gz' : compression === 'zlib' ? '.zz' : '';
-  let written = 0;
-  for (let f = 0; f < fileCount; f++) {
-    const n = Math.floor((total * (f + 1)) / fileCount) - written;
-    const name = `${prefix}-${String(f).padStart(5, '0')}-of-${String(fileCount).padStart(5, '0')}.tfrecord${suffix}`;
-    const file = path.join(dir, name);
-    const writer = TFRecordWriter.create(file, { compression });
-    const x = new Float32Array(TF_EXAMPLE_FEATURES);
-    for (let i = 0; i < n; i++) {
+  const x = new Float32Array(TF_EXAMPLE_FEATURES);
+  return writeShardedTfRecords(options, { records: 4000, prefix: 'examples' }, (writer, count, first) => {
+    for (let i = 0; i < count; i++) {
       const label = random.int(TF_EXAMPLE_CLASSES);
       const center = centers[label] as number[];
       for (let j = 0; j < TF_EXAMPLE_FEATURES; j++) x[j] = (center[j] as number) + random.normal();
-      writer.write(encodeTfExample(x, label, (written + i) % 10 === 9 ? undefined : 1));
+      writer.write(encodeTfExample(x, label, (first + i) % 10 === 9 ? undefined : 1));
     }
-    await writer.close();
-    files.push({ path: file, records: n });
-    written += n;
-  }
-  return { files, records: written };
+  });
 }
