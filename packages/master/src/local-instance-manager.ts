@@ -2,6 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { checkInteger, checkNonEmptyString } from '@edl/common';
 import type { InstanceEvents, InstanceManager } from './instance-manager.js';
+import type { LocalParameterServers } from './local-parameter-servers.js';
+
+export {
+  LocalParameterServers,
+  type LocalParameterServersOptions,
+} from './local-parameter-servers.js';
 
 /** Options of {@link LocalInstanceManager}. */
 export interface LocalInstanceManagerOptions {
@@ -33,6 +39,12 @@ export interface LocalInstanceManagerOptions {
   readonly masterLeaseMs?: number;
   /** Time between SIGTERM and SIGKILL when stopping a worker (default 5,000 ms). */
   readonly stopGraceMs?: number;
+  /**
+   * The job's parameter-server shards (`--num-ps`): launched before the first worker, their
+   * addresses given to every worker in EDL_PS_ADDRESSES, stopped after the workers. A shard that
+   * cannot be kept running fails the job (PS_RESTARTS_EXHAUSTED).
+   */
+  readonly parameterServers?: LocalParameterServers;
 }
 
 interface Slot {
@@ -63,6 +75,8 @@ export class LocalInstanceManager implements InstanceManager {
   #nextSlot = 0;
   #nextWorker = 0;
   #stopped = false;
+  /** EDL_PS_ADDRESSES of every worker, once the shards are launched. */
+  #psAddresses: string | undefined;
 
   /**
    * `events` may come later, through {@link attach}: workers can then start while the master is
@@ -119,6 +133,11 @@ export class LocalInstanceManager implements InstanceManager {
   }
 
   async start(): Promise<void> {
+    const servers = this.#options.parameterServers;
+    if (servers !== undefined && this.#psAddresses === undefined) {
+      const addresses = await servers.start((reason) => this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason));
+      this.#psAddresses = addresses.join(',');
+    }
     while (this.#slots.size < this.#target) this.#launch(this.#newSlot());
   }
 
@@ -139,6 +158,8 @@ export class LocalInstanceManager implements InstanceManager {
     this.#stopped = true;
     const slots = [...this.#slots.values()];
     await Promise.all(slots.map((slot) => this.#stopSlot(slot, graceMs)));
+    // After the workers: a worker stopping mid-step still pushes to the shards.
+    await this.#options.parameterServers?.stop(graceMs);
   }
 
   #newSlot(): Slot {
@@ -161,6 +182,7 @@ export class LocalInstanceManager implements InstanceManager {
         EDL_MASTER_ADDR: masterAddress,
         EDL_JOB_TOKEN: token,
         EDL_WORKER_ID: workerId,
+        ...(this.#psAddresses === undefined ? {} : { EDL_PS_ADDRESSES: this.#psAddresses }),
         // The worker ends itself when this process dies (SIGKILL leaves no chance to stop it) or
         // when its calls here fail for a lease (see @edl/worker's MasterWatch).
         EDL_MASTER_PID: String(process.pid),

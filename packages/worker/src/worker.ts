@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
 import {
+  type EmbeddingClient,
   MasterRpcError,
   type NamedTensor,
   type StorageStatsReport,
@@ -9,7 +10,8 @@ import {
   taskKindOf,
 } from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
-import { taskErrorText } from './errors.js';
+import { modelEmbeddingTables, ParameterServerRows } from './embedding/parameter-server-rows.js';
+import { taskErrorText, WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
@@ -97,6 +99,13 @@ export interface WorkerOptions<TRecord> {
    * answer brings the model as without mirroring, and a step computed meanwhile is computed again.
    */
   readonly mirrorUpdates?: boolean;
+  /**
+   * The job's parameter-server shards (`--ps-addresses`), required by a model with distributed
+   * embedding layers: each training step pulls the rows of its minibatch's ids from them and pushes
+   * the rows gradients back once the master has applied the step's dense gradient. Such a model
+   * neither mirrors updates nor pushes ahead (see docs/worker.md).
+   */
+  readonly parameterServers?: EmbeddingClient;
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -169,6 +178,12 @@ class WorkerLoop<TRecord> {
   readonly #plain: PlainSteps;
   readonly #ahead: PushAhead;
   #stopRequested = false;
+  /**
+   * Why this worker cannot step (a model with distributed embeddings and no shards): the first
+   * task fails with it, and since its code is fatal the master fails the job with this one line
+   * instead of restarting the worker.
+   */
+  #setupError: WorkerError | undefined;
 
   constructor(options: WorkerOptions<TRecord>) {
     this.#o = options;
@@ -192,6 +207,7 @@ class WorkerLoop<TRecord> {
         ? undefined
         : new JsonLinesPredictionWriter(options.predictionOutput));
     const { master, workerId } = options;
+    const embeddings = this.#embeddings(options);
     this.#tasks = new TaskAccounting(master, workerId, this.#logger);
     this.#model = new MirroredModel({
       master,
@@ -200,7 +216,7 @@ class WorkerLoop<TRecord> {
       timers: this.#timers,
       logger: this.#logger,
       getModelSteps: options.getModelSteps ?? 1,
-      mirrorUpdates: options.mirrorUpdates !== false,
+      mirrorUpdates: options.mirrorUpdates !== false && embeddings === undefined,
     });
     this.#stepContext = {
       master,
@@ -210,9 +226,46 @@ class WorkerLoop<TRecord> {
       logger: this.#logger,
       model: this.#model,
       tasks: this.#tasks,
+      ...(embeddings === undefined ? {} : { embeddings }),
     };
     this.#plain = new PlainSteps(this.#stepContext, options.maxStaleRetries ?? Number.POSITIVE_INFINITY);
-    this.#ahead = new PushAhead(this.#stepContext, this.#plain, options.pushAhead ?? false);
+    this.#ahead = new PushAhead(
+      this.#stepContext,
+      this.#plain,
+      embeddings === undefined ? (options.pushAhead ?? false) : false,
+    );
+  }
+
+  /**
+   * The parameter-server rows of a model with distributed embedding layers, or undefined for a
+   * dense model. Mirroring and pushing ahead are off for such a model: a step computed before the
+   * previous answer would pull rows without that step's rows update, which the replica's checksum
+   * cannot confirm.
+   */
+  #embeddings(options: WorkerOptions<TRecord>): StepContext['embeddings'] {
+    const tables = modelEmbeddingTables(this.#runner.model);
+    if (tables.length === 0) return undefined;
+    const client = options.parameterServers;
+    if (client === undefined) {
+      this.#setupError = new WorkerError(
+        'NO_PARAMETER_SERVERS',
+        `The model has distributed embedding layers (tables ${tables.map((t) => `'${t.name}'`).join(', ')}) but the worker has no parameter-server shards: run the job with --num-ps N, or the worker with --ps-addresses`,
+      );
+      return undefined;
+    }
+    if (options.mirrorUpdates !== false || options.pushAhead)
+      this.#logger.info('embedding.steps', {
+        tables: tables.map((t) => t.name).join(','),
+        note: 'mirrored updates and push-ahead are off: each step pulls rows after the previous step pushed its rows gradient',
+      });
+    return {
+      servers: new ParameterServerRows({
+        client,
+        tables,
+        workerId: options.workerId,
+        logger: this.#logger,
+      }),
+    };
   }
 
   #readerFor(kind: string): DataReader<TRecord> {
@@ -263,6 +316,7 @@ class WorkerLoop<TRecord> {
     } finally {
       clearInterval(this.#heartbeatTimer);
       this.#timers.stop();
+      this.#stepContext.embeddings?.servers.close();
       await this.#processor?.close?.();
     }
     if (this.#feed.jobError) this.#logger.warn('job.failed', { error: this.#feed.jobError });
@@ -299,6 +353,7 @@ class WorkerLoop<TRecord> {
     const records = this.#feed.dataset(head, `TaskFeed(${mode})`);
     let iterator: ReturnType<typeof prefetch<Minibatch>> | undefined;
     try {
+      if (this.#setupError !== undefined) throw this.#setupError;
       const batches = modelDefinition.datasetFn(records, mode, {
         minibatchSize: size,
         reader: this.#readerFor(mode).metadata,

@@ -13,7 +13,8 @@ ElasticDL's parameter servers take the embedding infos its workers report. Rows 
 pull from the table's seed, so every shard and every restart gives the same initial model. It
 reads the job token from EDL_JOB_TOKEN, as workers do, prints
   {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N}
-on stdout once it serves, and runs until SIGINT or SIGTERM.
+on stdout once it serves, and runs until SIGINT or SIGTERM; then it prints
+  {"event":"stopped","shardIndex":I,"tables":[{"name","rows","pushes"}, ...]}
 
 Options:
   --shard-index I       this shard's index, 0 <= I < N
@@ -93,6 +94,10 @@ export const command: Command = {
       process.once('SIGTERM', onSignal);
     });
     await server.shutdown();
+    // What the shard held, for the job's log (and for tests: both shards hold rows).
+    io.stdout.write(
+      `${JSON.stringify({ event: 'stopped', shardIndex, tables: server.shard.describe().map(({ name, rows, pushes }) => ({ name, rows, pushes })) })}\n`,
+    );
     return 0;
   },
 };
