@@ -185,6 +185,39 @@ describe('edl train --num-ps 2', () => {
     expect(shardsAtStop(run).size).toBe(2);
   }, 180_000);
 
+  it('relaunches a SIGKILLed shard on the same address and the job still succeeds, each record once', async () => {
+    let killed: number | undefined;
+    const listening: Record<string, unknown>[] = [];
+    let progressSinceStart = 0;
+    const run = await train(['--num-ps', '2'], (event) => {
+      if (event.event === 'listening') listening.push(event);
+      if (event.msg === 'progress') progressSinceStart++;
+      const shard0 = listening.find((e) => e.shardIndex === 0);
+      if (killed === undefined && progressSinceStart >= 4 && typeof shard0?.pid === 'number') {
+        killed = shard0.pid;
+        process.kill(shard0.pid, 'SIGKILL');
+      }
+    });
+    expect(killed).toBeDefined();
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    const summary = summaryOf(run);
+    const total = TRAIN_RECORDS * EPOCHS;
+    expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
+    // The same address again, from a new process; the job's log says what was lost.
+    const shard0 = listening.filter((e) => e.shardIndex === 0);
+    expect(shard0).toHaveLength(2);
+    expect(shard0[1]?.address).toBe(shard0[0]?.address);
+    expect(shard0[1]?.pid).not.toBe(killed);
+    expect(run.stderr).toMatch(
+      /warning: Parameter-server shard 0 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\. Its embedding rows restart from the initializer/,
+    );
+    // The relaunched shard learnt its rows again from the workers' next pulls and pushes.
+    const rows = shardsAtStop(run)
+      .get(0)
+      ?.find((t) => t.name === 'item');
+    expect(rows?.rows).toBeGreaterThan(0);
+  }, 180_000);
+
   it('fails a job whose model has distributed embeddings but no --num-ps with one clear line', async () => {
     const run = await train(['--num-epochs', '1']);
     expect(run.code).toBe(1);

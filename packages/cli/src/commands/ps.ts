@@ -12,7 +12,7 @@ Workers declare the tables their models use; those take the job's --optimizer an
 ElasticDL's parameter servers take the embedding infos its workers report. Rows are created on first
 pull from the table's seed, so every shard and every restart gives the same initial model. It
 reads the job token from EDL_JOB_TOKEN, as workers do, prints
-  {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N}
+  {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N,"pid":P}
 on stdout once it serves, and runs until SIGINT or SIGTERM; then it prints
   {"event":"stopped","shardIndex":I,"tables":[{"name","rows","pushes"}, ...]}
 
@@ -82,7 +82,7 @@ export const command: Command = {
       ...(values.host === undefined ? {} : { host: values.host }),
     });
     io.stdout.write(
-      `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards })}\n`,
+      `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards, pid: process.pid })}\n`,
     );
     await new Promise<void>((resolve) => {
       const onSignal = () => {
