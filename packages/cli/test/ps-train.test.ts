@@ -120,6 +120,15 @@ function summaryOf(run: Run): Summary {
   return JSON.parse(line as string) as Summary;
 }
 
+/** The summary of a job that succeeded with every training record applied once per epoch. */
+function succeededOnce(run: Run): Summary {
+  expect(run.code, run.stderr.slice(-3000)).toBe(0);
+  const summary = summaryOf(run);
+  const total = TRAIN_RECORDS * EPOCHS;
+  expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
+  return summary;
+}
+
 /** What each shard said when it stopped: its tables' rows and pushes. */
 function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushes: number }[]> {
   const out = new Map<number, { name: string; rows: number; pushes: number }[]>();
@@ -132,12 +141,9 @@ function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushe
 describe('edl train --num-ps 2', () => {
   it('trains the embedding rows on two shards and the dense layers on the master, each record once', async () => {
     const run = await train(['--num-ps', '2']);
-    expect(run.code, run.stderr.slice(-3000)).toBe(0);
-    const summary = summaryOf(run);
+    const summary = succeededOnce(run);
     expect(summary.state).toBe('succeeded');
-    const total = TRAIN_RECORDS * EPOCHS;
-    expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
-    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(total);
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(TRAIN_RECORDS * EPOCHS);
     // Both shards created rows of the table (ids are placed by hash) and applied pushes.
     const shards = shardsAtStop(run);
     expect([...shards.keys()].sort()).toEqual([0, 1]);
@@ -177,10 +183,7 @@ describe('edl train --num-ps 2', () => {
       }
     });
     expect(killed).toBeDefined();
-    expect(run.code, run.stderr.slice(-3000)).toBe(0);
-    const summary = summaryOf(run);
-    const total = TRAIN_RECORDS * EPOCHS;
-    expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
+    const summary = succeededOnce(run);
     expect(summary.workers.filter((w) => w.lost).map((w) => w.workerId)).toEqual(['worker-1']);
     expect(shardsAtStop(run).size).toBe(2);
   }, 180_000);
@@ -199,10 +202,7 @@ describe('edl train --num-ps 2', () => {
       }
     });
     expect(killed).toBeDefined();
-    expect(run.code, run.stderr.slice(-3000)).toBe(0);
-    const summary = summaryOf(run);
-    const total = TRAIN_RECORDS * EPOCHS;
-    expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
+    succeededOnce(run);
     // The same address again, from a new process; the job's log says what was lost.
     const shard0 = listening.filter((e) => e.shardIndex === 0);
     expect(shard0).toHaveLength(2);

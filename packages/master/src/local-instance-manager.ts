@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { checkInteger, checkNonEmptyString } from '@edl/common';
+import { type ChildExit, stopChild, watchChildExit } from './child-exit.js';
 import type { InstanceEvents, InstanceManager } from './instance-manager.js';
 import type { LocalParameterServers } from './local-parameter-servers.js';
 
@@ -198,33 +199,13 @@ export class LocalInstanceManager implements InstanceManager {
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on('line', (line) => output(workerId, line));
     }
-    slot.exited = new Promise<void>((resolve) => {
-      let spawnError: Error | undefined;
-      child.on('error', (error) => {
-        spawnError = error;
-      });
-      child.on('close', (code, signal) => {
-        resolve();
-        this.#onExit(slot, child, workerId, code, signal, spawnError);
-      });
-    });
+    slot.exited = watchChildExit(child, (exit) => this.#onExit(slot, child, workerId, exit));
   }
 
-  #onExit(
-    slot: Slot,
-    child: ChildProcess,
-    workerId: string,
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    spawnError: Error | undefined,
-  ): void {
+  #onExit(slot: Slot, child: ChildProcess, workerId: string, exit: ChildExit): void {
     if (slot.process !== child) return;
     delete slot.process;
-    const how = spawnError
-      ? `could not start: ${spawnError.message}`
-      : signal !== null
-        ? `exited with signal ${signal}`
-        : `exited with code ${code}`;
+    const { code, signal, spawnError, how } = exit;
     const deliberate = slot.stopping || this.#stopped || this.#events.jobEnded();
     const crashed = !deliberate && (code !== 0 || signal !== null || spawnError !== undefined);
     this.#events.workerLost(workerId, `worker process ${how}`, crashed);
@@ -248,9 +229,6 @@ export class LocalInstanceManager implements InstanceManager {
     if (child === undefined) return;
     slot.stopping = true;
     if (slot.workerId !== undefined) this.#events.requestStop?.(slot.workerId);
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    await slot.exited;
-    clearTimeout(timer);
+    await stopChild(child, slot.exited, graceMs);
   }
 }

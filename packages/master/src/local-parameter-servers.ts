@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { checkInteger, checkNonEmptyString, type OptimizerConfig } from '@edl/common';
+import { stopChild, watchChildExit } from './child-exit.js';
 
 /** Options of {@link LocalParameterServers}. */
 export interface LocalParameterServersOptions {
@@ -132,12 +133,7 @@ export class LocalParameterServers {
     this.#stopped = true;
     await Promise.all(
       this.#shards.map(async (shard) => {
-        const child = shard.process;
-        if (child === undefined) return;
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await shard.exited;
-        clearTimeout(timer);
+        if (shard.process !== undefined) await stopChild(shard.process, shard.exited, graceMs);
       }),
     );
   }
@@ -205,33 +201,13 @@ export class LocalParameterServers {
     // listening of the latest process.
     listening.catch(() => undefined);
     shard.listening = listening;
-    shard.exited = new Promise<void>((resolve) => {
-      let spawnError: Error | undefined;
-      child.on('error', (error) => {
-        spawnError = error;
-      });
-      child.on('close', (code, signal) => {
-        resolve();
-        this.#onExit(shard, child, code, signal, spawnError);
-      });
-    });
+    shard.exited = watchChildExit(child, (exit) => this.#onExit(shard, child, exit.how));
   }
 
-  #onExit(
-    shard: Shard,
-    child: ChildProcess,
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    spawnError: Error | undefined,
-  ): void {
+  #onExit(shard: Shard, child: ChildProcess, how: string): void {
     if (shard.process !== child) return;
     delete shard.process;
     if (this.#stopped) return;
-    const how = spawnError
-      ? `could not start: ${spawnError.message}`
-      : signal !== null
-        ? `exited with signal ${signal}`
-        : `exited with code ${code}`;
     const address = this.addresses[shard.index];
     if (shard.restarts >= this.#maxRestarts) {
       const reason = `Parameter-server shard ${shard.index} (${address}) ended ${shard.restarts + 1} times, more than maxRestarts (${this.#maxRestarts}); last: ${how}`;
