@@ -16,7 +16,7 @@ import { SeededRandom } from '@edl/common';
 import { TFRecordWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
-import { EDL_BIN } from './helpers/run-edl.js';
+import { EDL_BIN, runEdl } from './helpers/run-edl.js';
 
 const MODEL_DEF = fileURLToPath(new URL('./fixtures/sparse-click-model.ts', import.meta.url));
 const VOCABULARY = 400;
@@ -218,6 +218,76 @@ describe('edl train --num-ps 2', () => {
     expect(rows?.rows).toBeGreaterThan(0);
   }, 180_000);
 
+  it('edl master --num-ps 2 launches the shards, prints their addresses and hands them to its workers', async () => {
+    const data = path.join(dir, 'train.tfrecord');
+    const workerCommand = JSON.stringify([
+      process.execPath,
+      EDL_BIN,
+      'worker',
+      '--model-def',
+      MODEL_DEF,
+      '--training-data',
+      data,
+      '--backend',
+      'cpu',
+      '--minibatch-size',
+      '20',
+    ]);
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+      (resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          [
+            EDL_BIN,
+            'master',
+            '--training-data',
+            data,
+            '--num-workers',
+            '2',
+            '--num-ps',
+            '2',
+            '--minibatch-size',
+            '20',
+            '--num-minibatches-per-task',
+            '3',
+            '--optimizer',
+            'adagrad',
+            '--learning-rate',
+            '0.2',
+            '--seed',
+            '5',
+            '--worker-command',
+            workerCommand,
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => {
+          stdout += c.toString();
+        });
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString();
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      },
+    );
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    expect(run.stdout).toMatch(/^EDL_PS_ADDRESSES=127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/m);
+    const result = JSON.parse(
+      run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string,
+    ) as Summary;
+    expect(result.state).toBe('succeeded');
+    expect(result.records.training).toEqual({ done: TRAIN_RECORDS, total: TRAIN_RECORDS });
+    // Both shards took the table the workers declared, with the job's optimizer.
+    const stopped = run.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('[ps-') && l.includes('"event":"stopped"'));
+    expect(stopped).toHaveLength(2);
+    for (const line of stopped) expect(line).toMatch(/"name":"item","rows":[1-9]\d*,"pushes":[1-9]/);
+  }, 180_000);
+
   it('fails a job whose model has distributed embeddings but no --num-ps with one clear line', async () => {
     const run = await train(['--num-epochs', '1']);
     expect(run.code).toBe(1);
@@ -225,4 +295,22 @@ describe('edl train --num-ps 2', () => {
       "NO_PARAMETER_SERVERS: The model has distributed embedding layers (tables 'item') but the worker has no parameter-server shards: run the job with --num-ps N",
     );
   }, 120_000);
+});
+
+describe('edl worker --ps-addresses', () => {
+  it('refuses an address that is not HOST:PORT, naming the shard, before anything loads', async () => {
+    const run = await runEdl([
+      'worker',
+      '--model-def',
+      MODEL_DEF,
+      '--training-data',
+      'x.tfrecord',
+      '--ps-addresses',
+      '127.0.0.1:7001,localhost',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      "--ps-addresses must be HOST:PORT of each parameter-server shard, comma-separated, but shard 1 is 'localhost'",
+    );
+  });
 });
