@@ -10,8 +10,7 @@ import {
   taskKindOf,
 } from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
-import { modelEmbeddingTables, ParameterServerRows } from './embedding/parameter-server-rows.js';
-import { taskErrorText, WorkerError } from './errors.js';
+import { taskErrorText, type WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
@@ -20,6 +19,7 @@ import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } fro
 import { ModelRunner } from './model-runner.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
+import { stepEmbeddings } from './steps/embedding-rows.js';
 import { evaluateStep } from './steps/evaluation-step.js';
 import { MirroredModel } from './steps/mirrored-model.js';
 import { PlainSteps } from './steps/plain-step.js';
@@ -207,7 +207,8 @@ class WorkerLoop<TRecord> {
         ? undefined
         : new JsonLinesPredictionWriter(options.predictionOutput));
     const { master, workerId } = options;
-    const embeddings = this.#embeddings(options);
+    const { embeddings, setupError } = stepEmbeddings(this.#runner.model, options, this.#logger);
+    this.#setupError = setupError;
     this.#tasks = new TaskAccounting(master, workerId, this.#logger);
     this.#model = new MirroredModel({
       master,
@@ -234,38 +235,6 @@ class WorkerLoop<TRecord> {
       this.#plain,
       embeddings === undefined ? (options.pushAhead ?? false) : false,
     );
-  }
-
-  /**
-   * The parameter-server rows of a model with distributed embedding layers, or undefined for a
-   * dense model. Mirroring and pushing ahead are off for such a model: a step computed before the
-   * previous answer would pull rows without that step's rows update, which the replica's checksum
-   * cannot confirm.
-   */
-  #embeddings(options: WorkerOptions<TRecord>): StepContext['embeddings'] {
-    const tables = modelEmbeddingTables(this.#runner.model);
-    if (tables.length === 0) return undefined;
-    const client = options.parameterServers;
-    if (client === undefined) {
-      this.#setupError = new WorkerError(
-        'NO_PARAMETER_SERVERS',
-        `The model has distributed embedding layers (tables ${tables.map((t) => `'${t.name}'`).join(', ')}) but the worker has no parameter-server shards: run the job with --num-ps N, or the worker with --ps-addresses`,
-      );
-      return undefined;
-    }
-    if (options.mirrorUpdates !== false || options.pushAhead)
-      this.#logger.info('embedding.steps', {
-        tables: tables.map((t) => t.name).join(','),
-        note: 'mirrored updates and push-ahead are off: each step pulls rows after the previous step pushed its rows gradient',
-      });
-    return {
-      servers: new ParameterServerRows({
-        client,
-        tables,
-        workerId: options.workerId,
-        logger: this.#logger,
-      }),
-    };
   }
 
   #readerFor(kind: string): DataReader<TRecord> {
