@@ -233,46 +233,27 @@ describe('edl train --num-ps 2', () => {
       '--minibatch-size',
       '20',
     ]);
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
-      (resolve, reject) => {
-        const child = spawn(
-          process.execPath,
-          [
-            EDL_BIN,
-            'master',
-            '--training-data',
-            data,
-            '--num-workers',
-            '2',
-            '--num-ps',
-            '2',
-            '--minibatch-size',
-            '20',
-            '--num-minibatches-per-task',
-            '3',
-            '--optimizer',
-            'adagrad',
-            '--learning-rate',
-            '0.2',
-            '--seed',
-            '5',
-            '--worker-command',
-            workerCommand,
-          ],
-          { stdio: ['ignore', 'pipe', 'pipe'] },
-        );
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (c: Buffer) => {
-          stdout += c.toString();
-        });
-        child.stderr.on('data', (c: Buffer) => {
-          stderr += c.toString();
-        });
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      },
-    );
+    const run = await runEdl([
+      'master',
+      '--training-data',
+      data,
+      '--num-workers',
+      '2',
+      '--num-ps',
+      '2',
+      '--minibatch-size',
+      '20',
+      '--num-minibatches-per-task',
+      '3',
+      '--optimizer',
+      'adagrad',
+      '--learning-rate',
+      '0.2',
+      '--seed',
+      '5',
+      '--worker-command',
+      workerCommand,
+    ]);
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
     expect(run.stdout).toMatch(/^EDL_PS_ADDRESSES=127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/m);
     const result = JSON.parse(
