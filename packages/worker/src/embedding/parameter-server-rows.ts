@@ -96,13 +96,16 @@ export class ParameterServerRows implements EmbeddingRowSource {
    */
   async #call<T>(what: string, call: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + (this.#o.unavailableMs ?? 60_000);
+    let redeclared = false;
     for (let attempt = 1; ; attempt++) {
-      await this.declare();
       try {
+        await this.declare();
         return await call();
       } catch (error) {
         if (!(error instanceof ShardRpcError) || Date.now() >= deadline) throw error;
-        if (error.code === 'NOT_FOUND') {
+        if (error.code === 'NOT_FOUND' && !redeclared) {
+          // Once per call: a table the model does not declare stays unknown however often it is.
+          redeclared = true;
           this.#logger.warn('ps.redeclare', { shard: error.shardIndex, error: error.details });
           this.#declared = undefined;
         } else if (error.code !== 'UNAVAILABLE') throw error;
