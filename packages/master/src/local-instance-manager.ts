@@ -1,7 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { checkInteger, checkNonEmptyString } from '@edl/common';
+import { type ChildExit, stopChild, watchChildExit } from './child-exit.js';
 import type { InstanceEvents, InstanceManager } from './instance-manager.js';
+import type { LocalParameterServers } from './local-parameter-servers.js';
+
+export {
+  LocalParameterServers,
+  type LocalParameterServersOptions,
+} from './local-parameter-servers.js';
 
 /** Options of {@link LocalInstanceManager}. */
 export interface LocalInstanceManagerOptions {
@@ -33,6 +40,12 @@ export interface LocalInstanceManagerOptions {
   readonly masterLeaseMs?: number;
   /** Time between SIGTERM and SIGKILL when stopping a worker (default 5,000 ms). */
   readonly stopGraceMs?: number;
+  /**
+   * The job's parameter-server shards (`--num-ps`): launched before the first worker, their
+   * addresses given to every worker in EDL_PS_ADDRESSES, stopped after the workers. A shard that
+   * cannot be kept running fails the job (PS_RESTARTS_EXHAUSTED).
+   */
+  readonly parameterServers?: LocalParameterServers;
 }
 
 interface Slot {
@@ -63,6 +76,8 @@ export class LocalInstanceManager implements InstanceManager {
   #nextSlot = 0;
   #nextWorker = 0;
   #stopped = false;
+  /** EDL_PS_ADDRESSES of every worker, once the shards are launched. */
+  #psAddresses: string | undefined;
 
   /**
    * `events` may come later, through {@link attach}: workers can then start while the master is
@@ -119,6 +134,11 @@ export class LocalInstanceManager implements InstanceManager {
   }
 
   async start(): Promise<void> {
+    const servers = this.#options.parameterServers;
+    if (servers !== undefined && this.#psAddresses === undefined) {
+      const addresses = await servers.start((reason) => this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason));
+      this.#psAddresses = addresses.join(',');
+    }
     while (this.#slots.size < this.#target) this.#launch(this.#newSlot());
   }
 
@@ -139,6 +159,8 @@ export class LocalInstanceManager implements InstanceManager {
     this.#stopped = true;
     const slots = [...this.#slots.values()];
     await Promise.all(slots.map((slot) => this.#stopSlot(slot, graceMs)));
+    // After the workers: a worker stopping mid-step still pushes to the shards.
+    await this.#options.parameterServers?.stop(graceMs);
   }
 
   #newSlot(): Slot {
@@ -161,6 +183,7 @@ export class LocalInstanceManager implements InstanceManager {
         EDL_MASTER_ADDR: masterAddress,
         EDL_JOB_TOKEN: token,
         EDL_WORKER_ID: workerId,
+        ...(this.#psAddresses === undefined ? {} : { EDL_PS_ADDRESSES: this.#psAddresses }),
         // The worker ends itself when this process dies (SIGKILL leaves no chance to stop it) or
         // when its calls here fail for a lease (see @edl/worker's MasterWatch).
         EDL_MASTER_PID: String(process.pid),
@@ -176,33 +199,13 @@ export class LocalInstanceManager implements InstanceManager {
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on('line', (line) => output(workerId, line));
     }
-    slot.exited = new Promise<void>((resolve) => {
-      let spawnError: Error | undefined;
-      child.on('error', (error) => {
-        spawnError = error;
-      });
-      child.on('close', (code, signal) => {
-        resolve();
-        this.#onExit(slot, child, workerId, code, signal, spawnError);
-      });
-    });
+    slot.exited = watchChildExit(child, (exit) => this.#onExit(slot, child, workerId, exit));
   }
 
-  #onExit(
-    slot: Slot,
-    child: ChildProcess,
-    workerId: string,
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    spawnError: Error | undefined,
-  ): void {
+  #onExit(slot: Slot, child: ChildProcess, workerId: string, exit: ChildExit): void {
     if (slot.process !== child) return;
     delete slot.process;
-    const how = spawnError
-      ? `could not start: ${spawnError.message}`
-      : signal !== null
-        ? `exited with signal ${signal}`
-        : `exited with code ${code}`;
+    const { code, signal, spawnError, how } = exit;
     const deliberate = slot.stopping || this.#stopped || this.#events.jobEnded();
     const crashed = !deliberate && (code !== 0 || signal !== null || spawnError !== undefined);
     this.#events.workerLost(workerId, `worker process ${how}`, crashed);
@@ -226,9 +229,6 @@ export class LocalInstanceManager implements InstanceManager {
     if (child === undefined) return;
     slot.stopping = true;
     if (slot.workerId !== undefined) this.#events.requestStop?.(slot.workerId);
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    await slot.exited;
-    clearTimeout(timer);
+    await stopChild(child, slot.exited, graceMs);
   }
 }

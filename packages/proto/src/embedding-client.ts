@@ -45,6 +45,17 @@ export interface ShardDescription {
   }[];
 }
 
+/** A table a worker's model uses, as it declares it to the shards ({@link EmbeddingClient.declareTables}). */
+export interface DeclaredEmbeddingTable {
+  readonly name: string;
+  /** Floats per row. */
+  readonly dim: number;
+  /** How its rows start (default uniform in [-0.05, 0.05)). */
+  readonly initializer?:
+    | { readonly type: 'uniform'; readonly scale?: number }
+    | { readonly type: 'normal'; readonly stddev?: number };
+}
+
 /** Accounting that goes with a gradient push. */
 export interface EmbeddingPushInfo {
   readonly modelVersion: number;
@@ -222,6 +233,36 @@ export class EmbeddingClient {
       pushes: toSafeNumber(a.pushes, 'pushes'),
       rows: toSafeNumber(a.rows, 'rows'),
     }));
+  }
+
+  /**
+   * Declares `tables` to every shard, in parallel: each shard holds rows of every table, so each
+   * must know them all. Idempotent; a table a shard knows with another dim or initializer fails
+   * the call (FAILED_PRECONDITION, naming the table and both values).
+   */
+  async declareTables(tables: readonly DeclaredEmbeddingTable[], workerId: string): Promise<void> {
+    const request = {
+      $typeName: 'edl.v1.DeclareEmbeddingTablesRequest' as const,
+      workerId,
+      tables: tables.map((t) => ({
+        $typeName: 'edl.v1.EmbeddingTableDeclaration' as const,
+        name: t.name,
+        dim: t.dim,
+        ...(t.initializer === undefined
+          ? {}
+          : {
+              initializer: {
+                $typeName: 'edl.v1.EmbeddingInitializer' as const,
+                type: t.initializer.type,
+                scale: t.initializer.type === 'uniform' ? (t.initializer.scale ?? 0) : 0,
+                stddev: t.initializer.type === 'normal' ? (t.initializer.stddev ?? 0) : 0,
+              },
+            }),
+      })),
+    };
+    await Promise.all(
+      this.#addresses.map((_, shard) => this.#call('declareEmbeddingTables', shard, request)),
+    );
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 
 export {
+  type DeclaredEmbeddingTable,
   EmbeddingClient,
   type EmbeddingClientOptions,
   type EmbeddingPushInfo,

@@ -3,7 +3,7 @@
  * again, on any worker, cannot help (the same records give the same non-finite loss). A worker
  * reports such an error as `CODE: message` in `ReportTaskResultRequest.error`.
  */
-export const FATAL_TASK_ERROR_CODES = ['NON_FINITE'] as const;
+export const FATAL_TASK_ERROR_CODES = ['NON_FINITE', 'NO_PARAMETER_SERVERS'] as const;
 
 /** A fatal task error code. */
 export type FatalTaskErrorCode = (typeof FATAL_TASK_ERROR_CODES)[number];

@@ -4,14 +4,17 @@ import { EdlError } from '@edl/common';
  * Stable codes of {@link ParameterStoreError}: `NOT_INITIALIZED` (no worker has reported the
  * model's variables yet), `VERSION_UNAVAILABLE` (a model version that is neither the current one
  * nor pinned for evaluation); on a parameter-server shard, `UNKNOWN_TABLE` (no embedding table of
- * that name) and `WRONG_SHARD` (an id whose row another shard holds). Programs branch on these,
- * never on messages.
+ * that name), `WRONG_SHARD` (an id whose row another shard holds), `TABLE_CONFLICT` (a table
+ * declared again with another dim or initializer) and `NO_JOB_OPTIMIZER` (a table declared to a
+ * shard started without the job's optimizer and seed). Programs branch on these, never on messages.
  */
 export type ParameterStoreErrorCode =
   | 'NOT_INITIALIZED'
   | 'VERSION_UNAVAILABLE'
   | 'UNKNOWN_TABLE'
-  | 'WRONG_SHARD';
+  | 'WRONG_SHARD'
+  | 'TABLE_CONFLICT'
+  | 'NO_JOB_OPTIMIZER';
 
 /**
  * A request the parameter store cannot honour in its current state. Served over gRPC it is

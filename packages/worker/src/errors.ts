@@ -10,7 +10,8 @@ export type WorkerErrorCode =
   | 'MASTER_ERROR'
   | 'DATA_ERROR'
   | 'TFJS_DUPLICATE'
-  | 'NON_FINITE';
+  | 'NON_FINITE'
+  | 'NO_PARAMETER_SERVERS';
 
 /** Base class of every non-argument error of @edl/worker; `code` is stable across releases. */
 export class WorkerError extends EdlError<WorkerErrorCode> {

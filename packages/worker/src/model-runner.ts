@@ -2,6 +2,11 @@ import { describeValue } from '@edl/common';
 import { accuracyPartial, aucPartial, type MetricPartial, msePartial, type NamedTensor } from '@edl/proto';
 import type * as tfl from '@tensorflow/tfjs-layers';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
+import {
+  type EmbeddingContext,
+  type RowGradients,
+  withEmbeddingContext,
+} from './embedding/embedding-context.js';
 import { WorkerError } from './errors.js';
 import type { Features, Minibatch, ModelDefinition } from './model-definition.js';
 
@@ -34,6 +39,8 @@ const NON_FINITE_HINTS =
 export interface StepResult {
   readonly loss: number;
   readonly gradients: NamedTensor[];
+  /** The rows gradients of the distributed embedding tables, for the parameter-server shards. */
+  readonly rows?: RowGradients[];
 }
 
 /**
@@ -156,18 +163,25 @@ export class ModelRunner {
   /**
    * Forward and backward pass: the mean loss and the gradient of every trainable variable. A NaN or
    * infinite loss or gradient throws `NON_FINITE` (unless `allowNonFinite`), naming `origin`.
+   * With `embeddings` (the rows a step pulled for the model's distributed embedding layers), the
+   * model runs in that context and the result carries each table's rows gradient too.
    */
-  async computeGradients(batch: Minibatch, origin?: StepOrigin): Promise<StepResult> {
+  async computeGradients(
+    batch: Minibatch,
+    origin?: StepOrigin,
+    embeddings?: EmbeddingContext,
+  ): Promise<StepResult> {
     const labels = batch.labels;
     if (labels === undefined)
       throw new WorkerError('DATA_ERROR', 'datasetFn yielded a training minibatch without labels');
-    const varList = [...this.#variables.values()];
+    const varList = [...this.#variables.values(), ...(embeddings?.variables ?? [])];
+    const loss = () => this.#definition.loss(labels, this.#apply(batch.features, true));
     const { value, grads } = tf.variableGrads(
-      () => this.#definition.loss(labels, this.#apply(batch.features, true)),
+      embeddings === undefined ? loss : () => withEmbeddingContext(embeddings, loss),
       varList,
     );
     try {
-      const loss = (await value.data())[0] as number;
+      const lossValue = (await value.data())[0] as number;
       const gradients = await Promise.all(
         [...this.#variables].map(async ([name, variable]) => {
           const grad = grads[variable.name];
@@ -176,24 +190,40 @@ export class ModelRunner {
           return { name, shape: variable.shape, values: (await grad.data()) as Float32Array };
         }),
       );
-      if (!this.#allowNonFinite) checkFinite(loss, gradients, origin);
-      return { loss, gradients };
+      const rows = await embeddings?.rowGradients(grads);
+      if (!this.#allowNonFinite)
+        checkFinite(
+          lossValue,
+          [
+            ...gradients,
+            ...(rows ?? []).map((r) => ({ name: `embedding table ${r.table}`, values: r.gradients })),
+          ],
+          origin,
+        );
+      return rows === undefined ? { loss: lossValue, gradients } : { loss: lossValue, gradients, rows };
     } finally {
       tf.dispose([value, ...Object.values(grads)]);
     }
   }
 
-  /** Model outputs in inference mode; the caller disposes them. */
-  predict(features: Features): tf.Tensor {
-    return tf.tidy(() => this.#apply(features, false));
+  /**
+   * Model outputs in inference mode, in `embeddings`' context where given (the rows looked up for a
+   * model with distributed embedding layers); the caller disposes them.
+   */
+  predict(features: Features, embeddings?: EmbeddingContext): tf.Tensor {
+    const apply = () => tf.tidy(() => this.#apply(features, false));
+    return embeddings === undefined ? apply() : withEmbeddingContext(embeddings, apply);
   }
 
-  /** Partial sums of every metric of `evalMetrics` for one minibatch. */
-  async computeMetrics(batch: Minibatch): Promise<Record<string, MetricPartial>> {
+  /** Partial sums of every metric of `evalMetrics` for one minibatch (see {@link predict} for `embeddings`). */
+  async computeMetrics(
+    batch: Minibatch,
+    embeddings?: EmbeddingContext,
+  ): Promise<Record<string, MetricPartial>> {
     const labels = batch.labels;
     if (labels === undefined)
       throw new WorkerError('DATA_ERROR', 'datasetFn yielded an evaluation minibatch without labels');
-    const outputs = this.predict(batch.features);
+    const outputs = this.predict(batch.features, embeddings);
     try {
       const partials: Record<string, MetricPartial> = {};
       for (const [name, metric] of Object.entries(this.#definition.evalMetrics)) {
@@ -225,7 +255,11 @@ export class ModelRunner {
 }
 
 /** Throws `NON_FINITE` when the loss or a gradient value is NaN or infinite. */
-function checkFinite(loss: number, gradients: readonly NamedTensor[], origin: StepOrigin | undefined): void {
+function checkFinite(
+  loss: number,
+  gradients: readonly Pick<NamedTensor, 'name' | 'values'>[],
+  origin: StepOrigin | undefined,
+): void {
   let what: string | undefined;
   if (!Number.isFinite(loss)) what = `the loss is ${loss}`;
   else {

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
 import {
+  type EmbeddingClient,
   MasterRpcError,
   type NamedTensor,
   type StorageStatsReport,
@@ -9,7 +10,7 @@ import {
   taskKindOf,
 } from '@edl/proto';
 import { tf } from '../hooks/tfjs-commonjs.mjs';
-import { taskErrorText } from './errors.js';
+import { taskErrorText, type WorkerError } from './errors.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import type { MasterConnection } from './master-connection.js';
 import { MasterWatch } from './master-watch.js';
@@ -18,6 +19,7 @@ import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } fro
 import { ModelRunner } from './model-runner.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
+import { stepEmbeddings } from './steps/embedding-rows.js';
 import { evaluateStep } from './steps/evaluation-step.js';
 import { MirroredModel } from './steps/mirrored-model.js';
 import { PlainSteps } from './steps/plain-step.js';
@@ -97,6 +99,13 @@ export interface WorkerOptions<TRecord> {
    * answer brings the model as without mirroring, and a step computed meanwhile is computed again.
    */
   readonly mirrorUpdates?: boolean;
+  /**
+   * The job's parameter-server shards (`--ps-addresses`), required by a model with distributed
+   * embedding layers: each training step pulls the rows of its minibatch's ids from them and pushes
+   * the rows gradients back once the master has applied the step's dense gradient. Such a model
+   * neither mirrors updates nor pushes ahead (see docs/worker.md).
+   */
+  readonly parameterServers?: EmbeddingClient;
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -169,6 +178,12 @@ class WorkerLoop<TRecord> {
   readonly #plain: PlainSteps;
   readonly #ahead: PushAhead;
   #stopRequested = false;
+  /**
+   * Why this worker cannot step (a model with distributed embeddings and no shards): the first
+   * task fails with it, and since its code is fatal the master fails the job with this one line
+   * instead of restarting the worker.
+   */
+  #setupError: WorkerError | undefined;
 
   constructor(options: WorkerOptions<TRecord>) {
     this.#o = options;
@@ -192,6 +207,8 @@ class WorkerLoop<TRecord> {
         ? undefined
         : new JsonLinesPredictionWriter(options.predictionOutput));
     const { master, workerId } = options;
+    const { embeddings, setupError } = stepEmbeddings(this.#runner.model, options, this.#logger);
+    this.#setupError = setupError;
     this.#tasks = new TaskAccounting(master, workerId, this.#logger);
     this.#model = new MirroredModel({
       master,
@@ -200,7 +217,7 @@ class WorkerLoop<TRecord> {
       timers: this.#timers,
       logger: this.#logger,
       getModelSteps: options.getModelSteps ?? 1,
-      mirrorUpdates: options.mirrorUpdates !== false,
+      mirrorUpdates: options.mirrorUpdates !== false && embeddings === undefined,
     });
     this.#stepContext = {
       master,
@@ -210,9 +227,14 @@ class WorkerLoop<TRecord> {
       logger: this.#logger,
       model: this.#model,
       tasks: this.#tasks,
+      ...(embeddings === undefined ? {} : { embeddings }),
     };
     this.#plain = new PlainSteps(this.#stepContext, options.maxStaleRetries ?? Number.POSITIVE_INFINITY);
-    this.#ahead = new PushAhead(this.#stepContext, this.#plain, options.pushAhead ?? false);
+    this.#ahead = new PushAhead(
+      this.#stepContext,
+      this.#plain,
+      embeddings === undefined ? (options.pushAhead ?? false) : false,
+    );
   }
 
   #readerFor(kind: string): DataReader<TRecord> {
@@ -263,6 +285,7 @@ class WorkerLoop<TRecord> {
     } finally {
       clearInterval(this.#heartbeatTimer);
       this.#timers.stop();
+      this.#stepContext.embeddings?.servers.close();
       await this.#processor?.close?.();
     }
     if (this.#feed.jobError) this.#logger.warn('job.failed', { error: this.#feed.jobError });
@@ -299,6 +322,7 @@ class WorkerLoop<TRecord> {
     const records = this.#feed.dataset(head, `TaskFeed(${mode})`);
     let iterator: ReturnType<typeof prefetch<Minibatch>> | undefined;
     try {
+      if (this.#setupError !== undefined) throw this.#setupError;
       const batches = modelDefinition.datasetFn(records, mode, {
         minibatchSize: size,
         reader: this.#readerFor(mode).metadata,

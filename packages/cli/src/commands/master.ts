@@ -43,6 +43,9 @@ Parameter store:
 Server and workers:
   --host H (127.0.0.1)  --port N (0: any)   the job token comes from EDL_JOB_TOKEN, else is random
   --num-workers N (0)   --max-restarts N (3)
+  --num-ps N (0)        parameter-server shards (edl ps processes) for the rows of distributed
+                        embedding tables, with the job's --optimizer and --seed; their addresses
+                        go to every worker (EDL_PS_ADDRESSES) and are printed
   --worker-command CMD  the worker to run (default: this edl's 'worker' command); {workerId} and
                         {masterAddress} are replaced; workers get EDL_MASTER_ADDR, EDL_JOB_TOKEN and
                         EDL_WORKER_ID in their environment
@@ -55,7 +58,7 @@ Live view and logs:
 
 ${S3_OPTIONS_HELP}
 
-Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=... and EDL_MASTER_HTTP=... first, so that workers can be
+Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=..., EDL_MASTER_HTTP=... (and EDL_PS_ADDRESSES=...) first, so that workers can be
 started by hand, then the live view's address (with the token).
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments, 130 interrupted (resume it from
 its checkpoint directory).`;
@@ -90,6 +93,7 @@ const options = {
   port: { type: 'integer', max: 65_535 },
   'num-workers': { type: 'integer', max: 10_000 },
   'max-restarts': { type: 'integer' },
+  'num-ps': { type: 'integer', min: 0, max: 1024 },
   'worker-command': { type: 'string' },
   // The live view, metrics and logs.
   'http-port': { type: 'integer', max: 65_535 },
@@ -137,8 +141,18 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
   let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;
   if (v['data-reader'] !== undefined) readerParams = { ...readerParams, type: v['data-reader'] };
 
-  const [{ createDataReader }, { createStreamLogger, startMaster }, { masterCommandOptions }] =
-    await Promise.all([import('@edl/data'), import('@edl/master'), import('../job/master-options.js')]);
+  const numPs = v['num-ps'] ?? 0;
+  const [
+    { createDataReader },
+    { createStreamLogger, startMaster },
+    { masterCommandOptions },
+    { LocalParameterServers },
+  ] = await Promise.all([
+    import('@edl/data'),
+    import('@edl/master'),
+    import('../job/master-options.js'),
+    import('@edl/master/local-workers'),
+  ]);
   await applyS3Options(s3);
   const jobId = randomBytes(4).toString('hex');
   const logger = createStreamLogger(io.stderr, {
@@ -154,6 +168,22 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     return reader;
   };
   const optional = optionalValue;
+  const masterOptions = masterCommandOptions(v, jobType);
+  // The shards are given the token before the master starts: it cannot be the master's own pick.
+  const token = process.env.EDL_JOB_TOKEN || (numPs > 0 ? randomBytes(32).toString('hex') : undefined);
+  const jobOptimizer = masterOptions.parameterStore?.optimizer;
+  const parameterServers =
+    numPs > 0 && token !== undefined && jobOptimizer !== undefined
+      ? new LocalParameterServers({
+          numShards: numPs,
+          args: [edlBin, 'ps'],
+          optimizer: jobOptimizer,
+          seed: v.seed ?? 0,
+          token,
+          ...optional('maxRestarts', v['max-restarts']),
+          onWarning: (message) => logger.warn(message),
+        })
+      : undefined;
   try {
     const [trainingReader, evaluationReader, predictionReader] = [
       await open(v['training-data']),
@@ -161,28 +191,34 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       await open(v['prediction-data']),
     ];
     const handle = await startMaster({
-      ...masterCommandOptions(v, jobType),
+      ...masterOptions,
       ...optional('trainingReader', trainingReader),
       ...optional('evaluationReader', evaluationReader),
       ...optional('predictionReader', predictionReader),
       ...optional('host', v.host),
       ...optional('port', v.port),
-      ...optional('token', process.env.EDL_JOB_TOKEN),
+      ...optional('token', token),
       logger,
       jobId,
-      ...(numWorkers > 0
+      ...(numWorkers > 0 || parameterServers !== undefined
         ? {
             workers: {
               command: workerCommand[0] as string,
               args: workerCommand.slice(1),
               numWorkers,
               ...optional('maxRestarts', v['max-restarts']),
+              ...optional('parameterServers', parameterServers),
             },
           }
         : {}),
     });
+    // A shard that cannot start fails the command with its own words (stop() stops the shards too).
+    await parameterServers?.ready().catch(async (error) => {
+      await handle.stop();
+      throw error;
+    });
     io.stdout.write(
-      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n`,
+      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\n`}`,
     );
     if (!v.quiet) io.stderr.write(`live view: ${handle.liveView?.url}\n`);
     let onSignal = () => {};

@@ -1,22 +1,31 @@
+import { type OptimizerConfig, resolveOptimizerConfig } from '@edl/common';
 import { parseCommandLine } from '../args.js';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
 
-const usage = `Usage: edl ps --shard-index I --num-shards N --tables JSON [options]
+const usage = `Usage: edl ps --shard-index I --num-shards N [--optimizer JSON --seed N] [--tables JSON] [options]
 
 Runs one parameter-server shard of a job (ElasticDL's parameter-server design): it holds the rows
 of every embedding table whose ids hash to shard I of N, serves the ParameterServerService gRPC
-service (pull rows, push gradients, describe), and refuses ids of other shards. Rows are created on first
+service (declare tables, pull rows, push gradients, describe), and refuses ids of other shards.
+Workers declare the tables their models use; those take the job's --optimizer and --seed, as
+ElasticDL's parameter servers take the embedding infos its workers report. Rows are created on first
 pull from the table's seed, so every shard and every restart gives the same initial model. It
 reads the job token from EDL_JOB_TOKEN, as workers do, prints
-  {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N}
-on stdout once it serves, and runs until SIGINT or SIGTERM.
+  {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N,"pid":P}
+on stdout once it serves, and runs until SIGINT or SIGTERM; then it prints
+  {"event":"stopped","shardIndex":I,"tables":[{"name","rows","pushes"}, ...]}
 
 Options:
   --shard-index I       this shard's index, 0 <= I < N
   --num-shards N        the job's number of parameter-server shards
-  --tables JSON         array of {"name", "dim", "optimizer": {"type", ...}, "seed",
-                        "initializer"?: {"type": "uniform", "scale"} | {"type": "normal", "stddev"}}
+  --optimizer JSON      the job's optimizer config, the one the master applies to dense
+                        variables: {"type": "sgd" | "momentum" | "adam" | "adagrad", ...}
+  --seed N              the job's seed: with a table's name and a row's id it fixes the row's
+                        initial value (default 0)
+  --tables JSON         tables to serve from the start, an array of {"name", "dim", "optimizer",
+                        "seed", "initializer"?: {"type": "uniform", "scale"} | {"type": "normal",
+                        "stddev"}}; without it, only declared tables
   --port N              port to listen on (default 0: any free port)
   --host HOST           interface to listen on (default 127.0.0.1)`;
 
@@ -29,6 +38,8 @@ export const command: Command = {
       'shard-index': { type: 'integer', min: 0 },
       'num-shards': { type: 'integer', min: 1 },
       tables: { type: 'string' },
+      optimizer: { type: 'json-object' },
+      seed: { type: 'integer', min: 0 },
       port: { type: 'integer', min: 0, max: 65_535 },
       host: { type: 'string' },
     });
@@ -38,10 +49,11 @@ export const command: Command = {
     if (numShards === undefined) throw new UsageError('--num-shards is required');
     if (shardIndex >= numShards)
       throw new UsageError(`--shard-index must be below --num-shards (${numShards}) but is ${shardIndex}`);
-    if (values.tables === undefined) throw new UsageError('--tables is required');
+    if (values.tables === undefined && values.optimizer === undefined)
+      throw new UsageError('--optimizer (the tables workers declare) or --tables is required');
     let tablesJson: unknown;
     try {
-      tablesJson = JSON.parse(values.tables);
+      tablesJson = values.tables === undefined ? undefined : JSON.parse(values.tables);
     } catch (error) {
       throw new UsageError(`--tables is not JSON: ${(error as Error).message}`);
     }
@@ -50,9 +62,11 @@ export const command: Command = {
       throw new UsageError("EDL_JOB_TOKEN is not set: 'edl ps' serves only calls that carry the job token");
 
     const { checkTableSpecs, startParameterServer } = await import('@edl/ps');
-    let tables: ReturnType<typeof checkTableSpecs>;
+    const optimizer = values.optimizer as unknown as OptimizerConfig | undefined;
+    let tables: ReturnType<typeof checkTableSpecs> = [];
     try {
-      tables = checkTableSpecs(tablesJson, '--tables');
+      if (tablesJson !== undefined) tables = checkTableSpecs(tablesJson, '--tables');
+      if (optimizer !== undefined) resolveOptimizerConfig(optimizer);
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
@@ -61,11 +75,14 @@ export const command: Command = {
       shardIndex,
       numShards,
       tables,
+      ...(optimizer === undefined ? {} : { job: { optimizer, seed: values.seed ?? 0 } }),
+      onDeclared: (table, workerId) =>
+        io.stdout.write(`${JSON.stringify({ event: 'table_declared', table, workerId, shardIndex })}\n`),
       ...(values.port === undefined ? {} : { port: values.port }),
       ...(values.host === undefined ? {} : { host: values.host }),
     });
     io.stdout.write(
-      `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards })}\n`,
+      `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards, pid: process.pid })}\n`,
     );
     await new Promise<void>((resolve) => {
       const onSignal = () => {
@@ -77,6 +94,10 @@ export const command: Command = {
       process.once('SIGTERM', onSignal);
     });
     await server.shutdown();
+    // What the shard held, for the job's log (and for tests: both shards hold rows).
+    io.stdout.write(
+      `${JSON.stringify({ event: 'stopped', shardIndex, tables: server.shard.describe().map(({ name, rows, pushes }) => ({ name, rows, pushes })) })}\n`,
+    );
     return 0;
   },
 };

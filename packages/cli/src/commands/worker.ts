@@ -38,10 +38,26 @@ Options:
                               statistics) there, beside the master's checkpoints
   --model-checkpoint PATH     load the non-trainable weights saved beside this checkpoint
   --allow-non-finite          train on NaN / infinite losses and gradients (default: fail the job)
+  --ps-addresses LIST         HOST:PORT of each parameter-server shard, comma-separated, in shard
+                              order (default: EDL_PS_ADDRESSES): required by a model with
+                              distributed embedding layers, whose rows the shards hold
 
 ${S3_OPTIONS_HELP}`;
 
 const PUSH_AHEAD = { auto: 'auto', on: true, off: false } as const;
+
+/** `--ps-addresses` (or EDL_PS_ADDRESSES): HOST:PORT of each shard, in shard order. */
+function parsePsAddresses(list: string | undefined): string[] | undefined {
+  if (list === undefined || list === '') return undefined;
+  const addresses = list.split(',').map((a) => a.trim());
+  addresses.forEach((address, i) => {
+    if (!/^[^\s:]+:\d{1,5}$/.test(address) && !/^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(address))
+      throw new UsageError(
+        `--ps-addresses must be HOST:PORT of each parameter-server shard, comma-separated, but shard ${i} is '${address}'`,
+      );
+  });
+  return addresses;
+}
 
 function env(name: string): string {
   const value = process.env[name];
@@ -75,8 +91,10 @@ export const command: Command = {
       'allow-non-finite': { type: 'boolean' },
       'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
       'mirror-updates': { type: 'choice', choices: ['on', 'off'] },
+      'ps-addresses': { type: 'string' },
       ...S3_OPTION_SPEC,
     });
+    const psAddresses = parsePsAddresses(values['ps-addresses'] ?? process.env.EDL_PS_ADDRESSES);
     const s3 = s3Options(values);
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -93,7 +111,8 @@ export const command: Command = {
     await applyS3Options(s3);
 
     const [
-      { MasterClient },
+      { EmbeddingClient, MasterClient },
+      { shardOfId },
       {
         jsonLineLogger,
         loadNonTrainableWeights,
@@ -107,6 +126,7 @@ export const command: Command = {
       { remoteStorageStats },
     ] = await Promise.all([
       import('@edl/proto'),
+      import('@edl/ps'),
       import('@edl/worker'),
       import('../job/model-and-readers.js'),
       import('../job/storage-stats.js'),
@@ -147,6 +167,10 @@ export const command: Command = {
     });
     // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
     const master = withRetries(client, { logger });
+    const parameterServers =
+      psAddresses === undefined
+        ? undefined
+        : new EmbeddingClient({ addresses: psAddresses, token, shardOfId });
     let lastReport = 0;
     // Own timers, so that a stats file can be written while the worker runs: a worker killed later
     // still appears in the job's timing table (as lost), with what it had done.
@@ -190,6 +214,7 @@ export const command: Command = {
         pushAhead: PUSH_AHEAD[values['push-ahead'] ?? 'off'],
         mirrorUpdates: (values['mirror-updates'] ?? 'on') === 'on',
         allowNonFinite: values['allow-non-finite'] === true,
+        ...(parameterServers === undefined ? {} : { parameterServers }),
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,
@@ -231,6 +256,7 @@ export const command: Command = {
       return result.jobError ? 1 : 0;
     } finally {
       client.close();
+      parameterServers?.close();
       await Promise.all([training, evaluation, prediction].map((r) => r?.close?.()));
       // Dawn (webgpu) can keep handles open after the job; an unref'd timer exits only if it does.
       setTimeout(() => process.exit(), 2000).unref();

@@ -27,6 +27,8 @@ export interface JobOptions extends S3Options {
   readonly predictionData?: string;
   readonly evaluationSteps: number;
   readonly numWorkers: number;
+  /** Parameter-server shards for distributed embedding tables (0: none, the default). */
+  readonly numPs: number;
   readonly minibatchSize: number;
   readonly numMinibatchesPerTask: number;
   readonly numEpochs: number;
@@ -109,6 +111,7 @@ export const OPTION_SPEC = {
   shuffle: { type: 'boolean' },
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
+  'num-ps': { type: 'string' },
   'lease-ms': { type: 'string' },
   'max-task-failures': { type: 'string' },
   // --- live view, metrics and logs (issue 14) ---
@@ -131,6 +134,9 @@ export const JOB_OPTIONS_HELP = `Data:
   --data-reader-params JSON     reader options, e.g. '{"header":true}' or '{"table":"census"}'
 Job:
   --num-workers N               local worker processes (default 1)
+  --num-ps N                    parameter-server shards (edl ps processes) holding the rows of
+                                the model's distributed embedding tables (default 0: none);
+                                dense variables stay with the master
   --minibatch-size N            records per minibatch (default 64)
   --num-minibatches-per-task N  minibatches per task (default 8)
   --num-epochs N                training epochs (default 1)
@@ -246,6 +252,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     shuffle: values.shuffle === true,
     seed: integer(values, 'seed', 0, 0, 0xffff_ffff),
     maxRestarts: integer(values, 'max-restarts', 3, 0),
+    numPs: integer(values, 'num-ps', 0, 0, 1024),
     maxTaskFailures: integer(values, 'max-task-failures', 3, 1),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
     ...liveViewOptions(values),

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 // the readers load after the workers are spawned, while those start up on the other cores (a
 // worker's own start-up is the longest wait before the first step).
 import type { JobResult, MasterHandle, MasterLogger, StartMasterOptions } from '@edl/master';
-import { LocalInstanceManager } from '@edl/master/local-workers';
+import { LocalInstanceManager, LocalParameterServers } from '@edl/master/local-workers';
 import { normalizeLocation } from '@edl/storage';
 import type { CommandIO } from '../command.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
@@ -169,8 +169,18 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
   const { options, io, bar, jobId, token, jobType, modelDefPath, workerOutput } = run;
   let modules: JobModules | undefined;
   let definition: Awaited<ReturnType<JobModules['loadModel']>> | undefined;
+  if (options.numPs > 0) {
+    // The shards take the job's optimizer, which the model definition names: it loads before the
+    // workers start (their start-up no longer overlaps it in a job with shards).
+    modules = await loadJobModules();
+    definition = await modules.loadModel(options.modelDef);
+  }
   return withFreeLoopbackPort(async (port) => {
     workerOutput.muted = false;
+    const parameterServers =
+      modules === undefined || definition === undefined
+        ? undefined
+        : localParameterServers(run, modules, definition.optimizer);
     const localWorkers = new LocalInstanceManager({
       command: process.execPath,
       args: [...WORKER_NODE_FLAGS, edlBin(), 'worker', ...workerArgs(options, modelDefPath, run.statsDir)],
@@ -180,6 +190,7 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
       masterAddress: `127.0.0.1:${port}`,
       token,
       env: { EDL_JOB_ID: jobId },
+      ...(parameterServers === undefined ? {} : { parameterServers }),
     });
     await localWorkers.start();
     let close: (() => Promise<void>) | undefined;
@@ -203,11 +214,13 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
         token,
         localWorkers,
       };
-      return {
-        handle: await modules.startMaster(masterOptions),
-        closeReaders: closeJobReaders,
-        loaded: modules,
-      };
+      const handle = await modules.startMaster(masterOptions);
+      // A shard that cannot start fails the job here, with its own words, not as workers' retries.
+      await parameterServers?.ready().catch(async (error) => {
+        await handle.stop();
+        throw error;
+      });
+      return { handle, closeReaders: closeJobReaders, loaded: modules };
     } catch (error) {
       // A model or data error found by the master: the workers started for it go at once, and what
       // they say of the same error is not repeated.
@@ -216,6 +229,36 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
       await close?.().catch(() => {});
       throw error;
     }
+  });
+}
+
+/**
+ * The `--num-ps` shards of a job: `edl ps` processes with the job's token, optimizer (the one the
+ * master applies to dense variables) and seed; their lines go where the workers' go.
+ */
+function localParameterServers(
+  run: JobRun,
+  modules: JobModules,
+  optimizer: Parameters<JobModules['jobMasterOptions']>[2],
+): LocalParameterServers {
+  const { options, token, modelDefPath, workerOutput, io, bar } = run;
+  // The optimizer as the master's store takes it: the model definition's, under --learning-rate.
+  const jobOptimizer = modules.jobMasterOptions(options, run.jobType, optimizer, modelDefPath).parameterStore
+    ?.optimizer;
+  if (jobOptimizer === undefined) throw new Error('The job has no optimizer for its parameter-server shards');
+  return new LocalParameterServers({
+    numShards: options.numPs,
+    args: [edlBin(), 'ps'],
+    optimizer: jobOptimizer,
+    seed: options.seed,
+    token,
+    maxRestarts: options.maxRestarts,
+    onOutput: workerOutput.onOutput,
+    onWarning: (message) => {
+      const line = `warning: ${message}`;
+      if (bar !== undefined) bar.log(line);
+      else io.stderr.write(`${line}\n`);
+    },
   });
 }
 

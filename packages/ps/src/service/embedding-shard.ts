@@ -5,11 +5,12 @@ import {
   checkOptions,
   checkSafeInteger,
   type OptimizerConfig,
+  resolveOptimizerConfig,
 } from '@edl/common';
 import { ParameterStoreError } from '../errors.js';
 import { EmbeddingTable } from '../sparse/embedding-table.js';
 import { shardOfId } from '../sparse/placement.js';
-import type { RowInitializerConfig } from '../sparse/row-initializer.js';
+import { RowInitializer, type RowInitializerConfig } from '../sparse/row-initializer.js';
 
 /** One embedding table a parameter-server shard serves (its rows of this shard only). */
 export interface EmbeddingTableSpec {
@@ -22,6 +23,25 @@ export interface EmbeddingTableSpec {
   /** Default `{ type: 'uniform', scale: 0.05 }`. */
   readonly initializer?: RowInitializerConfig;
   /** The job's seed: with the table's name and a row's id it fixes the row's initial value. */
+  readonly seed: number;
+}
+
+/**
+ * A table as a worker declares it (DeclareEmbeddingTables): what its model's layers say. The
+ * optimizer and the seed are the job's, given to the shard when it starts.
+ */
+export interface EmbeddingTableDeclaration {
+  readonly name: string;
+  readonly dim: number;
+  /** Default `{ type: 'uniform', scale: 0.05 }`. */
+  readonly initializer?: RowInitializerConfig;
+}
+
+/** The job-wide settings of the tables workers declare: `edl ps --optimizer JSON --seed N`. */
+export interface JobTableSettings {
+  /** The job's optimizer config, the one the master applies to dense variables. */
+  readonly optimizer: OptimizerConfig;
+  /** The job's seed. */
   readonly seed: number;
 }
 
@@ -94,25 +114,87 @@ export class EmbeddingShard {
   readonly shardIndex: number;
   readonly numShards: number;
   readonly #tables = new Map<string, TableEntry>();
+  readonly #job: JobTableSettings | undefined;
 
-  constructor(shardIndex: number, numShards: number, tables: readonly EmbeddingTableSpec[]) {
+  /**
+   * @param tables - tables to serve from the start (`--tables`); may be empty when workers
+   *   declare them.
+   * @param job - the optimizer and seed of the tables workers declare; without it a declaration
+   *   is refused (NO_JOB_OPTIMIZER).
+   */
+  constructor(
+    shardIndex: number,
+    numShards: number,
+    tables: readonly EmbeddingTableSpec[],
+    job?: JobTableSettings,
+  ) {
     this.numShards = checkInteger(numShards, 'numShards', 1);
     this.shardIndex = checkInteger(shardIndex, 'shardIndex', 0, this.numShards - 1);
-    for (const spec of checkTableSpecs(tables)) {
-      const table = new EmbeddingTable({
-        name: spec.name,
-        dim: spec.dim,
-        seed: spec.seed,
-        optimizer: spec.optimizer,
-        ...(spec.initializer === undefined ? {} : { initializer: spec.initializer }),
-      });
-      this.#tables.set(spec.name, {
-        table,
-        optimizerType: spec.optimizer.type,
-        pushes: 0,
-        maxModelVersion: 0,
-      });
+    if (job !== undefined) {
+      // Checked now, not at the first declaration: a bad --optimizer fails `edl ps` at start.
+      resolveOptimizerConfig(checkObject(job.optimizer, 'job.optimizer') as unknown as OptimizerConfig);
+      checkSafeInteger(job.seed, 'job.seed');
+      this.#job = job;
     }
+    for (const spec of tables.length === 0 ? [] : checkTableSpecs(tables)) this.#add(spec);
+  }
+
+  /**
+   * Creates the declared tables this shard lacks, with the job's optimizer and seed, and returns
+   * their names. Idempotent: a table declared before with the same dim and initializer is left
+   * as it is (rows and optimizer state kept). Every declaration is checked before any table is
+   * made: a table known with another dim or initializer is TABLE_CONFLICT, naming both.
+   */
+  declare(declarations: readonly EmbeddingTableDeclaration[]): string[] {
+    const fresh = new Map<string, EmbeddingTableSpec>();
+    declarations.forEach((d, i) => {
+      const name = checkNonEmptyString(d?.name, `tables[${i}].name`);
+      const dim = checkInteger(d.dim, `tables[${i}].dim`, 1, 1 << 16);
+      // Resolved (defaults filled in), so that an absent initializer equals the default one.
+      const initializer = new RowInitializer(0, name, d.initializer).config;
+      const table = this.#tables.get(name)?.table;
+      const known =
+        table === undefined ? fresh.get(name) : { dim: table.dim, initializer: table.initializer.config };
+      if (known !== undefined) {
+        const conflict =
+          known.dim !== dim
+            ? `dim ${known.dim} and now with dim ${dim}`
+            : JSON.stringify(known.initializer) !== JSON.stringify(initializer)
+              ? `initializer ${JSON.stringify(known.initializer)} and now with ${JSON.stringify(initializer)}`
+              : undefined;
+        if (conflict !== undefined)
+          throw new ParameterStoreError(
+            'TABLE_CONFLICT',
+            `Embedding table '${name}' was declared with ${conflict}: layers that share a table must agree`,
+          );
+        return;
+      }
+      const job = this.#job;
+      if (job === undefined)
+        throw new ParameterStoreError(
+          'NO_JOB_OPTIMIZER',
+          `Parameter-server shard ${this.shardIndex} cannot create embedding table '${name}': it was started without the job's optimizer and seed (edl ps --optimizer JSON --seed N)`,
+        );
+      fresh.set(name, { name, dim, initializer, optimizer: job.optimizer, seed: job.seed });
+    });
+    for (const spec of fresh.values()) this.#add(spec);
+    return [...fresh.keys()];
+  }
+
+  #add(spec: EmbeddingTableSpec): void {
+    const table = new EmbeddingTable({
+      name: spec.name,
+      dim: spec.dim,
+      seed: spec.seed,
+      optimizer: spec.optimizer,
+      ...(spec.initializer === undefined ? {} : { initializer: spec.initializer }),
+    });
+    this.#tables.set(spec.name, {
+      table,
+      optimizerType: spec.optimizer.type,
+      pushes: 0,
+      maxModelVersion: 0,
+    });
   }
 
   /** The table named `name`, for checks and checkpoints; UNKNOWN_TABLE when there is none. */
@@ -164,7 +246,7 @@ export class EmbeddingShard {
     if (entry === undefined) {
       throw new ParameterStoreError(
         'UNKNOWN_TABLE',
-        `Parameter-server shard ${this.shardIndex} has no embedding table '${name}' (it has ${[...this.#tables.keys()].map((n) => `'${n}'`).join(', ')})`,
+        `Parameter-server shard ${this.shardIndex} has no embedding table '${name}' (it has ${this.#tables.size === 0 ? 'none: workers declare their tables before their first step' : [...this.#tables.keys()].map((n) => `'${n}'`).join(', ')})`,
       );
     }
     return entry;

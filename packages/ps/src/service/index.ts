@@ -5,7 +5,9 @@
 export {
   checkTableSpecs,
   EmbeddingShard,
+  type EmbeddingTableDeclaration,
   type EmbeddingTableSpec,
+  type JobTableSettings,
   type ShardTableInfo,
 } from './embedding-shard.js';
 export {

@@ -5,7 +5,10 @@ import {
   bytesToIds,
   createGrpcServer,
   DEFAULT_MAX_MESSAGE_BYTES,
+  type DeclareEmbeddingTablesRequest,
+  type DeclareEmbeddingTablesResponse,
   type DescribeShardResponse,
+  type EmbeddingInitializer,
   floatsToBytes,
   grpcError,
   jobTokenCheck,
@@ -21,7 +24,8 @@ import {
 } from '@edl/proto';
 import { type ServiceError, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { ParameterStoreError } from '../errors.js';
-import { EmbeddingShard, type EmbeddingTableSpec } from './embedding-shard.js';
+import type { RowInitializerConfig } from '../sparse/row-initializer.js';
+import { EmbeddingShard, type EmbeddingTableSpec, type JobTableSettings } from './embedding-shard.js';
 
 /** Options of {@link startParameterServer}. */
 export interface ParameterServerOptions {
@@ -35,8 +39,12 @@ export interface ParameterServerOptions {
   readonly shardIndex: number;
   /** The job's number of parameter-server shards. */
   readonly numShards: number;
-  /** The embedding tables this shard serves its rows of. */
-  readonly tables: readonly EmbeddingTableSpec[];
+  /** The embedding tables this shard serves from the start (more come from workers' declarations). */
+  readonly tables?: readonly EmbeddingTableSpec[];
+  /** The optimizer and seed of the tables workers declare (DeclareEmbeddingTables). */
+  readonly job?: JobTableSettings;
+  /** Told of each table a declaration created, for the shard's log. */
+  readonly onDeclared?: (table: string, workerId: string) => void;
   /** Largest message received or sent, in bytes (default 64 MiB). */
   readonly maxMessageBytes?: number;
 }
@@ -52,7 +60,10 @@ export interface ParameterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-/** Arguments are INVALID_ARGUMENT, an unknown table NOT_FOUND, another shard's id FAILED_PRECONDITION. */
+/**
+ * Arguments are INVALID_ARGUMENT, an unknown table NOT_FOUND, another shard's id or a conflicting
+ * declaration FAILED_PRECONDITION.
+ */
 function toStatus(error: unknown): Partial<ServiceError> {
   if (error instanceof RangeError || error instanceof TypeError)
     return grpcError(status.INVALID_ARGUMENT, error.message);
@@ -64,6 +75,17 @@ function toStatus(error: unknown): Partial<ServiceError> {
   return grpcError(status.INTERNAL, error instanceof Error ? error.message : String(error));
 }
 
+/** A declared initializer off the wire: 0 is the default scale or standard deviation. */
+function initializerOf(wire: EmbeddingInitializer, table: string): RowInitializerConfig {
+  if (wire.type === 'uniform')
+    return wire.scale === 0 ? { type: 'uniform' } : { type: 'uniform', scale: wire.scale };
+  if (wire.type === 'normal')
+    return wire.stddev === 0 ? { type: 'normal' } : { type: 'normal', stddev: wire.stddev };
+  throw new RangeError(
+    `Expected initializer type 'uniform' or 'normal' for embedding table '${table}' but received '${wire.type}'`,
+  );
+}
+
 /**
  * Serves one parameter-server shard's embedding rows (the ParameterServerService of
  * edl/v1/ps.proto) over gRPC: `edl ps` is this function run as its own process. Every call must
@@ -71,7 +93,7 @@ function toStatus(error: unknown): Partial<ServiceError> {
  */
 export async function startParameterServer(options: ParameterServerOptions): Promise<ParameterServer> {
   const authorized = jobTokenCheck(options.token);
-  const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables);
+  const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables ?? [], options.job);
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
@@ -105,6 +127,17 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
         pushes: toWireInt(pushes, 'pushes'),
         rows: toWireInt(rows, 'rows'),
       };
+    }),
+    declareEmbeddingTables: unary((r: DeclareEmbeddingTablesRequest): DeclareEmbeddingTablesResponse => {
+      const created = shard.declare(
+        r.tables.map((t) => ({
+          name: t.name,
+          dim: t.dim,
+          ...(t.initializer === undefined ? {} : { initializer: initializerOf(t.initializer, t.name) }),
+        })),
+      );
+      for (const table of created) options.onDeclared?.(table, r.workerId);
+      return { $typeName: 'edl.v1.DeclareEmbeddingTablesResponse', created };
     }),
     describeShard: unary(
       (): DescribeShardResponse => ({

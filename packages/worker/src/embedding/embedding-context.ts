@@ -127,24 +127,30 @@ export class EmbeddingContext {
   }
 }
 
-let active: EmbeddingContext | undefined;
+/**
+ * The slot of the context in use, on `globalThis` rather than in this module: a model definition
+ * can reach another instance of this module than the worker's (loaded through tsx, or as a
+ * separate copy of @edl/worker), and its layers must still see the worker's context.
+ */
+const ACTIVE = Symbol.for('@edl/worker.activeEmbeddingContext');
+const slot = globalThis as { [ACTIVE]?: EmbeddingContext | undefined };
 
 /**
  * Runs `fn` (which runs the model, synchronously) with `context` as the one the distributed
  * embedding layers read; the previous one is back afterwards. TensorFlow.js layers run
- * synchronously, so a module-level slot is enough.
+ * synchronously, so one slot is enough.
  */
 export function withEmbeddingContext<T>(context: EmbeddingContext, fn: () => T): T {
-  const previous = active;
-  active = context;
+  const previous = slot[ACTIVE];
+  slot[ACTIVE] = context;
   try {
     return fn();
   } finally {
-    active = previous;
+    slot[ACTIVE] = previous;
   }
 }
 
 /** The context of the {@link withEmbeddingContext} call in progress, if any. */
 export function activeEmbeddingContext(): EmbeddingContext | undefined {
-  return active;
+  return slot[ACTIVE];
 }

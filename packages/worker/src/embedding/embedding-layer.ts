@@ -1,4 +1,5 @@
 import { checkInteger, checkNonEmptyString, checkOneOf } from '@edl/common';
+import type { DeclaredEmbeddingTable } from '@edl/proto';
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import type * as tflTypes from '@tensorflow/tfjs-layers';
 import { tf, tfl } from '../../hooks/tfjs-commonjs.mjs';
@@ -22,6 +23,11 @@ export interface EmbeddingLayerArgs {
   readonly table?: string;
   /** For the first layer of a `tfl.sequential` model: the shape of one example's ids. */
   readonly inputShape?: (number | null)[];
+  /**
+   * How the table's rows start on the parameter servers (default uniform in [-0.05, 0.05), as
+   * `tfl.layers.embedding`); layers sharing a table must agree. The seed is the job's.
+   */
+  readonly initializer?: DeclaredEmbeddingTable['initializer'];
 }
 
 /**
@@ -39,6 +45,7 @@ export class DistributedEmbedding extends tfl.layers.Layer {
   readonly numBuckets: number | undefined;
   readonly combiner: EmbeddingCombiner | undefined;
   readonly table: string;
+  readonly initializer: DeclaredEmbeddingTable['initializer'];
 
   constructor(args: EmbeddingLayerArgs) {
     const name = checkNonEmptyString(args?.name, 'embedding.name');
@@ -51,6 +58,9 @@ export class DistributedEmbedding extends tfl.layers.Layer {
         ? undefined
         : checkOneOf(args.combiner, 'embedding.combiner', ['sum', 'mean', 'sqrtn'] as const);
     this.table = args.table === undefined ? name : checkNonEmptyString(args.table, 'embedding.table');
+    if (args.initializer !== undefined)
+      checkOneOf(args.initializer.type, 'embedding.initializer.type', ['uniform', 'normal'] as const);
+    this.initializer = args.initializer;
   }
 
   /** The table ids of raw input ids: themselves, or their buckets where `numBuckets` is set. */
@@ -85,11 +95,31 @@ export class DistributedEmbedding extends tfl.layers.Layer {
       table: this.table,
       ...(this.numBuckets === undefined ? {} : { numBuckets: this.numBuckets }),
       ...(this.combiner === undefined ? {} : { combiner: this.combiner }),
+      ...(this.initializer === undefined ? {} : { initializer: { ...this.initializer } }),
     };
   }
 }
 
 tf.serialization.registerClass(DistributedEmbedding);
+
+/**
+ * Whether `layer` is a distributed embedding layer: an instance of this module's class, or of
+ * another instance of this module's (a model definition loaded through tsx can get its own copy
+ * of @edl/worker), recognised by its class name and its `tableIds`.
+ */
+export function isDistributedEmbedding(layer: unknown): layer is DistributedEmbedding {
+  if (layer instanceof DistributedEmbedding) return true;
+  const candidate = layer as Partial<DistributedEmbedding> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.getClassName === 'function' &&
+    candidate.getClassName() === DistributedEmbedding.className &&
+    typeof candidate.tableIds === 'function' &&
+    typeof candidate.table === 'string' &&
+    typeof candidate.outputDim === 'number'
+  );
+}
 
 /**
  * A distributed embedding layer for model definitions: `embedding({ name, outputDim, numBuckets?,

@@ -7,7 +7,7 @@ import {
   type RowGradients,
   withEmbeddingContext,
 } from './embedding-context.js';
-import { DistributedEmbedding } from './embedding-layer.js';
+import { type DistributedEmbedding, isDistributedEmbedding } from './embedding-layer.js';
 import { uniqueIds } from './unique-ids.js';
 
 /**
@@ -33,7 +33,7 @@ export interface EmbeddingFeed {
 export function embeddingFeeds(model: tflTypes.LayersModel): EmbeddingFeed[] {
   const feeds: EmbeddingFeed[] = [];
   for (const layer of model.layers) {
-    if (!(layer instanceof DistributedEmbedding)) continue;
+    if (!isDistributedEmbedding(layer)) continue;
     const inputIndices = layer.inboundNodes.map((node) => {
       const tensor = node.inputTensors[0];
       const index = tensor === undefined ? -1 : model.inputs.indexOf(tensor);

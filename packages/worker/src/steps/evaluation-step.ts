@@ -1,6 +1,7 @@
 import { GradientStatus } from '@edl/proto';
 import type { Minibatch } from '../model-definition.js';
 import type { RecordSlice } from '../task-feed.js';
+import { withStepRows } from './embedding-rows.js';
 import { isApplied, toRangeRef } from './reports.js';
 import type { StepContext } from './step-context.js';
 
@@ -18,7 +19,10 @@ export async function evaluateStep(
   const { master, workerId, runner, timers, tasks } = context;
   const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
   const taskId = first.task.id;
-  const metrics = await timers.time('compute_loss', () => runner.computeMetrics(batch), taskId);
+  // Rows are looked up, not created: an id training never saw reads as the initializer's value.
+  const metrics = await withStepRows(context, batch.features, false, (embeddings) =>
+    timers.time('compute_loss', () => runner.computeMetrics(batch, embeddings), taskId),
+  );
   const response = await timers.time(
     'report_gradient',
     () =>

@@ -2,6 +2,7 @@ import { GradientStatus } from '@edl/proto';
 import type { Minibatch } from '../model-definition.js';
 import type { StepResult } from '../model-runner.js';
 import type { RecordSlice } from '../task-feed.js';
+import { withStepRows } from './embedding-rows.js';
 import type { GradientAnswer } from './mirrored-model.js';
 import { isApplied } from './reports.js';
 import type { StepContext } from './step-context.js';
@@ -26,19 +27,28 @@ export class PlainSteps {
     this.#maxStaleRetries = maxStaleRetries;
   }
 
-  /** Computes the gradients of one step on the model held now. */
+  /**
+   * Computes the gradients of one step on the model held now; with distributed embedding layers,
+   * on the rows of the minibatch's ids pulled from the parameter-server shards just before.
+   */
   computeStep(batch: Minibatch, slices: readonly RecordSlice[]): Promise<StepResult> {
     const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
-    return this.#c.timers.time(
-      'compute_loss',
-      () =>
-        this.#c.runner.computeGradients(batch, {
-          taskId: first.task.id,
-          shardName: first.task.shardName,
-          rangeStart: first.rangeStart,
-          rangeEnd: (rest.at(-1) ?? first).rangeEnd,
-        }),
-      first.task.id,
+    return withStepRows(this.#c, batch.features, true, (embeddings) =>
+      this.#c.timers.time(
+        'compute_loss',
+        () =>
+          this.#c.runner.computeGradients(
+            batch,
+            {
+              taskId: first.task.id,
+              shardName: first.task.shardName,
+              rangeStart: first.rangeStart,
+              rangeEnd: (rest.at(-1) ?? first).rangeEnd,
+            },
+            embeddings,
+          ),
+        first.task.id,
+      ),
     );
   }
 
@@ -70,6 +80,7 @@ export class PlainSteps {
       const applied = isApplied(response);
       timers.countGradient(!applied);
       if (applied) {
+        await this.pushRows(step, modelVersion, taskId);
         this.stepDone(step.loss, response, modelTaken);
         return true;
       }
@@ -81,6 +92,20 @@ export class PlainSteps {
       tasks.rejected(first, response.status, 'gradient');
       return true;
     }
+  }
+
+  /**
+   * Pushes a step's rows gradients to the parameter-server shards, once the master has applied its
+   * dense gradient (ACCEPTED, or ALREADY_APPLIED for a resent one whose first answer was lost): a
+   * step the master refused (STALE, a task no longer held) is computed again or dropped, and its
+   * rows gradient must not reach the shards. A worker that dies in between loses that step's rows
+   * update, but never applies one twice.
+   */
+  async pushRows(step: StepResult, modelVersion: number, taskId: number): Promise<void> {
+    const { embeddings, timers } = this.#c;
+    if (embeddings === undefined || step.rows === undefined || step.rows.length === 0) return;
+    const rows = step.rows;
+    await timers.time('report_gradient', () => embeddings.servers.push(rows, modelVersion), taskId);
   }
 
   /**

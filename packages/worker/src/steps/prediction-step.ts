@@ -1,5 +1,6 @@
 import type { Minibatch, PredictionOutputsProcessor } from '../model-definition.js';
 import type { RecordSlice } from '../task-feed.js';
+import { withStepRows } from './embedding-rows.js';
 import type { StepContext } from './step-context.js';
 
 /**
@@ -12,10 +13,12 @@ export async function predictStep(
   batch: Minibatch,
   slice: RecordSlice,
 ): Promise<void> {
-  const outputs = await context.timers.time(
-    'compute_loss',
-    () => context.runner.predict(batch.features),
-    slice.task.id,
+  const outputs = await withStepRows(context, batch.features, false, (embeddings) =>
+    context.timers.time(
+      'compute_loss',
+      () => context.runner.predict(batch.features, embeddings),
+      slice.task.id,
+    ),
   );
   try {
     await processor?.process(outputs, {

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/ps.proto.
  */
 export const file_edl_v1_ps: GenFile = /*@__PURE__*/
-  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8yoAIKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8iQwoURW1iZWRkaW5nSW5pdGlhbGl6ZXISDAoEdHlwZRgBIAEoCRINCgVzY2FsZRgCIAEoARIOCgZzdGRkZXYYAyABKAEifgoZRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIMCgRuYW1lGAEgASgJEgsKA2RpbRgCIAEoDRI2Cgtpbml0aWFsaXplchgDIAEoCzIcLmVkbC52MS5FbWJlZGRpbmdJbml0aWFsaXplckgAiAEBQg4KDF9pbml0aWFsaXplciJlCh1EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBIxCgZ0YWJsZXMYASADKAsyIS5lZGwudjEuRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIRCgl3b3JrZXJfaWQYAiABKAkiMQoeRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEg8KB2NyZWF0ZWQYASADKAkyiQMKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2USZwoWRGVjbGFyZUVtYmVkZGluZ1RhYmxlcxIlLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBomLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message edl.v1.PullEmbeddingsRequest
@@ -247,6 +247,113 @@ export const DescribeShardResponseSchema: GenMessage<DescribeShardResponse> = /*
   messageDesc(file_edl_v1_ps, 6);
 
 /**
+ * How a declared table's rows start (RowInitializerConfig of @edl/ps).
+ *
+ * @generated from message edl.v1.EmbeddingInitializer
+ */
+export type EmbeddingInitializer = Message<"edl.v1.EmbeddingInitializer"> & {
+  /**
+   * "uniform" (in [-scale, scale)) or "normal" (mean 0, `stddev`).
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * 0: the default, 0.05.
+   *
+   * @generated from field: double scale = 2;
+   */
+  scale: number;
+
+  /**
+   * @generated from field: double stddev = 3;
+   */
+  stddev: number;
+};
+
+/**
+ * Describes the message edl.v1.EmbeddingInitializer.
+ * Use `create(EmbeddingInitializerSchema)` to create a new message.
+ */
+export const EmbeddingInitializerSchema: GenMessage<EmbeddingInitializer> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 7);
+
+/**
+ * @generated from message edl.v1.EmbeddingTableDeclaration
+ */
+export type EmbeddingTableDeclaration = Message<"edl.v1.EmbeddingTableDeclaration"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Floats per row.
+   *
+   * @generated from field: uint32 dim = 2;
+   */
+  dim: number;
+
+  /**
+   * Absent: uniform in [-0.05, 0.05), TensorFlow.js' default for embeddings.
+   *
+   * @generated from field: optional edl.v1.EmbeddingInitializer initializer = 3;
+   */
+  initializer?: EmbeddingInitializer | undefined;
+};
+
+/**
+ * Describes the message edl.v1.EmbeddingTableDeclaration.
+ * Use `create(EmbeddingTableDeclarationSchema)` to create a new message.
+ */
+export const EmbeddingTableDeclarationSchema: GenMessage<EmbeddingTableDeclaration> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 8);
+
+/**
+ * @generated from message edl.v1.DeclareEmbeddingTablesRequest
+ */
+export type DeclareEmbeddingTablesRequest = Message<"edl.v1.DeclareEmbeddingTablesRequest"> & {
+  /**
+   * @generated from field: repeated edl.v1.EmbeddingTableDeclaration tables = 1;
+   */
+  tables: EmbeddingTableDeclaration[];
+
+  /**
+   * Who declares them: for the shard's log only.
+   *
+   * @generated from field: string worker_id = 2;
+   */
+  workerId: string;
+};
+
+/**
+ * Describes the message edl.v1.DeclareEmbeddingTablesRequest.
+ * Use `create(DeclareEmbeddingTablesRequestSchema)` to create a new message.
+ */
+export const DeclareEmbeddingTablesRequestSchema: GenMessage<DeclareEmbeddingTablesRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 9);
+
+/**
+ * @generated from message edl.v1.DeclareEmbeddingTablesResponse
+ */
+export type DeclareEmbeddingTablesResponse = Message<"edl.v1.DeclareEmbeddingTablesResponse"> & {
+  /**
+   * The tables this call created (those declared before are left out).
+   *
+   * @generated from field: repeated string created = 1;
+   */
+  created: string[];
+};
+
+/**
+ * Describes the message edl.v1.DeclareEmbeddingTablesResponse.
+ * Use `create(DeclareEmbeddingTablesResponseSchema)` to create a new message.
+ */
+export const DeclareEmbeddingTablesResponseSchema: GenMessage<DeclareEmbeddingTablesResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 10);
+
+/**
  * @generated from service edl.v1.ParameterServerService
  */
 export const ParameterServerService: GenService<{
@@ -279,6 +386,19 @@ export const ParameterServerService: GenService<{
     methodKind: "unary";
     input: typeof DescribeShardRequestSchema;
     output: typeof DescribeShardResponseSchema;
+  },
+  /**
+   * Creates the tables a worker's model uses, as ElasticDL's workers report their embedding infos
+   * to the parameter servers: each table takes the job's optimizer and seed (`edl ps --optimizer
+   * --seed`). Idempotent: a table declared again with the same dim and initializer is left as it
+   * is; another dim or initializer is FAILED_PRECONDITION, naming the table and both values.
+   *
+   * @generated from rpc edl.v1.ParameterServerService.DeclareEmbeddingTables
+   */
+  declareEmbeddingTables: {
+    methodKind: "unary";
+    input: typeof DeclareEmbeddingTablesRequestSchema;
+    output: typeof DeclareEmbeddingTablesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_edl_v1_ps, 0);

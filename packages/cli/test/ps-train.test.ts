@@ -1,0 +1,297 @@
+/**
+ * `edl train --num-ps 2`: the job runner starts two `edl ps` shard processes with the job's token,
+ * optimizer and seed, every worker pulls the rows of its minibatches' ids from them and pushes the
+ * rows gradients back, the dense layers train through the master as without shards. The model
+ * (fixtures/sparse-click-model.ts) learns a planted click model from a TFRecord file of
+ * tf.train.Examples. Needs `pnpm build`.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { SeededRandom } from '@edl/common';
+import { TFRecordWriter } from '@edl/recordio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
+import { EDL_BIN, runEdl } from './helpers/run-edl.js';
+
+const MODEL_DEF = fileURLToPath(new URL('./fixtures/sparse-click-model.ts', import.meta.url));
+const VOCABULARY = 400;
+const TRAIN_RECORDS = 1200;
+const EPOCHS = 3;
+let dir: string;
+
+/** A planted model: each id has a score, an example's label is whether its ids' scores (+ noise) sum above 0. */
+async function writeClicks(file: string, records: number, seed: number): Promise<void> {
+  const planted = new SeededRandom(7);
+  const score = Float64Array.from({ length: VOCABULARY }, () => planted.normal());
+  const random = new SeededRandom(seed);
+  const writer = TFRecordWriter.create(file);
+  for (let i = 0; i < records; i++) {
+    // Low ids are common, as in click logs.
+    const ids = Array.from({ length: IDS_PER_EXAMPLE }, () => Math.floor(VOCABULARY * random.next() ** 2));
+    const x = [random.normal(), random.normal()];
+    const sum = ids.reduce((s, id) => s + (score[id] as number), 0) + 0.5 * (x[0] as number);
+    writer.write(encodeClick(ids, x, sum + 0.3 * random.normal() > 0 ? 1 : 0));
+  }
+  await writer.close();
+}
+
+beforeAll(async () => {
+  if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm build' first`);
+  dir = await mkdtemp(path.join(tmpdir(), 'edl-ps-train-'));
+  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
+  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The JSON lines of stderr (the master's, the workers' and the shards'). */
+  readonly events: Record<string, unknown>[];
+}
+
+function train(extra: readonly string[], onEvent?: (event: Record<string, unknown>) => void): Promise<Run> {
+  const args = [
+    EDL_BIN,
+    'train',
+    '--model-def',
+    MODEL_DEF,
+    '--training-data',
+    path.join(dir, 'train.tfrecord'),
+    '--validation-data',
+    path.join(dir, 'valid.tfrecord'),
+    '--checkpoint-dir',
+    path.join(dir, `ckpt-${Math.random().toString(36).slice(2)}`),
+    '--backend',
+    'cpu',
+    '--num-workers',
+    '2',
+    '--minibatch-size',
+    '20',
+    '--num-minibatches-per-task',
+    '3',
+    '--num-epochs',
+    String(EPOCHS),
+    '--stats',
+    ...extra,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const events: Record<string, unknown>[] = [];
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      stderr += `${line}\n`;
+      if (!line.startsWith('{')) return;
+      try {
+        const event = JSON.parse(line) as Record<string, unknown>;
+        events.push(event);
+        onEvent?.(event);
+      } catch {
+        // not an event
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr, events }));
+  });
+}
+
+interface Summary {
+  state: string;
+  records: { done: number; total: number; training: { done: number; total: number } };
+  evaluations: { records: number; metrics: Record<string, number> }[];
+  workers: { workerId: string; lost?: boolean; lastLoss?: number; records: Record<string, number> }[];
+}
+
+function summaryOf(run: Run): Summary {
+  const line = run.stdout.split('\n').find((l) => l.startsWith('{"state"'));
+  expect(line, run.stdout + run.stderr.slice(-3000)).toBeDefined();
+  return JSON.parse(line as string) as Summary;
+}
+
+/** The summary of a job that succeeded with every training record applied once per epoch. */
+function succeededOnce(run: Run): Summary {
+  expect(run.code, run.stderr.slice(-3000)).toBe(0);
+  const summary = summaryOf(run);
+  const total = TRAIN_RECORDS * EPOCHS;
+  expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
+  return summary;
+}
+
+/** What each shard said when it stopped: its tables' rows and pushes. */
+function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushes: number }[]> {
+  const out = new Map<number, { name: string; rows: number; pushes: number }[]>();
+  for (const e of run.events)
+    if (e.event === 'stopped')
+      out.set(e.shardIndex as number, e.tables as { name: string; rows: number; pushes: number }[]);
+  return out;
+}
+
+describe('edl train --num-ps 2', () => {
+  it('trains the embedding rows on two shards and the dense layers on the master, each record once', async () => {
+    const run = await train(['--num-ps', '2']);
+    const summary = succeededOnce(run);
+    expect(summary.state).toBe('succeeded');
+    expect(summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0)).toBe(TRAIN_RECORDS * EPOCHS);
+    // Both shards created rows of the table (ids are placed by hash) and applied pushes.
+    const shards = shardsAtStop(run);
+    expect([...shards.keys()].sort()).toEqual([0, 1]);
+    let rows = 0;
+    for (const tables of shards.values()) {
+      const item = tables.find((t) => t.name === 'item');
+      expect(item?.rows).toBeGreaterThan(0);
+      expect(item?.pushes).toBeGreaterThan(0);
+      rows += item?.rows ?? 0;
+    }
+    // Each row on one shard only; evaluation looks rows up without creating any.
+    expect(rows).toBeLessThanOrEqual(VOCABULARY);
+    // The loss falls from the untrained model's (about ln 2 = 0.69), and the planted model is learnt.
+    const losses = run.events
+      .filter((e) => e.msg === 'progress' && typeof e.loss === 'number')
+      .map((e) => e.loss as number);
+    expect(losses.length).toBeGreaterThan(1);
+    const lastLosses = summary.workers.flatMap((w) => (w.lastLoss === undefined ? [] : [w.lastLoss]));
+    expect(Math.max(...lastLosses)).toBeLessThan(0.6);
+    const final = summary.evaluations.at(-1);
+    expect(final?.records).toBe(400);
+    expect(final?.metrics.auc).toBeGreaterThan(0.75);
+  }, 180_000);
+
+  it('keeps exactly-once task accounting when a worker is SIGKILLed mid-job', async () => {
+    let killed: number | undefined;
+    const run = await train(['--num-ps', '2'], (event) => {
+      if (
+        killed === undefined &&
+        event.msg === 'progress' &&
+        event.worker === 'worker-1' &&
+        ((event.records as number | undefined) ?? 0) >= 200 &&
+        typeof event.pid === 'number'
+      ) {
+        killed = event.pid;
+        process.kill(event.pid, 'SIGKILL');
+      }
+    });
+    expect(killed).toBeDefined();
+    const summary = succeededOnce(run);
+    expect(summary.workers.filter((w) => w.lost).map((w) => w.workerId)).toEqual(['worker-1']);
+    expect(shardsAtStop(run).size).toBe(2);
+  }, 180_000);
+
+  it('relaunches a SIGKILLed shard on the same address and the job still succeeds, each record once', async () => {
+    let killed: number | undefined;
+    const listening: Record<string, unknown>[] = [];
+    let progressSinceStart = 0;
+    const run = await train(['--num-ps', '2'], (event) => {
+      if (event.event === 'listening') listening.push(event);
+      if (event.msg === 'progress') progressSinceStart++;
+      const shard0 = listening.find((e) => e.shardIndex === 0);
+      if (killed === undefined && progressSinceStart >= 4 && typeof shard0?.pid === 'number') {
+        killed = shard0.pid;
+        process.kill(shard0.pid, 'SIGKILL');
+      }
+    });
+    expect(killed).toBeDefined();
+    succeededOnce(run);
+    // The same address again, from a new process; the job's log says what was lost.
+    const shard0 = listening.filter((e) => e.shardIndex === 0);
+    expect(shard0).toHaveLength(2);
+    expect(shard0[1]?.address).toBe(shard0[0]?.address);
+    expect(shard0[1]?.pid).not.toBe(killed);
+    expect(run.stderr).toMatch(
+      /warning: Parameter-server shard 0 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\. Its embedding rows restart from the initializer/,
+    );
+    // The relaunched shard learnt its rows again from the workers' next pulls and pushes.
+    const rows = shardsAtStop(run)
+      .get(0)
+      ?.find((t) => t.name === 'item');
+    expect(rows?.rows).toBeGreaterThan(0);
+  }, 180_000);
+
+  it('edl master --num-ps 2 launches the shards, prints their addresses and hands them to its workers', async () => {
+    const data = path.join(dir, 'train.tfrecord');
+    const workerCommand = JSON.stringify([
+      process.execPath,
+      EDL_BIN,
+      'worker',
+      '--model-def',
+      MODEL_DEF,
+      '--training-data',
+      data,
+      '--backend',
+      'cpu',
+      '--minibatch-size',
+      '20',
+    ]);
+    const run = await runEdl([
+      'master',
+      '--training-data',
+      data,
+      '--num-workers',
+      '2',
+      '--num-ps',
+      '2',
+      '--minibatch-size',
+      '20',
+      '--num-minibatches-per-task',
+      '3',
+      '--optimizer',
+      'adagrad',
+      '--learning-rate',
+      '0.2',
+      '--seed',
+      '5',
+      '--worker-command',
+      workerCommand,
+    ]);
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    expect(run.stdout).toMatch(/^EDL_PS_ADDRESSES=127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/m);
+    const result = JSON.parse(
+      run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string,
+    ) as Summary;
+    expect(result.state).toBe('succeeded');
+    expect(result.records.training).toEqual({ done: TRAIN_RECORDS, total: TRAIN_RECORDS });
+    // Both shards took the table the workers declared, with the job's optimizer.
+    const stopped = run.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('[ps-') && l.includes('"event":"stopped"'));
+    expect(stopped).toHaveLength(2);
+    for (const line of stopped) expect(line).toMatch(/"name":"item","rows":[1-9]\d*,"pushes":[1-9]/);
+  }, 180_000);
+
+  it('fails a job whose model has distributed embeddings but no --num-ps with one clear line', async () => {
+    const run = await train(['--num-epochs', '1']);
+    expect(run.code).toBe(1);
+    expect(run.stdout + run.stderr).toContain(
+      "NO_PARAMETER_SERVERS: The model has distributed embedding layers (tables 'item') but the worker has no parameter-server shards: run the job with --num-ps N",
+    );
+  }, 120_000);
+});
+
+describe('edl worker --ps-addresses', () => {
+  it('refuses an address that is not HOST:PORT, naming the shard, before anything loads', async () => {
+    const run = await runEdl([
+      'worker',
+      '--model-def',
+      MODEL_DEF,
+      '--training-data',
+      'x.tfrecord',
+      '--ps-addresses',
+      '127.0.0.1:7001,localhost',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      "--ps-addresses must be HOST:PORT of each parameter-server shard, comma-separated, but shard 1 is 'localhost'",
+    );
+  });
+});

@@ -1,0 +1,118 @@
+import { type DeclaredEmbeddingTable, type EmbeddingClient, ShardRpcError } from '@edl/proto';
+import type * as tflTypes from '@tensorflow/tfjs-layers';
+import { silentLogger, type WorkerLogger } from '../logger.js';
+import { EmbeddingError, type RowGradients } from './embedding-context.js';
+import type { EmbeddingRowSource } from './embedding-step.js';
+import { embeddingFeeds } from './embedding-step.js';
+
+/**
+ * The tables the distributed embedding layers of `model` use, each once, as a worker declares them
+ * to the parameter-server shards. Layers that share a table must agree on its dim and initializer
+ * (TABLE_MISMATCH otherwise).
+ */
+export function modelEmbeddingTables(model: tflTypes.LayersModel): DeclaredEmbeddingTable[] {
+  const tables = new Map<string, { table: DeclaredEmbeddingTable; layer: string }>();
+  for (const { layer } of embeddingFeeds(model)) {
+    const table: DeclaredEmbeddingTable = {
+      name: layer.table,
+      dim: layer.outputDim,
+      ...(layer.initializer === undefined ? {} : { initializer: layer.initializer }),
+    };
+    const known = tables.get(layer.table);
+    if (known === undefined) tables.set(layer.table, { table, layer: layer.name });
+    else if (JSON.stringify(known.table) !== JSON.stringify(table))
+      throw new EmbeddingError(
+        'TABLE_MISMATCH',
+        `Layers '${known.layer}' and '${layer.name}' share table '${layer.table}' but declare it differently (${JSON.stringify(known.table)} and ${JSON.stringify(table)})`,
+      );
+  }
+  return [...tables.values()].map((t) => t.table);
+}
+
+/** Options of {@link ParameterServerRows}. */
+export interface ParameterServerRowsOptions {
+  /** The client of the job's shards (`--ps-addresses`). */
+  readonly client: EmbeddingClient;
+  /** The tables of the worker's model ({@link modelEmbeddingTables}). */
+  readonly tables: readonly DeclaredEmbeddingTable[];
+  readonly workerId: string;
+  /**
+   * How long a shard may be unreachable (a shard being relaunched) before a pull or a push fails
+   * (default 60 000 ms).
+   */
+  readonly unavailableMs?: number;
+  readonly logger?: WorkerLogger;
+}
+
+/**
+ * A worker's parameter-server shards as its steps use them: the model's tables declared before the
+ * first pull (again after a shard lost them in a relaunch), rows pulled (created for training,
+ * looked up for evaluation and prediction) and rows gradients pushed, every shard in parallel.
+ */
+export class ParameterServerRows implements EmbeddingRowSource {
+  readonly #o: ParameterServerRowsOptions;
+  readonly #logger: WorkerLogger;
+  #declared: Promise<void> | undefined;
+
+  constructor(options: ParameterServerRowsOptions) {
+    this.#o = options;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /** Declares the model's tables to every shard, once (DeclareEmbeddingTables is idempotent). */
+  declare(): Promise<void> {
+    this.#declared ??= this.#o.client.declareTables(this.#o.tables, this.#o.workerId).catch((error) => {
+      this.#declared = undefined;
+      throw error;
+    });
+    return this.#declared;
+  }
+
+  rows(table: string, ids: Float64Array, _dim: number, forTraining: boolean): Promise<Float32Array> {
+    return this.#call('pull', () => this.#o.client.pull(table, ids, { create: forTraining }));
+  }
+
+  /**
+   * Pushes each table's rows gradient to the shards holding its ids, all tables and shards in
+   * parallel. Only an unreachable shard (the request never arrived) is retried: a push whose answer
+   * was lost is not sent again, so no rows gradient is applied twice.
+   */
+  async push(rows: readonly RowGradients[], modelVersion: number): Promise<void> {
+    const info = { modelVersion, workerId: this.#o.workerId };
+    await Promise.all(
+      rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
+    );
+  }
+
+  /** Closes the channels to the shards. */
+  close(): void {
+    this.#o.client.close();
+  }
+
+  /**
+   * Runs `call` after the declaration, retrying while a shard is UNAVAILABLE (for up to
+   * `unavailableMs`) and declaring again when a shard no longer knows a table (NOT_FOUND: it was
+   * relaunched and starts from the initializer until checkpoints restore shards).
+   */
+  async #call<T>(what: string, call: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + (this.#o.unavailableMs ?? 60_000);
+    let redeclared = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.declare();
+        return await call();
+      } catch (error) {
+        if (!(error instanceof ShardRpcError) || Date.now() >= deadline) throw error;
+        if (error.code === 'NOT_FOUND' && !redeclared) {
+          // Once per call: a table the model does not declare stays unknown however often it is.
+          redeclared = true;
+          this.#logger.warn('ps.redeclare', { shard: error.shardIndex, error: error.details });
+          this.#declared = undefined;
+        } else if (error.code !== 'UNAVAILABLE') throw error;
+        const delayMs = Math.min(2000, 100 * 2 ** Math.min(attempt - 1, 5));
+        this.#logger.warn('ps.retry', { what, shard: error.shardIndex, attempt, delayMs, error: error.code });
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+}
