@@ -1,11 +1,13 @@
 import {
+  type ClientRequestArgs,
   type Agent as HttpAgent,
   Agent as HttpAgentClass,
   request as httpRequest,
   type IncomingMessage,
 } from 'node:http';
 import { type Agent as HttpsAgent, Agent as HttpsAgentClass, request as httpsRequest } from 'node:https';
-import { Readable } from 'node:stream';
+import type { Socket } from 'node:net';
+import { type Duplex, Readable } from 'node:stream';
 
 /**
  * The proxy `HTTPS_PROXY` / `HTTP_PROXY` name for `url` (lower-case names first, as Node's own
@@ -27,7 +29,7 @@ export function proxyFor(url: URL, env: NodeJS.ProcessEnv = process.env): URL | 
   }
 }
 
-/** Whether a proxy variable is set at all (the proxy support is loaded only then). */
+/** Whether a proxy variable is set at all (the S3 client gets the proxy agents only then). */
 export function proxyVariablesSet(env: NodeJS.ProcessEnv = process.env): boolean {
   return [env.https_proxy, env.HTTPS_PROXY, env.http_proxy, env.HTTP_PROXY].some(
     (v) => v !== undefined && v !== '',
@@ -55,47 +57,99 @@ export interface EnvProxyAgents {
   readonly httpsAgent: HttpsAgent;
 }
 
-let agents: Promise<EnvProxyAgents> | undefined;
+let agents: EnvProxyAgents | undefined;
 
 /**
  * Agents (keep-alive) that open each connection through the proxy {@link proxyFor} names for its
  * host, or directly when none applies (`NO_PROXY`), read from the environment at each new
- * connection. Built on `hpagent`'s CONNECT tunnels (both `http://` and `https://` targets are
- * tunnelled, as undici's ProxyAgent does), which is loaded only on the first call: a process with no
- * proxy variable never loads it. The proxy's user and password become `Proxy-Authorization`; a
- * refused tunnel fails with the proxy's status, never the proxy URL.
+ * connection. Both `http://` and `https://` targets go through a `CONNECT` tunnel (as undici's
+ * ProxyAgent sends them); a proxy URL's user and password become `Proxy-Authorization: Basic`. A
+ * refused tunnel fails naming the proxy's host and its status, never its credentials.
  */
-export function envProxyAgents(): Promise<EnvProxyAgents> {
-  agents ??= (async () => {
-    const { HttpProxyAgent, HttpsProxyAgent } = await import('hpagent');
-    // The proxy in the constructor is replaced per connection by the one the environment names.
-    const placeholder = 'http://127.0.0.1:9';
-    const httpAgent = new HttpProxyAgent({ proxy: placeholder, keepAlive: true });
-    const httpsAgent = new HttpsProxyAgent({ proxy: placeholder, keepAlive: true });
-    httpAgent.createConnection = routed(HttpProxyAgent.prototype, HttpAgentClass.prototype, 'http:');
-    httpsAgent.createConnection = routed(HttpsProxyAgent.prototype, HttpsAgentClass.prototype, 'https:');
-    return { httpAgent, httpsAgent };
-  })();
+export function envProxyAgents(): EnvProxyAgents {
+  agents ??= {
+    httpAgent: new EnvProxyHttpAgent({ keepAlive: true }),
+    httpsAgent: new EnvProxyHttpsAgent({ keepAlive: true }),
+  };
   return agents;
 }
 
-type CreateConnection = HttpAgent['createConnection'];
+type ConnectCallback = (error: Error | null, stream: Duplex) => void;
 
-/** `createConnection` through `proxied`'s tunnel when a proxy applies to the target, else `direct`'s. */
-function routed(
-  proxied: { createConnection: CreateConnection },
-  direct: { createConnection: CreateConnection },
-  protocol: 'http:' | 'https:',
-): CreateConnection {
-  return function (this: HttpAgent & { proxy: URL }, options, callback) {
-    const host = options.hostname ?? options.host ?? 'localhost';
-    const proxy = proxyFor(
-      new URL(`${protocol}//${host.includes(':') ? `[${host}]` : host}:${options.port}`),
-    );
-    if (proxy === undefined) return direct.createConnection.call(this, options, callback);
-    this.proxy = proxy;
-    return proxied.createConnection.call(this, options, callback);
-  };
+class EnvProxyHttpAgent extends HttpAgentClass {
+  override createConnection(
+    options: ClientRequestArgs,
+    callback?: ConnectCallback,
+  ): Duplex | null | undefined {
+    const proxy = proxyForConnection(options, 'http:');
+    if (proxy === undefined) return super.createConnection(options, callback);
+    tunnel(proxy, options, (error, socket) => callback?.(error, socket as Duplex));
+    return undefined;
+  }
+}
+
+class EnvProxyHttpsAgent extends HttpsAgentClass {
+  override createConnection(
+    options: ClientRequestArgs,
+    callback?: ConnectCallback,
+  ): Duplex | null | undefined {
+    const proxy = proxyForConnection(options, 'https:');
+    if (proxy === undefined) return super.createConnection(options, callback);
+    tunnel(proxy, options, (error, socket) => {
+      if (error !== null || socket === undefined) {
+        callback?.(error ?? new Error('no tunnel'), undefined as unknown as Duplex);
+        return;
+      }
+      // TLS to the target, inside the tunnel (the proxy sees only the host and port).
+      callback?.(null, super.createConnection({ ...options, socket } as ClientRequestArgs) as Duplex);
+    });
+    return undefined;
+  }
+}
+
+function proxyForConnection(options: ClientRequestArgs, protocol: 'http:' | 'https:'): URL | undefined {
+  const host = options.hostname ?? options.host ?? 'localhost';
+  const port = options.port ?? (protocol === 'https:' ? 443 : 80);
+  return proxyFor(new URL(`${protocol}//${host.includes(':') ? `[${host}]` : host}:${port}`));
+}
+
+/** Opens a `CONNECT` tunnel through `proxy` to the connection's host and port. */
+function tunnel(
+  proxy: URL,
+  options: ClientRequestArgs,
+  done: (error: Error | null, socket?: Socket) => void,
+): void {
+  const target = `${options.hostname ?? options.host}:${options.port}`;
+  const headers: Record<string, string> = { host: target };
+  if (proxy.username !== '' || proxy.password !== '') {
+    const user = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+    headers['proxy-authorization'] = `Basic ${Buffer.from(user).toString('base64')}`;
+  }
+  const request = (proxy.protocol === 'https:' ? httpsRequest : httpRequest)({
+    method: 'CONNECT',
+    host: proxy.hostname.replace(/^\[|\]$/g, ''),
+    port: proxy.port === '' ? (proxy.protocol === 'https:' ? 443 : 80) : Number(proxy.port),
+    path: target,
+    headers,
+    agent: false,
+    setHost: false,
+    ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+  });
+  request.once('connect', (response, socket) => {
+    if (response.statusCode === 200) {
+      done(null, socket);
+    } else {
+      socket.destroy();
+      done(
+        new Error(
+          `the proxy ${proxy.host} refused a tunnel to ${target}: ${response.statusCode} ${response.statusMessage ?? ''}`.trim(),
+        ),
+      );
+    }
+  });
+  request.once('timeout', () => request.destroy(new Error(`the proxy ${proxy.host} did not answer in time`)));
+  request.once('error', (error) => done(new Error(`cannot reach the proxy ${proxy.host}: ${error.message}`)));
+  request.end();
 }
 
 /** What {@link fetchThroughEnvProxy} takes of `fetch`'s init. */
@@ -113,7 +167,7 @@ export interface ProxiedRequestInit {
  */
 export async function fetchThroughEnvProxy(url: URL, init: ProxiedRequestInit): Promise<Response> {
   if (!proxyVariablesSet() || proxyFor(url) === undefined) return fetch(url, init);
-  const { httpAgent, httpsAgent } = await envProxyAgents();
+  const { httpAgent, httpsAgent } = envProxyAgents();
   const https = url.protocol === 'https:';
   const answer = await new Promise<IncomingMessage>((resolve, reject) => {
     const request = (https ? httpsRequest : httpRequest)(url, {
