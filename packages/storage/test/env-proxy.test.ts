@@ -52,6 +52,27 @@ afterAll(async () => {
   await proxy?.close();
 });
 
+/** Every request the proxy saw was a tunnel to 127.0.0.1:`port`, with the proxy URL's credentials. */
+function expectTunnelledTo(port: string): void {
+  expect(proxy.requests.length).toBeGreaterThan(0);
+  for (const seen of proxy.requests) {
+    expect(seen).toEqual({
+      method: 'CONNECT',
+      target: `127.0.0.1:${port}`,
+      credentials: 'reader:proxy-pass-word',
+    });
+  }
+}
+
+function s3Source(options: { maxAttempts?: number } = {}): S3ByteSource {
+  return new S3ByteSource({
+    endpoint: s3.endpoint,
+    credentials: S3RVER_CREDENTIALS,
+    baseDelayMs: 1,
+    ...options,
+  });
+}
+
 async function readAll(source: HttpByteSource | S3ByteSource, location: string): Promise<Buffer> {
   const stat = await source.stat(location);
   return Buffer.from(await source.readRange(stat, 0, stat.size));
@@ -86,14 +107,7 @@ describe('the http(s) byte source behind HTTP_PROXY', () => {
     const source = new HttpByteSource({ scheme: 'http' });
     expect((await readAll(source, `${http.origin}/d/a.bin`)).equals(data)).toBe(true);
     const port = new URL(http.origin).port;
-    expect(proxy.requests.length).toBeGreaterThan(0);
-    for (const seen of proxy.requests) {
-      expect(seen).toEqual({
-        method: 'CONNECT',
-        target: `127.0.0.1:${port}`,
-        credentials: 'reader:proxy-pass-word',
-      });
-    }
+    expectTunnelledTo(port);
   });
 
   it('goes direct to a NO_PROXY host', async () => {
@@ -127,32 +141,17 @@ describe('the http(s) byte source behind HTTP_PROXY', () => {
 describe('the S3 client behind HTTP_PROXY', () => {
   it('reads through the proxy, with its credentials, byte-identical; a NO_PROXY endpoint goes direct', async () => {
     const port = new URL(s3.endpoint).port;
-    const source = new S3ByteSource({
-      endpoint: s3.endpoint,
-      credentials: S3RVER_CREDENTIALS,
-      baseDelayMs: 5,
-    });
+    const source = s3Source();
     try {
       expect((await readAll(source, 's3://proxied/a.bin')).equals(data)).toBe(true);
-      expect(proxy.requests.length).toBeGreaterThan(0);
-      for (const seen of proxy.requests) {
-        expect(seen).toEqual({
-          method: 'CONNECT',
-          target: `127.0.0.1:${port}`,
-          credentials: 'reader:proxy-pass-word',
-        });
-      }
+      expectTunnelledTo(port);
     } finally {
       await source.close();
     }
     proxy.requests.length = 0;
     // NO_PROXY is read at each new connection: a new client's connections go direct.
     useProxy(`127.0.0.1:${port}`);
-    const direct = new S3ByteSource({
-      endpoint: s3.endpoint,
-      credentials: S3RVER_CREDENTIALS,
-      baseDelayMs: 5,
-    });
+    const direct = s3Source();
     try {
       expect((await readAll(direct, 's3://proxied/a.bin')).equals(data)).toBe(true);
       expect(proxy.requests).toEqual([]);
@@ -163,12 +162,7 @@ describe('the S3 client behind HTTP_PROXY', () => {
 
   it('a proxy refusing its credentials fails with one line naming the object, never the password', async () => {
     proxy.credentials = 'reader:another-password';
-    const source = new S3ByteSource({
-      endpoint: s3.endpoint,
-      credentials: S3RVER_CREDENTIALS,
-      maxAttempts: 2,
-      baseDelayMs: 1,
-    });
+    const source = s3Source({ maxAttempts: 2 });
     try {
       const failure = (await source.stat('s3://proxied/a.bin').catch((error: unknown) => error)) as Error;
       expect(failure.message).toMatch(/^[A-Z_]+: s3:\/\/proxied\/a\.bin: stat /);

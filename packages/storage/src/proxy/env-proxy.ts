@@ -81,10 +81,7 @@ class EnvProxyHttpAgent extends HttpAgentClass {
     options: ClientRequestArgs,
     callback?: ConnectCallback,
   ): Duplex | null | undefined {
-    const proxy = proxyForConnection(options, 'http:');
-    if (proxy === undefined) return super.createConnection(options, callback);
-    tunnel(proxy, options, (error, socket) => callback?.(error, socket as Duplex));
-    return undefined;
+    return routeConnection(options, callback, 'http:', (direct, cb) => super.createConnection(direct, cb));
   }
 }
 
@@ -93,18 +90,34 @@ class EnvProxyHttpsAgent extends HttpsAgentClass {
     options: ClientRequestArgs,
     callback?: ConnectCallback,
   ): Duplex | null | undefined {
-    const proxy = proxyForConnection(options, 'https:');
-    if (proxy === undefined) return super.createConnection(options, callback);
-    tunnel(proxy, options, (error, socket) => {
-      if (error !== null || socket === undefined) {
-        callback?.(error ?? new Error('no tunnel'), undefined as unknown as Duplex);
-        return;
-      }
-      // TLS to the target, inside the tunnel (the proxy sees only the host and port).
-      callback?.(null, super.createConnection({ ...options, socket } as ClientRequestArgs) as Duplex);
-    });
-    return undefined;
+    // Through a tunnel, `socket` is the tunnel: TLS to the target runs inside it.
+    return routeConnection(options, callback, 'https:', (direct, cb) => super.createConnection(direct, cb));
   }
+}
+
+/**
+ * An agent's new connection: `connect(options)` directly when no proxy applies to the target, else
+ * a tunnel through the proxy, handed to `connect` as the socket to speak over (TLS for https).
+ */
+function routeConnection(
+  options: ClientRequestArgs,
+  callback: ConnectCallback | undefined,
+  protocol: 'http:' | 'https:',
+  connect: (options: ClientRequestArgs, callback?: ConnectCallback) => Duplex | null | undefined,
+): Duplex | null | undefined {
+  const proxy = proxyForConnection(options, protocol);
+  if (proxy === undefined) return connect(options, callback);
+  tunnel(proxy, options, (error, socket) => {
+    if (error !== null || socket === undefined) {
+      callback?.(error ?? new Error('no tunnel'), undefined as unknown as Duplex);
+    } else {
+      callback?.(
+        null,
+        protocol === 'http:' ? socket : (connect({ ...options, socket } as ClientRequestArgs) as Duplex),
+      );
+    }
+  });
+  return undefined;
 }
 
 function proxyForConnection(options: ClientRequestArgs, protocol: 'http:' | 'https:'): URL | undefined {
