@@ -13,6 +13,10 @@ BACKPORTS_PACKAGES=(mesa-vulkan-drivers libvulkan1)
 # openssl: the HTTPS test makes its own CA and server certificate (packages/storage/test).
 APT_PACKAGES+=(openssl)
 
+# radosgw (Ceph 16.2): the S3 gateway the storage tests start as a one-node cluster, for what npm's
+# s3rver does not check (If-Match, SigV4, AbortMultipartUpload; packages/storage/test/radosgw.test.ts).
+APT_PACKAGES+=(radosgw ceph-mon ceph-osd)
+
 # The linux-arm64-gnu addon: cross-compiled (scripts/build-linux-arm64.sh) and tested under qemu.
 APT_PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static)
 

@@ -87,6 +87,11 @@ describe('edl recordio write s3://', () => {
     expect(expected.byteLength).toBeGreaterThan(8 * 1024 * 1024);
     const stat = await source.stat('s3://out/train/part-0.rio');
     expect(Buffer.from(await source.readRange(stat, 0, stat.size)).equals(expected)).toBe(true);
+    // Its sidecar index too, as `edl recordio index` writes it for the local file.
+    expect((await run(['recordio', 'index', local], '')).status).toBe(0);
+    const sidecar = await source.stat('s3://out/train/part-0.rio.idx');
+    const uploadedIndex = Buffer.from(await source.readRange(sidecar, 0, sidecar.size));
+    expect(uploadedIndex.equals(readFileSync(`${local}.idx`))).toBe(true);
   });
 
   it('fails with one line naming the object when the bucket does not exist', async () => {

@@ -62,6 +62,7 @@ export {
   type TFRecordWriterOptions,
 } from './tfrecord/index.js';
 export { StreamCursor } from './tfrecord/stream-cursor.js';
+export { type UploadedDataFile, uploadDataFile } from './upload-data-file.js';
 export {
   type RecordBatchInput,
   RecordIOWriter,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ForwardProxy } from './support/forward-proxy.js';
 import { RangeHttpServer } from './support/range-http-server.js';
 
 const run = promisify(execFile);
@@ -146,5 +147,34 @@ describe('HttpByteSource over HTTPS with a private CA (NODE_EXTRA_CA_CERTS)', ()
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(url);
     expect(lines[0]).toMatch(/certificate/i);
+  });
+
+  it("reads through HTTPS_PROXY: TLS to the server inside the proxy's CONNECT tunnel", async () => {
+    const proxy = await ForwardProxy.start();
+    proxy.credentials = 'reader:tunnel-pass';
+    try {
+      const outcome = await readInChild(url, {
+        ...baseEnv,
+        NODE_EXTRA_CA_CERTS: caFile,
+        HTTPS_PROXY: proxy.url.replace('http://', 'http://reader:tunnel-pass@'),
+        NO_PROXY: '',
+        no_proxy: '',
+      });
+      expect(outcome).toEqual({
+        code: 0,
+        stdout: createHash('sha256').update(data).digest('hex'),
+        stderr: '',
+      });
+      expect(proxy.requests.length).toBeGreaterThan(0);
+      for (const seen of proxy.requests) {
+        expect(seen).toEqual({
+          method: 'CONNECT',
+          target: new URL(url).host,
+          credentials: 'reader:tunnel-pass',
+        });
+      }
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { COMPRESSORS, type CompressorName, RecordIOWriter } from '@edl/recordio';
+import { COMPRESSORS, type CompressorName, RecordIOWriter, uploadDataFile } from '@edl/recordio';
 import { parseCommandLine } from '../args.js';
 import type { CommandIO } from '../command.js';
 import { isUrl } from '../job/job-options.js';
@@ -13,16 +13,13 @@ import { INPUT_FORMATS, type InputFormat, parseRecordLine } from './record-forma
 /** Records are handed to the addon in batches of about this many bytes, not one call each. */
 const BATCH_BYTES = 1 << 20;
 
-/** Bytes per read of the finished file while it is uploaded (one S3 part). */
-const UPLOAD_CHUNK_BYTES = 8 << 20;
-
 /**
  * `edl recordio write OUT [--compressor none|snappy|gzip] [--max-chunk-bytes N]
  * [--format lines|hex|base64] [--s3-endpoint URL] [--s3-anonymous]`: one record per line of
  * standard input. A bad input line stops the command with an error naming the line, and the
  * incomplete OUT is removed. OUT may be `s3://bucket/key`: the file is written in a temporary
  * directory by the native writer, then uploaded through @edl/storage's sink (multipart above one
- * part), which leaves no object at all when anything fails.
+ * part), which leaves no object at all when anything fails, followed by its sidecar index `OUT.idx`.
  */
 export async function write(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommandLine(
@@ -52,7 +49,7 @@ export async function write(argv: string[], io: CommandIO): Promise<number> {
   try {
     const local = path.join(staging, path.posix.basename(out) || 'data.rio');
     const summary = await writeFile(local, io, settings);
-    await upload(local, out);
+    await uploadDataFile(local, out, 'recordio');
     io.stderr.write(`${summary} to ${out}\n`);
     return 0;
   } finally {
@@ -101,25 +98,4 @@ async function writeFile(
   }
   const { recordsWritten, chunksWritten, bytesWritten } = writer.stats;
   return `wrote ${recordsWritten} records in ${chunksWritten} ${compressor} chunks (${bytesWritten} bytes)`;
-}
-
-/** Uploads the local file `file` as the object `location`, committed whole or not at all. */
-async function upload(file: string, location: string): Promise<void> {
-  const { openWriter } = await import('@edl/storage');
-  const sink = await openWriter(location);
-  const input = await open(file, 'r');
-  try {
-    const buffer = Buffer.alloc(UPLOAD_CHUNK_BYTES);
-    for (;;) {
-      const { bytesRead } = await input.read(buffer, 0, buffer.byteLength, null);
-      if (bytesRead === 0) break;
-      await sink.write(buffer.subarray(0, bytesRead));
-    }
-    await sink.close();
-  } catch (error) {
-    await sink.abort().catch(() => undefined);
-    throw error;
-  } finally {
-    await input.close();
-  }
 }

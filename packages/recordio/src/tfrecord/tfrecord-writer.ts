@@ -1,9 +1,14 @@
-import { closeSync, createWriteStream, openSync, writeSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdtempSync, openSync, writeSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { createDeflate, createGzip, type Deflate, type Gzip } from 'node:zlib';
 import { checkInteger, checkNonEmptyString, checkOneOf, checkOptions, expectedMessage } from '@edl/common';
+import { schemeOf } from '@edl/storage';
 import { checkRecord } from '../check-record.js';
 import { getAddon } from '../native/load-addon.js';
+import { uploadDataFile } from '../upload-data-file.js';
 import type { TFRecordCompression } from './compression.js';
 import { TFRecordError } from './tfrecord-error.js';
 
@@ -25,6 +30,13 @@ const encoder = new TextEncoder();
  * framed natively a MiB at a time; a compressed file goes through Node's streaming zlib, so memory
  * stays bounded by the buffer plus what the file stream has not yet written.
  *
+ * An `s3://bucket/key` location is written to a file in a temporary directory (`os.tmpdir()`: it
+ * needs the object's size in free disk, never memory), then uploaded by `close()` through
+ * @edl/storage's sink: multipart above 8 MiB, committed whole or not at all, so a failed write or
+ * upload leaves no object (and no pending upload). An uncompressed object gets its sidecar index
+ * `<key>.idx` too (docs/recordio.md), uploaded after it. The temporary directory is removed by
+ * `close()`, whatever happens.
+ *
  * ```ts
  * const writer = TFRecordWriter.create('train.tfrecord');
  * writer.write(exampleBytes);
@@ -32,6 +44,7 @@ const encoder = new TextEncoder();
  * ```
  */
 export class TFRecordWriter {
+  /** Where the records go, as given: a path, or an `s3://` URL. */
   readonly path: string;
   readonly compression: TFRecordCompression;
   #fd: number | undefined;
@@ -43,19 +56,36 @@ export class TFRecordWriter {
   #bytes = 0;
   #closed = false;
   #failure: unknown;
+  /** For an object location: the temporary directory holding the file uploaded by `close()`. */
+  readonly #staging: string | undefined;
 
   private constructor(path: string, compression: TFRecordCompression, level: number) {
     this.path = path;
     this.compression = compression;
+    const scheme = schemeOf(path);
+    let file = path;
+    if (scheme !== undefined && scheme !== 'file') {
+      if (scheme !== 's3') {
+        throw new TFRecordError(
+          'IO',
+          `cannot create: ${scheme}: objects cannot be written (writable: paths, s3:)`,
+          {
+            path,
+          },
+        );
+      }
+      this.#staging = mkdtempSync(join(tmpdir(), 'edl-tfrecord-'));
+      file = join(this.#staging, 'data.tfrecord');
+    }
     if (compression === 'none') {
       try {
-        this.#fd = openSync(path, 'w');
+        this.#fd = openSync(file, 'w');
       } catch (error) {
         throw new TFRecordError('IO', `cannot create: ${(error as Error).message}`, { path, cause: error });
       }
       return;
     }
-    const out = createWriteStream(path);
+    const out = createWriteStream(file);
     const z = compression === 'gzip' ? createGzip({ level }) : createDeflate({ level });
     z.pipe(out);
     z.on('error', (error) => {
@@ -70,7 +100,7 @@ export class TFRecordWriter {
     this.#done.catch(() => {});
   }
 
-  /** Creates (truncates) `path`. */
+  /** Creates (truncates) `path`: a local path, or an `s3://bucket/key` object uploaded by `close()`. */
   static create(path: string, options?: TFRecordWriterOptions): TFRecordWriter {
     const file = checkNonEmptyString(path, 'path');
     const o = checkOptions(options, 'options', OPTION_KEYS);
@@ -129,17 +159,36 @@ export class TFRecordWriter {
     this.#records += bounds.length / 2;
   }
 
-  /** Writes what is buffered and closes the file; resolves when every byte is on disk. Idempotent. */
   /** Frames and writes the buffered records now (a reader following the file sees them). */
   flush(): void {
     this.#checkOpen();
     this.#flush();
   }
 
+  /**
+   * Writes what is buffered and closes the file; resolves when every byte is on disk, or, for an
+   * `s3://` location, once the object (and its sidecar index) is uploaded. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
-    this.#flush();
     this.#closed = true;
+    try {
+      let unflushed: unknown;
+      try {
+        this.#flush();
+      } catch (error) {
+        unflushed = error;
+      }
+      // The file is closed whatever happened; nothing is uploaded unless every record was written.
+      await this.#closeFile();
+      if (unflushed !== undefined) throw unflushed;
+      if (this.#staging !== undefined) await this.#upload(this.#staging);
+    } finally {
+      if (this.#staging !== undefined) await rm(this.#staging, { recursive: true, force: true });
+    }
+  }
+
+  async #closeFile(): Promise<void> {
     if (this.#fd !== undefined) {
       const fd = this.#fd;
       this.#fd = undefined;
@@ -153,6 +202,21 @@ export class TFRecordWriter {
       this.#failure ??= error;
     }
     if (this.#failure !== undefined) throw this.#ioError(this.#failure);
+  }
+
+  /** Uploads the staged file as the object, with its sidecar index when uncompressed. */
+  async #upload(staging: string): Promise<void> {
+    const format = this.compression === 'none' ? 'tfrecord' : undefined;
+    try {
+      await uploadDataFile(join(staging, 'data.tfrecord'), this.path, format);
+    } catch (error) {
+      const reason = error as { code?: string; detail?: string; message?: string };
+      throw new TFRecordError(
+        'IO',
+        `cannot upload: ${reason.detail ?? reason.message}${reason.code === undefined ? '' : ` (${reason.code})`}`,
+        { path: this.path, cause: error },
+      );
+    }
   }
 
   #flush(): void {

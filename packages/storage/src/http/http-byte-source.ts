@@ -1,4 +1,5 @@
 import type { ObjectStat } from '../byte-source.js';
+import { fetchThroughEnvProxy } from '../proxy/env-proxy.js';
 import {
   type AttemptTimeouts,
   HttpStatusFailure,
@@ -40,9 +41,9 @@ const LAST_MODIFIED_VERSION = 'Last-Modified: ';
  *
  * Network settings, as Node's `fetch` (undici) honours them: `NODE_EXTRA_CA_CERTS` (a PEM bundle of
  * private CAs, read once at process start) is trusted by `fetch` as by every TLS connection.
- * `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are ignored by `fetch` unless Node runs with
- * `NODE_USE_ENV_PROXY=1` or `--use-env-proxy` (Node 24.0 and 22.21 on); on Node 20 `fetch` connects
- * directly whatever they say.
+ * `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are honoured on every Node version (Node's `fetch`
+ * alone ignores them unless started with `NODE_USE_ENV_PROXY=1`): a URL they send through a proxy
+ * is requested through node:https and a CONNECT tunnel ({@link fetchThroughEnvProxy}).
  */
 export class HttpByteSource extends RemoteByteSource {
   readonly scheme: 'http' | 'https';
@@ -90,7 +91,7 @@ export class HttpByteSource extends RemoteByteSource {
       } else if (version !== undefined) {
         headers['if-match'] = version;
       }
-      const response = await fetch(target.url, { headers, signal });
+      const response = await fetchThroughEnvProxy(target.url, { headers, signal });
       try {
         const answerStart = checkAnswer(response, object, start, url);
         if (response.body === null) throw new RemoteError('BAD_RESPONSE', 'the answer has no body', { url });
@@ -136,7 +137,9 @@ interface HeadAnswer {
 /** HEAD, or where the server refuses HEAD (405, 501), a GET of the first byte. */
 async function sendHead(target: Target, signal: AbortSignal, timeouts: AttemptTimeouts): Promise<HeadAnswer> {
   const { url, headers } = target;
-  const head = await timeouts.untilAnswer(() => fetch(url, { method: 'HEAD', headers, signal }));
+  const head = await timeouts.untilAnswer(() =>
+    fetchThroughEnvProxy(url, { method: 'HEAD', headers, signal }),
+  );
   if (head.ok) {
     const size = Number(head.headers.get('content-length') ?? Number.NaN);
     if (Number.isSafeInteger(size)) return { size, headers: head.headers };
@@ -144,7 +147,7 @@ async function sendHead(target: Target, signal: AbortSignal, timeouts: AttemptTi
     throw new HttpStatusFailure(head.status, undefined, head.statusText);
   }
   const probe = await timeouts.untilAnswer(() =>
-    fetch(url, { headers: { ...headers, range: 'bytes=0-0' }, signal }),
+    fetchThroughEnvProxy(url, { headers: { ...headers, range: 'bytes=0-0' }, signal }),
   );
   await probe.body?.cancel().catch(() => undefined);
   if (!probe.ok) throw new HttpStatusFailure(probe.status, undefined, probe.statusText);

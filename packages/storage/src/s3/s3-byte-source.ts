@@ -221,14 +221,21 @@ function sidecarsOf(location: string, listed: ReadonlyMap<string, ObjectStat>): 
 /** An SDK client for `options` (shared by the byte source and the object sink): SDK retries off, path-style for endpoints. */
 export function createClient(sdk: S3Sdk, options: S3ByteSourceOptions): S3Client {
   const anonymous = options.anonymous === true;
+  // Through the proxies the environment names (the STS and SSO calls of the chain too).
+  const requestHandler = sdk.proxyAgents === undefined ? undefined : { ...sdk.proxyAgents };
   return new sdk.client.S3Client({
+    ...(requestHandler === undefined ? {} : { requestHandler }),
     region: options.region ?? regionOrDefault(sdk),
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     forcePathStyle:
       options.forcePathStyle ?? (options.endpoint !== undefined || environmentNamesS3Endpoint()),
     credentials: anonymous
       ? { accessKeyId: '', secretAccessKey: '' }
-      : (options.credentials ?? sdk.credentialProviders.fromNodeProviderChain({ profile: options.profile })),
+      : (options.credentials ??
+        sdk.credentialProviders.fromNodeProviderChain({
+          profile: options.profile,
+          ...(requestHandler === undefined ? {} : { clientConfig: { requestHandler } }),
+        })),
     // An unsigned request: the signer hands the request on untouched, so no Authorization header.
     ...(anonymous ? { signer: { sign: async <Request>(request: Request) => request } } : {}),
     maxAttempts: 1,

@@ -1,9 +1,15 @@
+import { type EnvProxyAgents, envProxyAgents, proxyVariablesSet } from '../proxy/env-proxy.js';
 import { RemoteError } from '../remote/remote-error.js';
 
 /** The two optional AWS SDK v3 modules an S3 source uses, loaded on first use. */
 export interface S3Sdk {
   readonly client: typeof import('@aws-sdk/client-s3');
   readonly credentialProviders: typeof import('@aws-sdk/credential-providers');
+  /**
+   * The agents that honour `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY`, when one of the proxy
+   * variables was set at load (the SDK's own NodeHttpHandler ignores them).
+   */
+  readonly proxyAgents: EnvProxyAgents | undefined;
 }
 
 let loading: Promise<S3Sdk> | undefined;
@@ -33,11 +39,12 @@ export function loadS3Sdk(location: string): Promise<S3Sdk> {
 }
 
 async function importSdk(): Promise<S3Sdk> {
-  const [client, credentialProviders] = await Promise.all([
+  const [client, credentialProviders, proxyAgents] = await Promise.all([
     import('@aws-sdk/client-s3'),
     import('@aws-sdk/credential-providers'),
+    proxyVariablesSet() ? envProxyAgents() : undefined,
   ]);
-  return { client, credentialProviders };
+  return { client, credentialProviders, proxyAgents };
 }
 
 function describeImportFailure(error: unknown): string {

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { type S3Admin, s3Admin } from './s3-admin.js';
 
 const require = createRequire(import.meta.url);
 
@@ -12,17 +12,11 @@ const require = createRequire(import.meta.url);
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 
 /** A running s3rver process on 127.0.0.1 with its own data folder. */
-export interface S3rverProcess {
+export interface S3rverProcess extends S3Admin {
   /** `http://127.0.0.1:<port>`. */
   readonly endpoint: string;
   /** s3rver's version, from its package.json. */
   readonly version: string;
-  /** A client for the test's own uploads (path-style, no retries, no flexible checksums). */
-  readonly admin: S3Client;
-  /** Creates `bucket`. */
-  createBucket(bucket: string): Promise<void>;
-  /** Uploads `data` as `bucket/key` and returns its ETag. */
-  put(bucket: string, key: string, data: Uint8Array): Promise<string>;
   /** Stops the process and removes its data. */
   stop(): Promise<void>;
 }
@@ -67,28 +61,13 @@ export async function startS3rver(options: S3rverOptions = {}): Promise<S3rverPr
   );
   const port = await listeningPort(child);
   const endpoint = `http://127.0.0.1:${port}`;
-  const admin = new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: S3RVER_CREDENTIALS,
-    maxAttempts: 1,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const admin = s3Admin(endpoint, S3RVER_CREDENTIALS);
   return {
+    ...admin,
     endpoint,
     version,
-    admin,
-    async createBucket(bucket) {
-      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-    },
-    async put(bucket, key, data) {
-      const out = await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
-      return out.ETag ?? '';
-    },
     async stop() {
-      admin.destroy();
+      admin.admin.destroy();
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;

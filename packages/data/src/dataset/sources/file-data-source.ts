@@ -1,12 +1,17 @@
 import { invalidArgument } from '@edl/common';
-import { byteSourceFor } from '@edl/storage';
+import { RecordIOError, type SidecarIndex } from '@edl/recordio';
+import { type ByteSource, byteSourceFor, type ObjectStat } from '@edl/storage';
 import type { DataSourceDescription, RandomAccessDataSource } from '../../protocols.js';
+import type { RemoteFileStats } from '../../readers/remote/remote-file.js';
 import { DatasetError } from '../errors.js';
 import { locateRecord } from './locate-record.js';
+import { RemoteBlocks, RemoteSourceFile, type RemoteSourceOptions } from './remote-source-file.js';
 
-/** A format's reader of one opened file, as a source holds it. */
+/** A format's reader of one opened file (a local file's native reader, or a remote object), as a source holds it. */
 export interface SourceFile {
   readonly numRecords: number;
+  /** Record `local` of the file (a valid index). */
+  get(local: number): Promise<Uint8Array>;
   close(): void;
 }
 
@@ -71,6 +76,11 @@ export abstract class FileDataSource<R extends SourceFile> implements RandomAcce
     for (const reader of this.readers) reader.close();
   }
 
+  /** Per remote object (S3, HTTP): how it was indexed, and the data GETs and bytes so far. Empty for local files. */
+  get remoteStats(): RemoteFileStats[] {
+    return this.readers.flatMap((reader) => (reader instanceof RemoteSourceFile ? [reader.stats] : []));
+  }
+
   toString(): string {
     return `${this.#className}(${this.paths.length} files, ${this.length} records)`;
   }
@@ -89,31 +99,53 @@ export function checkSourcePaths(paths: string | readonly string[]): readonly st
 }
 
 /**
- * Opens every file of `list` with `open`, given the local path its byte source has for it; closes
- * those already open when one fails.
+ * Opens every file of `list`: one with a local path (a plain path, `file:`) with `open`, given that
+ * path; an object without one (`s3://`, `https://`) as a {@link RemoteSourceFile} of `format`, its
+ * blocks cached and fetched as `remote` says. Closes those already open when one fails.
  */
 export async function openSourceFiles<R extends SourceFile>(
   list: readonly string[],
+  format: SidecarIndex['format'],
+  remote: RemoteSourceOptions | undefined,
   open: (path: string) => Promise<R>,
-): Promise<{ paths: string[]; readers: R[] }> {
-  const readers: R[] = [];
+): Promise<{ paths: string[]; readers: (R | RemoteSourceFile)[] }> {
+  const blocks = new RemoteBlocks(remote);
+  const readers: (R | RemoteSourceFile)[] = [];
   try {
     for (const location of list) {
       const source = await byteSourceFor(location);
-      const local = source.localPath(await source.stat(location));
-      if (local === undefined) {
-        throw new DatasetError(
-          'ERR_SOURCE',
-          `${location}: file sources read local files only, and ${source.scheme}: objects have no local path`,
-        );
-      }
-      readers.push(await open(local));
+      const object = await source.stat(location);
+      const local = source.localPath(object);
+      readers.push(
+        local === undefined ? await openRemote(format, source, object, blocks) : await open(local),
+      );
     }
   } catch (error) {
     for (const reader of readers) reader.close();
     throw error;
   }
   return { paths: [...list], readers };
+}
+
+/**
+ * A remote object as a source file. A fault of the data (a `RecordIOError` or `TFRecordError`,
+ * `NOT_SEEKABLE` included) is raised as a local open raises it; any other failure to index the
+ * object (its sidecar or a header unreadable) is `ERR_SOURCE` naming the object.
+ */
+async function openRemote(
+  format: SidecarIndex['format'],
+  source: ByteSource,
+  object: ObjectStat,
+  blocks: RemoteBlocks,
+): Promise<RemoteSourceFile> {
+  try {
+    return await RemoteSourceFile.open(format, source, object, blocks);
+  } catch (error) {
+    if (error instanceof RecordIOError) throw error;
+    throw new DatasetError('ERR_SOURCE', `cannot open ${object.location}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 /** The paths of a description `{ type, paths }` of a `type` source, or `ERR_SOURCE`. */

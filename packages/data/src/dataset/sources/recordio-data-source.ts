@@ -2,18 +2,26 @@ import { checkInteger } from '@edl/common';
 import { type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type { DataSourceDescription } from '../../protocols.js';
 import { checkSourcePaths, describedPaths, FileDataSource, openSourceFiles } from './file-data-source.js';
+import type { RemoteSourceFile, RemoteSourceOptions } from './remote-source-file.js';
 
 /** Options of `RecordIODataSource.open`. */
 export interface RecordIODataSourceOptions {
   /** Decoded chunks kept for reuse, over all files (default 8): neighbours share one decode. */
   readonly cacheChunks?: number;
+  /** How objects with no local path (`s3://`, `https://`) are read. */
+  readonly remote?: RemoteSourceOptions;
 }
 
 /** The reader method a native chunk cache will add; used when present. */
-type CachedReader = RecordIOReader & { get?: (index: number) => Uint8Array | Promise<Uint8Array> };
+type CachedReader =
+  | (RecordIOReader & { get?: (index: number) => Uint8Array | Promise<Uint8Array> })
+  | RemoteSourceFile;
 
 /**
  * Random access to the records of RecordIO files, in order, as one source (Grain's file sources).
+ * A file is a local path or an object URL (`s3://bucket/key`, `https://...`): an object is indexed
+ * as the readers index it (index cache, sidecar `.idx`, else a header walk) and read a chunk per
+ * ranged GET, its decoded chunks kept in an LRU bounded by `remote.cacheBytes`.
  * Records are zero-copy views into decoded chunks. Until the reader has a native chunk cache, the
  * source keeps the last `cacheChunks` decoded chunks (concurrent reads of one chunk share a decode,
  * and `getMany` decodes each chunk once).
@@ -37,7 +45,9 @@ export class RecordIODataSource extends FileDataSource<CachedReader> {
   ): Promise<RecordIODataSource> {
     const list = checkSourcePaths(paths);
     const cacheChunks = checkInteger(options.cacheChunks ?? 8, 'options.cacheChunks', 1);
-    const opened = await openSourceFiles(list, (path) => RecordIOReader.open(path));
+    const opened = await openSourceFiles(list, 'recordio', options.remote, (path) =>
+      RecordIOReader.open(path),
+    );
     return new RecordIODataSource(opened.paths, opened.readers, cacheChunks);
   }
 
@@ -55,7 +65,7 @@ export class RecordIODataSource extends FileDataSource<CachedReader> {
   protected override async recordOf(file: number, local: number): Promise<Uint8Array> {
     const reader = this.readers[file] as CachedReader;
     if (typeof reader.get === 'function') return reader.get(local);
-    const batch = await this.#chunk(file, chunkOf(reader, local));
+    const batch = await this.#chunk(file, chunkOf(reader as RecordIOReader, local));
     return batch.get(local - batch.firstRecord);
   }
 
@@ -66,7 +76,7 @@ export class RecordIODataSource extends FileDataSource<CachedReader> {
     if (batch !== undefined) {
       this.#cache.delete(key);
     } else {
-      const reader = this.readers[file] as CachedReader;
+      const reader = this.readers[file] as RecordIOReader;
       const info = reader.chunks[chunk]!;
       batch = reader.read(info.firstRecord, info.numRecords);
       // A failed read is not cached: the next get tries again.
