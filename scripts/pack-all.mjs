@@ -8,7 +8,8 @@
 //   build/Release (after scripts/check-portability.sh on Linux), others from
 //   --binaries DIR/<target>/edl_native.node (CI artifacts built on that platform);
 // - @edl/native-source: the C++ sources, CMakeLists.txt and `edl-build-native`, with cmake-js,
-//   node-addon-api and node-api-headers bundled so that building from source needs no download.
+//   node-addon-api and node-api-headers bundled so that building from source needs no download;
+// - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs).
 // Nothing runs an install script. Needs `pnpm run build` first (dist/ and build/Release).
 import { execFileSync } from 'node:child_process';
 import {
@@ -24,6 +25,7 @@ import {
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { bundleTfjs } from '../packages/worker/scripts/bundle-tfjs.mjs';
 import {
   ADDON_FILE,
   generate,
@@ -141,22 +143,32 @@ for (const target of readTargets()) {
 
 // ---- workspace packages ----
 const optionalDependencies = Object.fromEntries(readTargets().map((t) => [platformPackageName(t), version]));
+/** What becomes of a packed package before it is packed again, by name. */
+const finishing = {
+  // @edl/recordio: one optional dependency per platform package.
+  [recordio.name]: (dir) => {
+    const packedManifest = readJson(join(dir, 'package.json'));
+    packedManifest.optionalDependencies = { ...packedManifest.optionalDependencies, ...optionalDependencies };
+    writeFileSync(join(dir, 'package.json'), `${JSON.stringify(packedManifest, null, 2)}\n`);
+  },
+  // @edl/worker: TensorFlow.js as Node loads it, bundled (packages/worker/scripts/bundle-tfjs.mjs).
+  '@edl/worker': bundleTfjs,
+};
 for (const { dir, manifest } of workspace) {
   const packDir = join(stageDir, 'pnpm', manifest.name.replace('@edl/', ''));
   mkdirSync(packDir, { recursive: true });
   run('pnpm', ['pack', '--pack-destination', packDir], dir);
   const [tarball] = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
-  if (manifest.name !== recordio.name) {
+  const finish = finishing[manifest.name];
+  if (finish === undefined) {
     cpSync(join(packDir, tarball), join(outDir, tarball));
     packed.push(tarball);
     continue;
   }
-  // Add the platform packages to the manifest pnpm packed, then pack that directory again.
+  // Change what pnpm packed, then pack that directory again.
   run('tar', ['-xzf', tarball], packDir);
   const extracted = join(packDir, 'package');
-  const packedManifest = readJson(join(extracted, 'package.json'));
-  packedManifest.optionalDependencies = { ...packedManifest.optionalDependencies, ...optionalDependencies };
-  writeFileSync(join(extracted, 'package.json'), `${JSON.stringify(packedManifest, null, 2)}\n`);
+  finish(extracted);
   packed.push(npmPack(extracted));
 }
 

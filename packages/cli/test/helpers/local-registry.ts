@@ -22,6 +22,7 @@ interface Manifest {
   readonly optionalDependencies?: Record<string, string>;
   readonly peerDependencies?: Record<string, string>;
   readonly peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  readonly bundleDependencies?: readonly string[];
   readonly [field: string]: unknown;
 }
 
@@ -180,7 +181,9 @@ function closure(
   }));
   const enqueue = (manifest: Manifest, from: string) => {
     const by = `${manifest.name}@${manifest.version}`;
-    for (const name of Object.keys(manifest.dependencies ?? {}))
+    // Bundled dependencies come inside the tarball: npm asks the registry nothing about them.
+    const bundled = new Set(manifest.bundleDependencies ?? []);
+    for (const name of Object.keys(manifest.dependencies ?? {}).filter((d) => !bundled.has(d)))
       queue.push({ name, from, optional: false, by });
     for (const name of Object.keys(manifest.optionalDependencies ?? {}))
       queue.push({ name, from, optional: true, by });
@@ -204,7 +207,7 @@ function closure(
       enqueue(packed.manifest, workspaceDir(name));
       continue;
     }
-    const dir = resolveInstalled(name, from);
+    const dir = resolveInstalled(name, from) ?? (by === 'npm install' ? resolveInWorkspace(name) : undefined);
     if (dir === undefined) {
       if (optional) {
         skippedOptional.add(name);
@@ -228,6 +231,19 @@ function resolveInstalled(name: string, from: string): string | undefined {
     if (existsSync(candidate)) return realpathSync(dirname(candidate));
     if (dirname(d) === d) return undefined;
   }
+}
+
+/**
+ * A package the user installs by name that the root does not have (pnpm links each package's
+ * dependencies into its own node_modules only): as the first workspace package that has it finds it.
+ */
+function resolveInWorkspace(name: string): string | undefined {
+  const packages = join(REPO_ROOT, 'packages');
+  for (const entry of readdirSync(packages).sort()) {
+    const candidate = join(packages, entry, 'node_modules', name, 'package.json');
+    if (existsSync(candidate)) return realpathSync(dirname(candidate));
+  }
+  return undefined;
 }
 
 /** The checkout's directory of workspace package `name`. */

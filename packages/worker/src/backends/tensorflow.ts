@@ -1,4 +1,5 @@
 import { tf } from '../../hooks/tfjs-commonjs.mjs';
+import { shareWorkerPackages } from '../shared-packages.js';
 
 /** What was found when the native TensorFlow backend was tried. */
 export interface TensorflowProbe {
@@ -16,6 +17,8 @@ const NATIVE_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'] a
  */
 export async function activateTensorflow(): Promise<TensorflowProbe> {
   const reasons: string[] = [];
+  // They import @tensorflow/tfjs-core: the worker's copy, which the published package bundles.
+  shareWorkerPackages();
   for (const name of NATIVE_PACKAGES) {
     try {
       // A variable specifier keeps bundlers and tsc from resolving a package that is usually absent.

@@ -1,4 +1,5 @@
 import { tf } from '../../hooks/tfjs-commonjs.mjs';
+import { shareWorkerPackages } from '../shared-packages.js';
 
 /** What was found when the WebGPU backend was tried. */
 export interface WebGpuProbe {
@@ -91,6 +92,9 @@ async function install(): Promise<WebGpuProbe> {
   const detail = [info.vendor, info.architecture, info.device, info.description]
     .filter((part) => typeof part === 'string' && part.length > 0)
     .join(' ');
+  // The published @edl/worker carries its own tfjs-core; the backend, installed beside it, must
+  // register its kernels there, not in a tfjs-core of its own.
+  shareWorkerPackages();
   try {
     await import('@tensorflow/tfjs-backend-webgpu');
   } catch (error) {
