@@ -87,6 +87,18 @@ if [ "${#missing[@]}" -gt 0 ] || [ "$need_backports" -eq 1 ]; then
   fi
 fi
 
+# Node.js >= 22.12 (the engines floor, README "Requirements"). A machine whose Node is older (Debian 12
+# ships 18; many images carry 20, past its end of life) gets the current 22 LTS from the npm package
+# `node`, the official binaries, as a global install under /usr/local, which comes first on PATH.
+node_ok() { node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) ? 0 : 1)' 2>/dev/null; }
+if ! node_ok; then
+  echo "bootstrap: Node.js $(node --version 2>/dev/null || echo none) is below 22.12: installing node@22 into /usr/local"
+  as_root npm install -g --prefix /usr/local --silent --no-audit --no-fund node@22
+  hash -r
+  node_ok || { echo "bootstrap: node on PATH is still $(node --version); put /usr/local/bin before $(dirname "$(command -v node)") on PATH" >&2; exit 1; }
+fi
+echo "bootstrap: Node.js $(node --version)"
+
 if ! command -v pnpm >/dev/null 2>&1; then
   echo "bootstrap: installing pnpm"
   npm install -g --silent pnpm@10.34.9

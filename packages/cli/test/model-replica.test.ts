@@ -52,11 +52,12 @@ const OPTIMIZERS: OptimizerConfig[] = [
   { type: 'sgd', learningRate: 0.1 },
   { type: 'momentum', learningRate: 0.05, momentum: 0.9, nesterov: true },
   { type: 'adam', learningRate: 0.01 },
+  { type: 'adam', learningRate: 0.01, decay: { type: 'cosine', steps: 6, alpha: 0.1 } },
 ];
 
 describe('ModelReplica', () => {
   for (const optimizer of OPTIMIZERS) {
-    it(`holds the master's ${optimizer.type} model bit for bit, from a replica started mid-training`, () => {
+    it(`holds the master's ${optimizer.type}${optimizer.decay ? ' (cosine decay)' : ''} model bit for bit, from a replica started mid-training`, () => {
       const next = random(7);
       const store = new ParameterStore({ mode: 'async', optimizer });
       store.initialize(tensors(next, 1));

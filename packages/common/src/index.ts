@@ -24,6 +24,13 @@ export { describeValue, expectedMessage } from './describe-value.js';
 export { EdlError, type EdlErrorOptions, hasErrorCode } from './edl-error.js';
 export { fmix32 } from './fmix32.js';
 export {
+  type CosineDecay,
+  type LearningRateDecay,
+  learningRateFactor,
+  type ResolvedLearningRateDecay,
+  resolveLearningRateDecay,
+} from './learning-rate-decay.js';
+export {
   ADAGRAD_EPSILON,
   adagradUpdate,
   adamStepSize,

@@ -1,12 +1,24 @@
 import { checkNumber, checkOneOf } from './checks.js';
 import { describeValue } from './describe-value.js';
+import {
+  type LearningRateDecay,
+  learningRateFactor,
+  type ResolvedLearningRateDecay,
+  resolveLearningRateDecay,
+} from './learning-rate-decay.js';
 
 /**
  * The optimizers the master applies, with ElasticDL's (Keras') defaults. They live here, below both
  * the master and the worker, because a worker that mirrors the master's updates must run the very
  * same arithmetic: its replica has to match the master's model bit for bit.
  */
-export type OptimizerConfig =
+export type OptimizerConfig = BaseOptimizerConfig & {
+  /** A learning-rate schedule over the model's updates; left out, the rate stays `learningRate`. */
+  readonly decay?: LearningRateDecay;
+};
+
+/** Each optimizer type's own parameters. */
+type BaseOptimizerConfig =
   | { readonly type: 'sgd'; readonly learningRate?: number }
   | {
       readonly type: 'momentum';
@@ -29,7 +41,9 @@ export type OptimizerConfig =
     };
 
 /** A config with every default filled in: what an optimizer runs with and a checkpoint records. */
-export type ResolvedOptimizerConfig = Required<OptimizerConfig>;
+export type ResolvedOptimizerConfig = Required<BaseOptimizerConfig> & {
+  readonly decay?: ResolvedLearningRateDecay;
+};
 
 /** Per-variable optimizer state (momentum's velocity, Adam's m and v), checkpointed with the weights. */
 export type OptimizerSlots = Map<string, Map<string, Float32Array>>;
@@ -50,10 +64,10 @@ export interface Optimizer {
 
 /** The parameters each optimizer type takes, besides `type`. */
 export const OPTIMIZER_PARAMS = {
-  sgd: ['learningRate'],
-  momentum: ['learningRate', 'momentum', 'nesterov'],
-  adam: ['learningRate', 'beta1', 'beta2', 'epsilon'],
-  adagrad: ['learningRate', 'initialAccumulatorValue'],
+  sgd: ['learningRate', 'decay'],
+  momentum: ['learningRate', 'momentum', 'nesterov', 'decay'],
+  adam: ['learningRate', 'beta1', 'beta2', 'epsilon', 'decay'],
+  adagrad: ['learningRate', 'initialAccumulatorValue', 'decay'],
 } as const satisfies Record<OptimizerConfig['type'], readonly string[]>;
 
 /**
@@ -92,6 +106,13 @@ export const OPTIMIZER_TYPES = [
  * both start from this, so one config means the same arithmetic in both.
  */
 export function resolveOptimizerConfig(config: OptimizerConfig): ResolvedOptimizerConfig {
+  const base = resolveBaseConfig(config);
+  return config.decay === undefined
+    ? base
+    : { ...base, decay: resolveLearningRateDecay(config.decay, 'optimizer.decay') };
+}
+
+function resolveBaseConfig(config: OptimizerConfig): Required<BaseOptimizerConfig> {
   const type = checkOneOf(config?.type, 'optimizer.type', OPTIMIZER_TYPES);
   const given = config as unknown as Readonly<Record<string, unknown>>;
   checkOptimizerParams(
@@ -288,13 +309,17 @@ abstract class SteppedOptimizer<C extends ResolvedOptimizerConfig> implements Op
   beginStep(): void {
     this.step++;
   }
+  /** The learning rate of the current update: the schedule's, times `lrScale`. */
+  protected rate(lrScale: number): number {
+    return this.config.learningRate * lrScale * learningRateFactor(this.config.decay, this.step - 1);
+  }
   abstract apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale?: number): void;
 }
 
 /** w -= lr * g. (A negative learning rate is allowed: tests use -1 to make w count gradients.) */
 class Sgd extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'sgd' }>> {
   apply(_name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
-    sgdUpdate(weights, 0, gradient, 0, weights.length, this.config.learningRate * lrScale);
+    sgdUpdate(weights, 0, gradient, 0, weights.length, this.rate(lrScale));
   }
 }
 
@@ -302,17 +327,7 @@ class Sgd extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'sgd
 class Momentum extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'momentum' }>> {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const v = slot(this.slots, name, 'momentum', weights.length);
-    momentumUpdate(
-      weights,
-      0,
-      v,
-      0,
-      gradient,
-      0,
-      weights.length,
-      this.config.learningRate * lrScale,
-      this.config,
-    );
+    momentumUpdate(weights, 0, v, 0, gradient, 0, weights.length, this.rate(lrScale), this.config);
   }
 }
 
@@ -321,7 +336,7 @@ class Adam extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'ad
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const m = slot(this.slots, name, 'm', weights.length);
     const v = slot(this.slots, name, 'v', weights.length);
-    const alpha = adamStepSize(this.config.learningRate * lrScale, this.step, this.config);
+    const alpha = adamStepSize(this.rate(lrScale), this.step, this.config);
     adamUpdate(weights, 0, m, 0, v, 0, gradient, 0, weights.length, alpha, this.config);
   }
 }
@@ -333,6 +348,6 @@ class Adam extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'ad
 class Adagrad extends SteppedOptimizer<Extract<ResolvedOptimizerConfig, { type: 'adagrad' }>> {
   apply(name: string, weights: Float32Array, gradient: Float32Array, lrScale = 1): void {
     const acc = slot(this.slots, name, 'accumulator', weights.length, this.config.initialAccumulatorValue);
-    adagradUpdate(weights, 0, acc, 0, gradient, 0, weights.length, this.config.learningRate * lrScale);
+    adagradUpdate(weights, 0, acc, 0, gradient, 0, weights.length, this.rate(lrScale));
   }
 }

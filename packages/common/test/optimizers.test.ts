@@ -8,7 +8,7 @@ describe('Adagrad', () => {
       learningRate: 0.001,
       initialAccumulatorValue: 0.1,
     });
-    expect(OPTIMIZER_PARAMS.adagrad).toEqual(['learningRate', 'initialAccumulatorValue']);
+    expect(OPTIMIZER_PARAMS.adagrad).toEqual(['learningRate', 'initialAccumulatorValue', 'decay']);
   });
 
   it('follows acc += g^2; w -= lr * g / sqrt(acc + 1e-7) step by step', () => {

@@ -7,6 +7,7 @@
 
 import { checkOneOf, checkOptimizerParams, OPTIMIZER_TYPES, type OptimizerConfig } from '@edl/common';
 import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from '@edl/ps';
+import type { JobLearningRateDecay } from './job-decay.js';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './tasks/types.js';
 
@@ -61,6 +62,8 @@ export interface JobSettings {
   readonly optimizer: OptimizerConfig;
   /** Overrides the optimizer's learning rate (`--learning-rate`). */
   readonly learningRate?: number;
+  /** A learning-rate schedule over the job (`--learning-rate-decay`). */
+  readonly learningRateDecay?: JobLearningRateDecay;
   readonly checkpointDir?: string;
   readonly checkpointSteps?: number;
   readonly modelCheckpoint?: string;
@@ -83,6 +86,7 @@ export type JobMasterOptions = Pick<
   | 'leaseMs'
   | 'maxTaskFailures'
   | 'parameterStore'
+  | 'learningRateDecay'
   | 'checkpointDir'
   | 'checkpointSteps'
   | 'modelCheckpoint'
@@ -131,6 +135,7 @@ export function masterOptionsFor(settings: JobSettings): JobMasterOptions {
     }),
     parameterStore: parameterStoreOptionsFor(settings),
     ...defined({
+      learningRateDecay: settings.learningRateDecay,
       checkpointDir: settings.checkpointDir,
       checkpointSteps: settings.checkpointSteps,
       modelCheckpoint: settings.modelCheckpoint,

@@ -21,14 +21,18 @@ import {
 import { type Checkpoint, findCheckpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
+import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
 import { TaskManager } from './task-manager.js';
+import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
 import type { TaskManagerEvent, TaskManagerOptions, TaskManagerStatus } from './tasks/types.js';
 
 /** Options of {@link Master}: the task manager's, plus the parameter store, checkpoints and metrics. */
 export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' | 'onEvent'> {
   readonly parameterStore?: ParameterStoreOptions;
+  /** A learning-rate schedule put on the parameter store's optimizer (`--learning-rate-decay`). */
+  readonly learningRateDecay?: JobLearningRateDecay;
   /** Directory of checkpoints; with it the master resumes from the newest one found there. */
   readonly checkpointDir?: string;
   /** Checkpoint every this many model versions (default 0: only at the end of training). */
@@ -104,7 +108,13 @@ export class Master implements ParameterEndpoints {
     this.logger = options.logger ?? createStreamLogger();
     this.#checkpointSteps = checkInteger(options.checkpointSteps ?? 0, 'checkpointSteps', 0);
     checkInteger(options.keepCheckpoints ?? 3, 'keepCheckpoints', 1);
-    this.store = new ParameterStore(options.parameterStore);
+    this.store = new ParameterStore(
+      withJobDecay(options.parameterStore, options.learningRateDecay, {
+        shards: options.trainingShards ?? [],
+        minibatchSize: options.minibatchSize ?? DEFAULT_MINIBATCH_SIZE,
+        numEpochs: options.numEpochs ?? 1,
+      }),
+    );
     this.#parameters = new ParameterService(this.store, this.#ledger());
     this.evaluation = new EvaluationService(options.metricsFile, (result) => {
       this.logger.info(`evaluation of model version ${result.modelVersion}`, {

@@ -3,18 +3,21 @@
 import { createOptimizer } from '@edl/common';
 import { ParameterStore } from '@edl/ps';
 import { describe, expect, it } from 'vitest';
+import { jobUpdates } from '../src/job-decay.js';
 import { masterOptionsFor, optimizerConfigFromSpec, parameterStoreOptionsFor } from '../src/job-settings.js';
+import { silentLogger } from '../src/logger.js';
+import { Master } from '../src/master.js';
 
 describe('createOptimizer', () => {
   it('rejects a key its optimizer does not take, naming the key, the accepted ones and the one meant', () => {
     expect(() => createOptimizer({ type: 'sgd', learning_rate: 0.5 } as never)).toThrow(
       new TypeError(
-        `Expected one of 'learningRate' for a parameter of the sgd optimizer but received "learning_rate" (did you mean 'learningRate'?)`,
+        `Expected one of 'learningRate', 'decay' for a parameter of the sgd optimizer but received "learning_rate" (did you mean 'learningRate'?)`,
       ),
     );
     expect(() => createOptimizer({ type: 'adam', learningRate: 0.1, momentum: 0.9 } as never)).toThrow(
       new TypeError(
-        `Expected one of 'learningRate', 'beta1', 'beta2', 'epsilon' for a parameter of the adam optimizer but received "momentum"`,
+        `Expected one of 'learningRate', 'beta1', 'beta2', 'epsilon', 'decay' for a parameter of the adam optimizer but received "momentum"`,
       ),
     );
   });
@@ -46,7 +49,7 @@ describe('optimizerConfigFromSpec', () => {
       optimizerConfigFromSpec({ name: 'sgd', params: { learning_rate: 0.1 } }, 'model.ts'),
     ).toThrow(
       new TypeError(
-        `Expected one of 'learningRate' for a parameter of the sgd optimizer in model.ts but received "learning_rate" (did you mean 'learningRate'?)`,
+        `Expected one of 'learningRate', 'decay' for a parameter of the sgd optimizer in model.ts but received "learning_rate" (did you mean 'learningRate'?)`,
       ),
     );
     expect(() => optimizerConfigFromSpec({ name: 'rmsprop' }, 'model.ts')).toThrow(
@@ -98,5 +101,55 @@ describe('masterOptionsFor', () => {
         .maxStaleness,
     ).toBe(2);
     expect(parameterStoreOptionsFor({ jobType: 'training', optimizer: sgd }).maxStaleness).toBe(8);
+  });
+});
+
+describe('--learning-rate-decay: a schedule over the whole job', () => {
+  const shards = [
+    { name: 'a', start: 0, count: 100 },
+    { name: 'b', start: 0, count: 33 },
+  ];
+
+  it('counts one update per minibatch, each shard ending with its partial one, per epoch', () => {
+    // ceil(100 / 32) + ceil(33 / 32) = 4 + 2 = 6 minibatches an epoch.
+    expect(jobUpdates(shards, 32, 3, { mode: 'async' })).toBe(18);
+    // Sync mode averages gradsToWait gradients into each update.
+    expect(jobUpdates(shards, 32, 3, { mode: 'sync', gradsToWait: 4 })).toBe(5);
+  });
+
+  it("puts the schedule on the master's optimizer, with the job's updates when no steps are given", async () => {
+    const settings = {
+      jobType: 'training',
+      minibatchSize: 32,
+      numEpochs: 3,
+      optimizer: { type: 'adam', learningRate: 0.002 },
+      learningRateDecay: { type: 'cosine' },
+    } as const;
+    const master = new Master({
+      ...masterOptionsFor(settings),
+      trainingShards: shards,
+      logger: silentLogger,
+    });
+    expect(master.store.optimizer.config).toEqual({
+      type: 'adam',
+      learningRate: 0.002,
+      beta1: 0.9,
+      beta2: 0.999,
+      epsilon: 1e-7,
+      decay: { type: 'cosine', steps: 18, alpha: 0 },
+    });
+    const fixed = new Master({
+      ...masterOptionsFor({ ...settings, learningRateDecay: { type: 'cosine', steps: 7, alpha: 0.5 } }),
+      trainingShards: shards,
+      logger: silentLogger,
+    });
+    expect(fixed.store.optimizer.config.decay).toEqual({ type: 'cosine', steps: 7, alpha: 0.5 });
+    expect(
+      new Master({
+        ...masterOptionsFor({ ...settings, learningRateDecay: undefined }),
+        trainingShards: shards,
+        logger: silentLogger,
+      }).store.optimizer.config.decay,
+    ).toBeUndefined();
   });
 });

@@ -206,7 +206,7 @@ describe.runIf(process.platform === 'linux')('installing the packed tarballs wit
         repository: { type: 'git', url: expect.stringMatching(/^git\+https:\/\//) },
         homepage: expect.stringMatching(/^https:\/\//),
         bugs: { url: expect.stringMatching(/^https:\/\//) },
-        engines: { node: '^20.19 || >=22.12' },
+        engines: { node: '>=22.12' },
       });
       expect(entries, file).toContain('package/LICENSE');
       expect(text('LICENSE'), file).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);

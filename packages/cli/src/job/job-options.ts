@@ -1,5 +1,5 @@
 import type { JsonObject } from '@edl/data';
-import type { JobType } from '@edl/master';
+import type { JobLearningRateDecay, JobType } from '@edl/master';
 import type { LogLevel } from '@edl/proto';
 import { normalizeLocation, schemeOf } from '@edl/storage';
 import {
@@ -41,6 +41,8 @@ export interface JobOptions extends S3Options {
   readonly stalenessModulation: boolean;
   /** Overrides the model definition's optimizer learning rate. */
   readonly learningRate?: number;
+  /** `--learning-rate-decay cosine` (with `--learning-rate-decay-steps`). */
+  readonly learningRateDecay?: JobLearningRateDecay;
   readonly checkpointDir?: string;
   readonly checkpointSteps: number;
   readonly modelCheckpoint?: string;
@@ -94,6 +96,8 @@ export const OPTION_SPEC = {
   'max-staleness': { type: 'string' },
   'staleness-modulation': { type: 'boolean' },
   'learning-rate': { type: 'string' },
+  'learning-rate-decay': { type: 'string' },
+  'learning-rate-decay-steps': { type: 'string' },
   'checkpoint-dir': { type: 'string' },
   'checkpoint-steps': { type: 'string' },
   'model-checkpoint': { type: 'string' },
@@ -152,6 +156,9 @@ Parameter store:
   --staleness-modulation        async: learning rate / staleness for stale gradients (ElasticDL's
                                 lr_staleness_modulation; default off)
   --learning-rate X             overrides the model definition's optimizer learning rate
+  --learning-rate-decay cosine  decays the learning rate to 0 along half a cosine (Keras'
+                                CosineDecay) over the job's updates, or over
+  --learning-rate-decay-steps N updates (default: the whole job's)
   --checkpoint-dir DIR          checkpoints of the job; a job resumes from the newest one (a local
                                 directory, or s3://bucket/prefix/: see docs/master.md)
   --checkpoint-steps N          checkpoint every N model versions (default 0: at the end)
@@ -185,6 +192,25 @@ Live view and logs:
   --quiet                       errors and the final summary only
   --tensorboard-dir DIR         write TensorBoard scalars (loss, throughput, evaluation) there
 ${S3_OPTIONS_HELP}`;
+
+/** `--learning-rate-decay` and `--learning-rate-decay-steps`: the steps alone are a usage error. */
+function learningRateDecay(values: Record<string, unknown>): { learningRateDecay?: JobLearningRateDecay } {
+  const raw = values['learning-rate-decay'] as string | undefined;
+  const type =
+    raw === undefined ? 'none' : choiceValue(raw, '--learning-rate-decay', ['none', 'cosine'] as const);
+  const steps = values['learning-rate-decay-steps'];
+  if (type === 'none') {
+    if (steps !== undefined)
+      throw new UsageError('--learning-rate-decay-steps needs --learning-rate-decay cosine');
+    return {};
+  }
+  return {
+    learningRateDecay: {
+      type,
+      ...(steps === undefined ? {} : { steps: integer(values, 'learning-rate-decay-steps', 1, 1) }),
+    },
+  };
+}
 
 function integer(
   values: Record<string, unknown>,
@@ -232,6 +258,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     ...(str('learning-rate') === undefined
       ? {}
       : { learningRate: numberValue(str('learning-rate') as string, '--learning-rate', { positive: true }) }),
+    ...learningRateDecay(values),
     checkpointSteps: integer(values, 'checkpoint-steps', 0, 0),
     dataReaderParams,
     backend,

@@ -45,6 +45,7 @@ export function jobSettings(options: JobOptions, jobType: JobType, optimizer: Op
     numWorkers: options.numWorkers,
     optimizer,
     learningRate: options.learningRate,
+    learningRateDecay: options.learningRateDecay,
     checkpointDir: resolved(options.checkpointDir),
     checkpointSteps: options.checkpointSteps,
     modelCheckpoint: resolved(options.modelCheckpoint),

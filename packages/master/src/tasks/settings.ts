@@ -27,10 +27,13 @@ export interface TaskManagerSettings {
   readonly onEvent: (event: TaskManagerEvent) => void;
 }
 
+/** Records per minibatch when a job names none. */
+export const DEFAULT_MINIBATCH_SIZE = 64;
+
 /** Checks `options` in the order of their declaration, so the first wrong one is the one named. */
 export function resolveTaskManagerOptions(options: TaskManagerOptions): TaskManagerSettings {
   const jobType = checkOneOf(options.jobType, 'jobType', JOB_TYPES);
-  const minibatchSize = checkInteger(options.minibatchSize ?? 64, 'minibatchSize', 1);
+  const minibatchSize = checkInteger(options.minibatchSize ?? DEFAULT_MINIBATCH_SIZE, 'minibatchSize', 1);
   const perTask = checkInteger(options.numMinibatchesPerTask ?? 8, 'numMinibatchesPerTask', 1);
   const numEpochs = checkInteger(options.numEpochs ?? 1, 'numEpochs', 1);
   const leaseMs = checkInteger(options.leaseMs ?? 30_000, 'leaseMs', 1);
