@@ -68,7 +68,7 @@ std::string RecordLine(uint64_t range, uint64_t index, const uint8_t* p, uint32_
 std::vector<std::string> Sequential(const std::vector<Range>& ranges) {
   std::vector<std::string> lines;
   for (size_t r = 0; r < ranges.size(); ++r) {
-    auto f = PosixFile::Open(ranges[r].path);
+    auto f = LocalFile::Open(ranges[r].path);
     CHECK_OK(f.status());
     FileIndex index;
     CHECK_OK(ScanIndex(*f.value(), &index));

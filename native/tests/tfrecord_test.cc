@@ -17,7 +17,7 @@ using namespace edl::tfrecord;  // NOLINT
 using edl::recordio::ByteBuffer;
 using edl::recordio::ErrorCode;
 using edl::recordio::MemoryFile;
-using edl::recordio::PosixFile;
+using edl::recordio::LocalFile;
 using edl::recordio::Status;
 
 namespace {
@@ -164,7 +164,7 @@ TEST(writer_round_trip) {
     CHECK_EQ(w.value()->records(), uint64_t{2000});
     CHECK_EQ(w.value()->Write(nullptr, 0).code(), ErrorCode::kClosed);
   }
-  auto f = PosixFile::Open(path);
+  auto f = LocalFile::Open(path);
   CHECK_OK(f.status());
   std::vector<uint64_t> offsets;
   CHECK_OK(ScanIndex(*f.value(), &offsets));

@@ -36,7 +36,7 @@ Status WriteAll(const std::string& path, const WriterOptions& o,
 
 std::vector<std::string> ReadAll(const std::string& path, FileIndex* index_out = nullptr) {
   std::vector<std::string> got;
-  auto f = PosixFile::Open(path);
+  auto f = LocalFile::Open(path);
   CHECK_OK(f.status());
   if (!f.ok()) return got;
   FileIndex index;
@@ -161,7 +161,7 @@ TEST(CreateInMissingDirectoryIsIo) {
   auto w = Writer::Create(TempDir() + "/no/such/dir/x.rio", WriterOptions());
   CHECK_EQ(w.status().code(), ErrorCode::kIo);
   CHECK(w.status().message().find("No such file") != std::string::npos);
-  auto r = PosixFile::Open(TempDir() + "/does-not-exist.rio");
+  auto r = LocalFile::Open(TempDir() + "/does-not-exist.rio");
   CHECK_EQ(r.status().code(), ErrorCode::kIo);
 }
 
