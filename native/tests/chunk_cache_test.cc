@@ -2,8 +2,6 @@
 // bound, concurrent gets, and faults that are reported and not cached.
 #include "chunk_cache.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <memory>
 #include <string>

@@ -1,8 +1,6 @@
 // Writer -> reader round trips through real files, the chunk split rule, and index edge cases.
 #include "writer.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -18,12 +16,7 @@ using namespace edl::recordio;  // NOLINT
 namespace {
 
 std::string TempDir() {
-  static std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edl-writer-test-XXXXXX";
-    char* made = mkdtemp(&tmpl[0]);
-    return std::string(made != nullptr ? made : "/tmp");
-  }();
+  static const std::string dir = edl::test::MakeTempDir("edl-writer-test");
   return dir;
 }
 
