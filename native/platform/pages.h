@@ -11,7 +11,9 @@ namespace edl::platform {
 inline constexpr size_t kHugePage = size_t{2} << 20;
 
 /// `n` rounded up to a multiple of kHugePage.
-inline constexpr size_t RoundUpToHugePage(size_t n) { return (n + kHugePage - 1) / kHugePage * kHugePage; }
+inline constexpr size_t RoundUpToHugePage(size_t n) {
+  return (n + kHugePage - 1) / kHugePage * kHugePage;
+}
 
 /// `bytes` (a multiple of kHugePage) of zeroed read-write memory; on Linux 2 MiB aligned with
 /// transparent huge pages requested. nullptr when out of memory.

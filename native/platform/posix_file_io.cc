@@ -57,7 +57,8 @@ SysError ReadAt(FileHandle file, uint64_t offset, void* dst, size_t n, size_t* g
 SysError CreateForWriting(const std::string& path, unsigned permissions, FileHandle* file) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(permissions));
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                static_cast<mode_t>(permissions));
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return errno;
   *file = fd;

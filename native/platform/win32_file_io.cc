@@ -39,8 +39,9 @@ SysError OpenForReading(const std::string& path, FileHandle* file) {
   if (!Widen(path, &wide) || wide.find(L'\0') != std::wstring::npos) return ERROR_INVALID_NAME;
   // Others may read, write, rename or delete the file meanwhile, as POSIX allows. Backup semantics
   // let a directory open, so that FileSize reports it as one.
-  HANDLE h = CreateFileW(wide.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                         nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS, nullptr);
+  HANDLE h = CreateFileW(
+      wide.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+      OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS, nullptr);
   if (h == INVALID_HANDLE_VALUE) return LastError();
   *file = h;
   return 0;
@@ -139,12 +140,12 @@ std::string ErrorText(SysError err) {
       break;
   }
   char buf[256];
-  const DWORD n = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                                 static_cast<DWORD>(err), MAKELANGID(LANG_ENGLISH, SUBLANG_ENGLISH_US),
-                                 buf, sizeof buf, nullptr);
+  const DWORD n = FormatMessageA(
+      FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, static_cast<DWORD>(err),
+      MAKELANGID(LANG_ENGLISH, SUBLANG_ENGLISH_US), buf, sizeof buf, nullptr);
   std::string text(buf, n);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == '.' ||
-                           text.back() == ' '))
+  while (!text.empty() &&
+         (text.back() == '\n' || text.back() == '\r' || text.back() == '.' || text.back() == ' '))
     text.pop_back();
   if (text.empty()) return "Windows error " + std::to_string(err);
   return text + " (Windows error " + std::to_string(err) + ")";

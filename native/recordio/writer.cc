@@ -62,8 +62,9 @@ Status Writer::Flush() {
   if (!s.ok()) return s;
   size_t done = 0;
   if (platform::SysError err = platform::WriteAll(file_, chunk_.data(), chunk_.size(), &done)) {
-    failed_ = Status(ErrorCode::kIo, "write failed: " + platform::ErrorText(err),
-                     static_cast<int64_t>(chunks_written_), static_cast<int64_t>(bytes_written_ + done));
+    failed_ =
+        Status(ErrorCode::kIo, "write failed: " + platform::ErrorText(err),
+               static_cast<int64_t>(chunks_written_), static_cast<int64_t>(bytes_written_ + done));
     return failed_;
   }
   bytes_written_ += done;

@@ -14,8 +14,8 @@
 using namespace edl::tfrecord;  // NOLINT
 using edl::recordio::ByteBuffer;
 using edl::recordio::ErrorCode;
-using edl::recordio::MemoryFile;
 using edl::recordio::LocalFile;
+using edl::recordio::MemoryFile;
 using edl::recordio::Status;
 
 namespace {
