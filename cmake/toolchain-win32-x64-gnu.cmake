@@ -1,8 +1,8 @@
 # CMake toolchain for cross-compiling the addon to win32-x64-gnu on an x86-64 Debian 12 host with
 # Debian's mingw-w64 (g++-mingw-w64-x86-64-posix: GCC 12, the msvcrt C runtime, the posix thread
 # model that std::thread and std::mutex need). Used by scripts/build-win32-x64.sh through cmake-js;
-# see that script for the whole build, and CMakeLists.txt for the import library of node.exe and the
-# static runtime.
+# see that script for the whole build, and native/platform/mingw-addon.cmake for the import library
+# of node.exe and the static runtime.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR AMD64)
 set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc-posix)
