@@ -8,8 +8,8 @@
 //     error code and the records before it), get() of the first and last record (the chunk cache),
 //     the whole file through a Prefetcher's threads, and, for a file that reads, its records written
 //     again with RecordIOWriter in each compressor into a directory of SCRATCH_DIR with a non-ASCII
-//     name and read back. Writes one JSON document to OUT.json: under wine, Node.js cannot open a
-//     pipe as stdout.
+//     name and read back; then the errors of opening a missing file and a directory. Writes one JSON
+//     document to OUT.json: under wine, Node.js cannot open a pipe as stdout.
 //   node win32-golden-check.mjs compare WINDOWS.json LINUX.json MANIFEST.txt
 //     Exits 1 unless both results are equal and every good file of the MANIFEST (all but bad-* and
 //     truncated-*, as in prebuilt-install.test.ts) read its listed records.
@@ -73,6 +73,19 @@ async function prefetchAll(recordio, path, count) {
   }
 }
 
+/** Opening what is not a readable file: the error code and the system's words after the path. */
+async function openFault(recordio, path) {
+  try {
+    (await recordio.RecordIOReader.open(path)).close();
+    return { opened: true };
+  } catch (error) {
+    return {
+      code: errorCode(error),
+      words: /(No such file or directory|Is a directory)/.exec(error.message)?.[0],
+    };
+  }
+}
+
 async function checkFile(recordio, path, scratch) {
   const records = [];
   const { reader, ...read } = await readAll(recordio, path, records);
@@ -106,6 +119,10 @@ function compare(windowsFile, linuxFile, manifestFile) {
     if (JSON.stringify(w) !== JSON.stringify(l))
       failures.push(`${w.file}: Windows read ${JSON.stringify(w)}, Linux ${JSON.stringify(l)}`);
   }
+  if (JSON.stringify(windows.faults) !== JSON.stringify(linux.faults))
+    failures.push(
+      `opening a missing file and a directory: Windows ${JSON.stringify(windows.faults)}, Linux ${JSON.stringify(linux.faults)}`,
+    );
   if (windows.files.length !== linux.files.length)
     failures.push(`Windows read ${windows.files.length} files, Linux ${linux.files.length}`);
   for (const line of readFileSync(manifestFile, 'utf8').split('\n')) {
@@ -130,6 +147,7 @@ function compare(windowsFile, linuxFile, manifestFile) {
       `  ${f.file}: ${how} ${f.read.sha256.slice(0, 12)}${f.prefetch ? ', prefetch, get, rewritten x3' : ''}`,
     );
   }
+  console.log(`  a missing file and a directory: ${JSON.stringify(windows.faults)}`);
   console.log(`  on ${windows.runtime}; compared with ${linux.runtime}`);
   if (failures.length > 0) {
     for (const failure of failures) console.error(`win32-golden-check: ${failure}`);
@@ -144,8 +162,12 @@ if (mode === 'read') {
   const recordio = await import('@edl/recordio');
   const files = [];
   for (const path of paths) files.push(await checkFile(recordio, path, scratch));
+  const faults = {
+    missing: await openFault(recordio, join(scratch, UNICODE_DIR, 'no-such-file.rio')),
+    directory: await openFault(recordio, join(scratch, UNICODE_DIR)),
+  };
   const runtime = `${process.platform}-${process.arch} Node.js ${process.version}`;
-  writeFileSync(out, `${JSON.stringify({ runtime, files }, null, 1)}\n`);
+  writeFileSync(out, `${JSON.stringify({ runtime, files, faults }, null, 1)}\n`);
 } else if (mode === 'compare') {
   compare(...args);
 } else {
