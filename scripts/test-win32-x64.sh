@@ -26,7 +26,7 @@ node_version=${EDL_WIN_NODE_VERSION:-22}
 tools=$repo/.tools/node-$target
 wine=$(command -v wine64 || true)
 [[ -n $wine ]] || wine=/usr/lib/wine/wine64 # Debian's wine64 package keeps it off PATH
-[[ -x $wine ]] || { echo "test-win32-x64: wine64 not found (apt-get install wine wine64)" >&2; exit 1; }
+[[ -x $wine ]] || { echo "test-win32-x64: wine64 not found (apt-get install wine64)" >&2; exit 1; }
 
 addon=build-$target/Release/edl_native.node
 if [[ $unit -eq 1 ]]; then
