@@ -19,6 +19,8 @@ APT_PACKAGES+=(radosgw ceph-mon ceph-osd)
 
 # The linux-arm64-gnu addon: cross-compiled (scripts/build-linux-arm64.sh) and tested under qemu.
 APT_PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static)
+# The win32-x64-gnu addon: cross-compiled with mingw-w64 (scripts/build-win32-x64.sh), tested under wine.
+APT_PACKAGES+=(g++-mingw-w64-x86-64-posix wine64)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

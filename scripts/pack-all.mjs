@@ -64,13 +64,13 @@ function npmPack(dir) {
   return info.filename;
 }
 
-/** This host as a target name: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-msvc. */
+/** This host as a target name: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-gnu. */
 function hostTarget() {
   if (process.platform === 'linux') {
     const glibc = process.report.getReport().header.glibcVersionRuntime;
     return `linux-${process.arch}-${glibc === undefined ? 'musl' : 'gnu'}`;
   }
-  if (process.platform === 'win32') return `win32-${process.arch}-msvc`;
+  if (process.platform === 'win32') return `win32-${process.arch}-gnu`;
   return `${process.platform}-${process.arch}`;
 }
 
@@ -178,7 +178,7 @@ cpSync(join(npmDir, 'native-source'), sourceDir, { recursive: true });
 cpSync(join(repoRoot, 'CMakeLists.txt'), join(sourceDir, 'CMakeLists.txt'));
 writeFileSync(join(sourceDir, THIRD_PARTY_FILE), thirdPartyLicenses());
 // The addon's sources only: native/tests and native/fuzz are built only with EDL_BUILD_TESTS / EDL_FUZZ.
-for (const part of ['binding', 'recordio', 'tfrecord', 'prefetch', 'third_party']) {
+for (const part of ['platform', 'binding', 'recordio', 'tfrecord', 'prefetch', 'third_party']) {
   cpSync(join(repoRoot, 'native', part), join(sourceDir, 'native', part), { recursive: true });
 }
 const bundled = bundle(sourceDir, Object.keys(sourceTemplate.dependencies));

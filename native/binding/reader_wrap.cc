@@ -85,7 +85,7 @@ Napi::Value ReaderWrap::Open(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsString()) return ThrowTypeError(env, "a string", "path");
   auto core = std::make_shared<ReaderCore>();
   core->path = info[0].As<Napi::String>().Utf8Value();
-  auto file = recordio::PosixFile::Open(core->path);
+  auto file = recordio::LocalFile::Open(core->path);
   if (!file.ok()) return ThrowStatus(env, file.status(), core->path);
   core->file = std::move(file.value());
   Status s = recordio::ScanIndex(*core->file, &core->index);

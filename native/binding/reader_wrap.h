@@ -16,7 +16,7 @@ namespace edl::binding {
 /// keep the file open until the last one finishes, even after close().
 struct ReaderCore {
   std::string path;
-  std::shared_ptr<recordio::PosixFile> file;
+  std::shared_ptr<recordio::LocalFile> file;
   recordio::FileIndex index;
 };
 

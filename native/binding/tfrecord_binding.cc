@@ -25,7 +25,7 @@ class ScanJob {
   explicit ScanJob(std::string path) : path_(std::move(path)) {}
 
   void Run() {
-    auto file = recordio::PosixFile::Open(path_);
+    auto file = recordio::LocalFile::Open(path_);
     if (!file.ok()) {
       open_status_ = file.status();
       return;

@@ -16,7 +16,7 @@ Result<std::shared_ptr<const OpenFile>> FileCache::Get(const std::string& path) 
   }
   auto opened = std::make_shared<OpenFile>();
   opened->path = path;
-  auto file = recordio::PosixFile::Open(path);
+  auto file = recordio::LocalFile::Open(path);
   if (!file.ok()) return file.status();
   opened->file = file.value();
   Status s = recordio::ScanIndex(*opened->file, &opened->index);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "file_io.h"
 #include "status.h"
 
 namespace edl::recordio {
@@ -20,7 +21,7 @@ class RandomAccessFile {
   virtual Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const = 0;
   /// The bytes [offset, offset + n) in place when the file already holds them in memory, so that
   /// decoders read them there instead of copying them into a scratch buffer first; null when they
-  /// are not in memory (a POSIX file) or not all inside the file.
+  /// are not in memory (a file on disk) or not all inside the file.
   virtual const uint8_t* View(uint64_t offset, size_t n) const {
     (void)offset;
     (void)n;
@@ -28,20 +29,22 @@ class RandomAccessFile {
   }
 };
 
-/// A read-only POSIX file; closed when the last reference goes.
-class PosixFile final : public RandomAccessFile {
+/// A read-only file on disk (native/platform: a descriptor, a Win32 handle on Windows); closed when
+/// the last reference goes.
+class LocalFile final : public RandomAccessFile {
  public:
-  static Result<std::shared_ptr<PosixFile>> Open(const std::string& path);
-  ~PosixFile() override;
-  PosixFile(const PosixFile&) = delete;
-  PosixFile& operator=(const PosixFile&) = delete;
+  /// Opens `path` (UTF-8).
+  static Result<std::shared_ptr<LocalFile>> Open(const std::string& path);
+  ~LocalFile() override;
+  LocalFile(const LocalFile&) = delete;
+  LocalFile& operator=(const LocalFile&) = delete;
 
   uint64_t Size() const override { return size_; }
   Status ReadAt(uint64_t offset, void* dst, size_t n, size_t* got) const override;
 
  private:
-  PosixFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  int fd_;
+  LocalFile(platform::FileHandle file, uint64_t size) : file_(file), size_(size) {}
+  platform::FileHandle file_;
   uint64_t size_;
 };
 
@@ -60,9 +63,6 @@ class MemoryFile final : public RandomAccessFile {
   const uint8_t* data_;
   size_t size_;
 };
-
-/// Text of errno `err` ("No such file or directory").
-std::string ErrnoText(int err);
 
 }  // namespace edl::recordio
 

@@ -1,11 +1,11 @@
 #include "memory.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "pages.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -28,7 +28,7 @@ constexpr bool kUseMappedBlocks = false;
 constexpr bool kUseMappedBlocks = true;
 #endif
 
-constexpr size_t kHugePage = size_t{2} << 20;
+using platform::kHugePage;
 // Freed batches are kept for the next read: faulting fresh pages in costs more than reading the
 // file from the page cache. The pool stays small so an idle process does not hoard memory.
 constexpr size_t kPoolLimitBytes = size_t{256} << 20;
@@ -48,24 +48,6 @@ struct Pool {
 Pool& GetPool() {
   static Pool* pool = new Pool();  // never destroyed: finalizers may run during exit
   return *pool;
-}
-
-size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-void* MapLarge(size_t cap) {
-  // Over-map by one huge page and trim, so the block starts on a 2 MiB boundary.
-  const size_t span = cap + kHugePage;
-  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto base = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = RoundUp(base, kHugePage);
-  if (aligned > base) munmap(raw, aligned - base);
-  const size_t tail = base + span - (aligned + cap);
-  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + cap), tail);
-#ifdef MADV_HUGEPAGE
-  madvise(reinterpret_cast<void*>(aligned), cap, MADV_HUGEPAGE);
-#endif
-  return reinterpret_cast<void*>(aligned);
 }
 
 void* TakeFromPool(size_t n, size_t* cap) {
@@ -98,8 +80,8 @@ void* AllocateBlock(size_t n, size_t* cap) {
     return p;
   }
   if (void* p = TakeFromPool(n, cap)) return p;
-  const size_t c = RoundUp(n, kHugePage);
-  void* p = MapLarge(c);
+  const size_t c = platform::RoundUpToHugePage(n);
+  void* p = platform::MapPages(c);
   *cap = p != nullptr ? c : 0;
   return p;
 }
@@ -111,9 +93,9 @@ void* ReallocateBlock(void* p, size_t old_cap, size_t used, size_t n, size_t* ca
     return q;
   }
   if (old_cap >= kLargeBlock) {
-    const size_t c = RoundUp(n, kHugePage);
-    void* q = mremap(p, old_cap, c, MREMAP_MAYMOVE);
-    if (q == MAP_FAILED) return nullptr;
+    const size_t c = platform::RoundUpToHugePage(n);
+    void* q = platform::RemapPages(p, old_cap, used, c);
+    if (q == nullptr) return nullptr;
     *cap = c;
     return q;
   }
@@ -141,7 +123,7 @@ void FreeBlock(void* p, size_t cap) {
       return;
     }
   }
-  munmap(p, cap);
+  platform::UnmapPages(p, cap);
 }
 
 size_t PooledBytes() {

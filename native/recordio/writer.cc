@@ -1,12 +1,7 @@
 #include "writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 #include "chunk.h"
-#include "file.h"
+#include "file_io.h"
 
 namespace edl::recordio {
 
@@ -18,27 +13,25 @@ constexpr uint64_t kMaxChunkPayload = 0xFFFFFFFFull - (64ull << 20);
 }  // namespace
 
 Result<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const WriterOptions& o) {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return Status(ErrorCode::kIo, "cannot create: " + ErrnoText(errno));
-  std::unique_ptr<Writer> w(new Writer(fd, o));
+  platform::FileHandle file;
+  if (platform::SysError err = platform::CreateForWriting(path, 0666, &file))
+    return Status(ErrorCode::kIo, "cannot create: " + platform::ErrorText(err));
+  std::unique_ptr<Writer> w(new Writer(file, o));
   if (o.compressor == Compressor::kGzip) {
     w->gzip_ = std::make_unique<GzipEncoder>(o.gzip_level);
   }
   return w;
 }
 
-Writer::Writer(int fd, const WriterOptions& o) : fd_(fd), options_(o) {}
+Writer::Writer(platform::FileHandle file, const WriterOptions& o) : file_(file), options_(o) {}
 
 Writer::~Writer() {
-  if (fd_ >= 0) ::close(fd_);
+  if (open_) platform::CloseFile(file_);
 }
 
 Status Writer::Write(const uint8_t* data, size_t n) {
   if (!failed_.ok()) return failed_;
-  if (fd_ < 0) return Status(ErrorCode::kClosed, "writer is closed");
+  if (!open_) return Status(ErrorCode::kClosed, "writer is closed");
   if (n > kMaxChunkPayload - kLengthPrefixSize) {
     return Status(ErrorCode::kTooLarge,
                   "record of " + std::to_string(n) + " bytes does not fit in a chunk");
@@ -68,16 +61,11 @@ Status Writer::Flush() {
                          gzip_.get(), chunk_);
   if (!s.ok()) return s;
   size_t done = 0;
-  while (done < chunk_.size()) {
-    const ssize_t w = ::write(fd_, chunk_.data() + done, chunk_.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      failed_ = Status(ErrorCode::kIo, "write failed: " + ErrnoText(errno),
-                       static_cast<int64_t>(chunks_written_),
-                       static_cast<int64_t>(bytes_written_ + done));
-      return failed_;
-    }
-    done += static_cast<size_t>(w);
+  if (platform::SysError err = platform::WriteAll(file_, chunk_.data(), chunk_.size(), &done)) {
+    failed_ =
+        Status(ErrorCode::kIo, "write failed: " + platform::ErrorText(err),
+               static_cast<int64_t>(chunks_written_), static_cast<int64_t>(bytes_written_ + done));
+    return failed_;
   }
   bytes_written_ += done;
   ++chunks_written_;
@@ -91,10 +79,11 @@ Status Writer::Flush() {
 }
 
 Status Writer::Close() {
-  if (fd_ < 0) return Status::Ok();
+  if (!open_) return Status::Ok();
   Status s = failed_.ok() ? Flush() : failed_;
-  if (::close(fd_) != 0 && s.ok()) s = Status(ErrorCode::kIo, "close failed: " + ErrnoText(errno));
-  fd_ = -1;
+  platform::SysError err = platform::CloseFile(file_);
+  if (err != 0 && s.ok()) s = Status(ErrorCode::kIo, "close failed: " + platform::ErrorText(err));
+  open_ = false;
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "byte_buffer.h"
+#include "file_io.h"
 #include "format.h"
 #include "gzip.h"
 #include "status.h"
@@ -36,16 +37,17 @@ class Writer {
   /// Flushes the last chunk and closes the file. Idempotent.
   Status Close();
 
-  bool closed() const { return fd_ < 0; }
+  bool closed() const { return !open_; }
   uint64_t records_written() const { return records_written_; }
   uint64_t chunks_written() const { return chunks_written_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  Writer(int fd, const WriterOptions& o);
+  Writer(platform::FileHandle file, const WriterOptions& o);
   Status Flush();
 
-  int fd_;
+  platform::FileHandle file_;
+  bool open_ = true;
   WriterOptions options_;
   std::unique_ptr<GzipEncoder> gzip_;
   ByteBuffer records_;  // framed records of the open chunk

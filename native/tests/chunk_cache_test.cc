@@ -2,8 +2,6 @@
 // bound, concurrent gets, and faults that are reported and not cached.
 #include "chunk_cache.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -22,13 +20,13 @@ using edl::prefetch::ChunkCache;
 namespace {
 
 struct Opened {
-  std::shared_ptr<PosixFile> file;
+  std::shared_ptr<LocalFile> file;
   std::shared_ptr<FileIndex> index;
 };
 
 Opened Open(const std::string& path) {
   Opened o;
-  auto f = PosixFile::Open(path);
+  auto f = LocalFile::Open(path);
   CHECK_OK(f.status());
   o.file = f.value();
   o.index = std::make_shared<FileIndex>();

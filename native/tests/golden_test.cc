@@ -38,13 +38,13 @@ std::map<std::string, Expected> Manifest() {
 }
 
 struct Opened {
-  std::shared_ptr<PosixFile> file;
+  std::shared_ptr<LocalFile> file;
   FileIndex index;
 };
 
 Opened Open(const std::string& name) {
   Opened o;
-  auto f = PosixFile::Open(edl::test::GoldenPath(name));
+  auto f = LocalFile::Open(edl::test::GoldenPath(name));
   CHECK_OK(f.status());
   if (!f.ok()) return o;
   o.file = f.value();

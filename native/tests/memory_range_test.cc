@@ -90,7 +90,7 @@ Range Cut(const std::vector<uint8_t>& bytes, const FileIndex& index, size_t from
 TEST(EveryGoldenFileFromMemoryReadsAsTheFile) {
   for (const char* name : kGolden) {
     const std::vector<uint8_t> bytes = Slurp(name);
-    auto file = PosixFile::Open(edl::test::GoldenPath(name));
+    auto file = LocalFile::Open(edl::test::GoldenPath(name));
     CHECK_OK(file.status());
     if (!file.ok()) continue;
     FileIndex index;

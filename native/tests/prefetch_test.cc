@@ -1,7 +1,5 @@
 // The prefetcher: order and content equal sequential reads for any thread count, backpressure,
 // cancellation mid-stream, and an error in one range that loses none of the others.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,12 +25,7 @@ using edl::prefetch::Range;
 namespace {
 
 std::string TempDir() {
-  static std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edl-prefetch-test-XXXXXX";
-    char* made = mkdtemp(&tmpl[0]);
-    return std::string(made != nullptr ? made : "/tmp");
-  }();
+  static const std::string dir = edl::test::MakeTempDir("edl-prefetch-test");
   return dir;
 }
 
@@ -68,7 +61,7 @@ std::string RecordLine(uint64_t range, uint64_t index, const uint8_t* p, uint32_
 std::vector<std::string> Sequential(const std::vector<Range>& ranges) {
   std::vector<std::string> lines;
   for (size_t r = 0; r < ranges.size(); ++r) {
-    auto f = PosixFile::Open(ranges[r].path);
+    auto f = LocalFile::Open(ranges[r].path);
     CHECK_OK(f.status());
     FileIndex index;
     CHECK_OK(ScanIndex(*f.value(), &index));

@@ -46,6 +46,10 @@ bool CheckEq(const A& a, const B& b, const char* ea, const char* eb, const char*
 /// A file of the golden test vectors (EDL_GOLDEN_DIR in the environment, else the build default).
 std::string GoldenPath(const std::string& name);
 
+/// A new directory `<TMPDIR>/<prefix>-XXXXXX` (mkdtemp; on Windows, where mingw-w64 has no mkdtemp,
+/// `<TEMP>/<prefix>-<pid>`); the temporary directory itself if it cannot be made.
+std::string MakeTempDir(const std::string& prefix);
+
 /// Deterministic pseudo-random bytes.
 class Rng {
  public:

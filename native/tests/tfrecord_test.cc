@@ -1,7 +1,5 @@
 // TFRecord framing: known CRC vectors, frame decode limits, index scan, range reads, writer round
 // trips, corruption and truncation.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -16,8 +14,8 @@
 using namespace edl::tfrecord;  // NOLINT
 using edl::recordio::ByteBuffer;
 using edl::recordio::ErrorCode;
+using edl::recordio::LocalFile;
 using edl::recordio::MemoryFile;
-using edl::recordio::PosixFile;
 using edl::recordio::Status;
 
 namespace {
@@ -151,9 +149,7 @@ TEST(index_and_range_reads) {
 }
 
 TEST(writer_round_trip) {
-  const char* base = std::getenv("TMPDIR");
-  std::string path = std::string(base != nullptr ? base : "/tmp") + "/edl-tfrecord-test-" +
-                     std::to_string(::getpid()) + ".tfrecord";
+  const std::string path = edl::test::MakeTempDir("edl-tfrecord-test") + "/round-trip.tfrecord";
   auto records = Sample(2000);
   {
     auto w = Writer::Create(path);
@@ -164,7 +160,7 @@ TEST(writer_round_trip) {
     CHECK_EQ(w.value()->records(), uint64_t{2000});
     CHECK_EQ(w.value()->Write(nullptr, 0).code(), ErrorCode::kClosed);
   }
-  auto f = PosixFile::Open(path);
+  auto f = LocalFile::Open(path);
   CHECK_OK(f.status());
   std::vector<uint64_t> offsets;
   CHECK_OK(ScanIndex(*f.value(), &offsets));
@@ -177,7 +173,7 @@ TEST(writer_round_trip) {
                     bounds[2 * i + 1] - bounds[2 * i]);
     CHECK(got == records[i]);
   }
-  ::unlink(path.c_str());
+  std::remove(path.c_str());
 }
 
 TEST(decode_records_from_memory) {

@@ -1,8 +1,6 @@
 // Writer -> reader round trips through real files, the chunk split rule, and index edge cases.
 #include "writer.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -18,12 +16,7 @@ using namespace edl::recordio;  // NOLINT
 namespace {
 
 std::string TempDir() {
-  static std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edl-writer-test-XXXXXX";
-    char* made = mkdtemp(&tmpl[0]);
-    return std::string(made != nullptr ? made : "/tmp");
-  }();
+  static const std::string dir = edl::test::MakeTempDir("edl-writer-test");
   return dir;
 }
 
@@ -36,7 +29,7 @@ Status WriteAll(const std::string& path, const WriterOptions& o,
 
 std::vector<std::string> ReadAll(const std::string& path, FileIndex* index_out = nullptr) {
   std::vector<std::string> got;
-  auto f = PosixFile::Open(path);
+  auto f = LocalFile::Open(path);
   CHECK_OK(f.status());
   if (!f.ok()) return got;
   FileIndex index;
@@ -161,7 +154,7 @@ TEST(CreateInMissingDirectoryIsIo) {
   auto w = Writer::Create(TempDir() + "/no/such/dir/x.rio", WriterOptions());
   CHECK_EQ(w.status().code(), ErrorCode::kIo);
   CHECK(w.status().message().find("No such file") != std::string::npos);
-  auto r = PosixFile::Open(TempDir() + "/does-not-exist.rio");
+  auto r = LocalFile::Open(TempDir() + "/does-not-exist.rio");
   CHECK_EQ(r.status().code(), ErrorCode::kIo);
 }
 

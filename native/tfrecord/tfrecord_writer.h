@@ -9,6 +9,7 @@
 #include <string>
 
 #include "byte_buffer.h"
+#include "file_io.h"
 #include "status.h"
 
 namespace edl::tfrecord {
@@ -28,9 +29,10 @@ class Writer {
   uint64_t records() const { return records_; }
 
  private:
-  Writer(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  Writer(platform::FileHandle file, std::string path) : file_(file), path_(std::move(path)) {}
   recordio::Status Flush();
-  int fd_;
+  platform::FileHandle file_;
+  bool open_ = true;
   std::string path_;
   recordio::ByteBuffer buffer_;
   uint64_t records_ = 0;

@@ -50,7 +50,7 @@ describe('native addon loader', () => {
     expect(platformPackageName('linux', 'x64', 'gnu')).toBe('@edl/native-linux-x64-gnu');
     expect(platformPackageName('linux', 'arm64', 'musl')).toBe('@edl/native-linux-arm64-musl');
     expect(platformPackageName('darwin', 'arm64', null)).toBe('@edl/native-darwin-arm64');
-    expect(platformPackageName('win32', 'x64')).toBe('@edl/native-win32-x64-msvc');
+    expect(platformPackageName('win32', 'x64')).toBe('@edl/native-win32-x64-gnu');
     if (process.platform === 'linux')
       expect(platformPackageName()).toMatch(/^@edl\/native-linux-\w+-(gnu|musl)$/);
   });

@@ -43,8 +43,9 @@ export interface LoadAddonOptions {
 
 /**
  * The name of the prebuilt addon package for this platform, e.g. `@edl/native-linux-x64-gnu`,
- * `@edl/native-darwin-arm64`, `@edl/native-win32-x64-msvc`. The third part is the C library on Linux
- * (a glibc build does not load on musl) and the toolchain on Windows; pass `null` for none.
+ * `@edl/native-darwin-arm64`, `@edl/native-win32-x64-gnu`. The third part is the C library on Linux
+ * (a glibc build does not load on musl) and the toolchain on Windows (`gnu`: mingw-w64, whose runtime
+ * is linked into the addon, so it loads in any Node.js for Windows); pass `null` for none.
  */
 export function platformPackageName(
   platform: string = process.platform,
@@ -55,7 +56,7 @@ export function platformPackageName(
 }
 
 function defaultAbi(platform: string): string | null {
-  if (platform === 'win32') return 'msvc';
+  if (platform === 'win32') return 'gnu';
   return platform === process.platform ? (detectLibc() ?? null) : null;
 }
 
