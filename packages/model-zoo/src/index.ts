@@ -7,6 +7,7 @@
  */
 
 export { SeededRandom } from '@edl/common';
+export { registerLinearSegmentSum } from '@edl/worker';
 export {
   buildCensusModel,
   type CensusRecord,
@@ -91,7 +92,6 @@ export {
   type EdlPsShardsOptions,
   startEdlPsShards,
 } from './embedding-training/ps-shards.js';
-export { registerLinearSegmentSum } from './embedding-training/segment-sum-kernel.js';
 export {
   type EmbeddingRowStore,
   EmbeddingStepLoop,

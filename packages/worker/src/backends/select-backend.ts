@@ -5,9 +5,13 @@ import { tf } from '../../hooks/tfjs-commonjs.mjs';
 import { WorkerError } from '../errors.js';
 import { silentLogger, type WorkerLogger } from '../logger.js';
 import { BACKEND_ORDER, type BackendName, isBackendName } from './backend-name.js';
+import { registerLinearSegmentSum } from './linear-segment-sum.js';
 import { activateTensorflow } from './tensorflow.js';
 import { activateWasm } from './wasm.js';
 import { activateWebGpu } from './webgpu.js';
+
+/** Whether the cpu backend got its faster kernels (once per process). */
+let cpuKernelsRegistered = false;
 
 /** Options of {@link selectBackend}. */
 export interface SelectBackendOptions {
@@ -45,6 +49,10 @@ async function activate(name: BackendName, allowSoftware: boolean): Promise<{ ok
     case 'wasm':
       return activateWasm();
     case 'cpu': {
+      if (!cpuKernelsRegistered) {
+        registerLinearSegmentSum('cpu');
+        cpuKernelsRegistered = true;
+      }
       const ok = await tf.setBackend('cpu');
       return { ok, detail: ok ? 'JavaScript kernels' : "tf.setBackend('cpu') failed" };
     }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { tf, tfBackendWasm } from '../../hooks/tfjs-commonjs.mjs';
 import { registerConv2DBackpropFilter } from './conv2d-backprop-filter.js';
 import { registerCpuFallbackKernels } from './cpu-fallback-kernels.js';
+import { registerLinearSegmentSum } from './linear-segment-sum.js';
 
 /** What was found when the WebAssembly backend was tried. */
 export interface WasmProbe {
@@ -30,6 +31,8 @@ export async function activateWasm(): Promise<WasmProbe> {
     // Composed from wasm's own kernels: fast, unlike the CPU backend's version.
     registerConv2DBackpropFilter('wasm');
     prepared = { delegated: registerCpuFallbackKernels('wasm'), dir };
+    // After the fallbacks, which would otherwise borrow the CPU's per-segment kernel.
+    registerLinearSegmentSum('wasm');
   }
   let ok = false;
   let failure = '';

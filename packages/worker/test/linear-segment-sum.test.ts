@@ -1,10 +1,10 @@
 import { SeededRandom } from '@edl/common';
-import { selectBackend, tf } from '@edl/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { registerLinearSegmentSum } from '../src/index.js';
+import { registerLinearSegmentSum, selectBackend, tf } from '../src/index.js';
 
+// The stock cpu backend first (selectBackend would register the linear kernel at once).
 beforeAll(async () => {
-  await selectBackend({ backend: 'cpu' });
+  await tf.setBackend('cpu');
 });
 
 function results(x: tf.Tensor, ids: tf.Tensor1D, table: tf.Variable, indices: tf.Tensor) {
@@ -58,5 +58,14 @@ describe('registerLinearSegmentSum', () => {
       expect(v).toBeCloseTo(1.5 * uses[Math.floor(k / 5)]!, 5);
     });
     expect(tf.getKernel(tf.UnsortedSegmentSum, 'cpu')).toBe(before);
+  });
+
+  it('is what selectBackend puts on the cpu backend, once per process', async () => {
+    const stock = tf.getKernel(tf.UnsortedSegmentSum, 'cpu');
+    await selectBackend({ backend: 'cpu' });
+    const linear = tf.getKernel(tf.UnsortedSegmentSum, 'cpu');
+    expect(linear).not.toBe(stock);
+    await selectBackend({ backend: 'cpu' });
+    expect(tf.getKernel(tf.UnsortedSegmentSum, 'cpu')).toBe(linear);
   });
 });

@@ -1,4 +1,4 @@
-import { tf } from '@edl/worker';
+import { tf } from '../../hooks/tfjs-commonjs.mjs';
 
 interface SyncBackend {
   readSync(dataId: tf.DataId): tf.backend_util.BackendValues;
@@ -13,9 +13,8 @@ interface SyncBackend {
  * Why: an embedding lookup's gradient is `tf.gather`'s, an unsorted segment sum over the table's
  * rows (`tfl.layers.embedding`) or the pulled rows (the distributed layer). TensorFlow.js' CPU
  * kernel (which the wasm backend borrows) runs four tensor ops per segment over the whole input,
- * O(segments x x.size): seconds per step at 1,000 rows, hours at 10^6. Both paths of the DeepFM
- * test and `bench/sparse-ps.mjs` register this one so that neither measures that kernel; it
- * belongs beside `registerConv2DBackpropFilter` of @edl/worker's backends.
+ * O(segments x x.size): seconds per step at 1,000 rows, hours at 10^6. The worker registers it
+ * on cpu and wasm when it selects them (`selectBackend`), for every model with an embedding.
  */
 export function registerLinearSegmentSum(backendName: string): () => void {
   const previous = tf.getKernel(tf.UnsortedSegmentSum, backendName);
