@@ -9,6 +9,7 @@ export type {
   JsonValue,
   RandomAccessDataSource,
 } from '../protocols.js';
+export * from './autotune/index.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
 export { DatasetError, type DatasetErrorCode } from './errors.js';
