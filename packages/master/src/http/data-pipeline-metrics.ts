@@ -1,5 +1,6 @@
-import type { DataPipelineReport, DataStageReport, WorkerStatsReport } from '@edl/proto';
+import type { DataPipelineReport, DataStageReport } from '@edl/proto';
 import type { Master } from '../master.js';
+import { LatestPerWorker } from './latest-per-worker.js';
 import type { Family, Sample } from './prometheus-text.js';
 
 /** One worker's data pipeline tuner as the live view shows it. */
@@ -13,30 +14,25 @@ export interface DataPipelineRow extends DataPipelineReport {
  * them as the `edl_data_*` Prometheus gauges and the live view's data pipeline card.
  */
 export class DataPipelineMetrics {
-  readonly #byWorker = new Map<string, DataPipelineReport>();
-  readonly #unobserve: () => void;
+  readonly #byWorker: LatestPerWorker<DataPipelineReport>;
 
   constructor(master: Master) {
-    this.#unobserve = master.observe({
-      onHeartbeat: (workerId: string, stats: WorkerStatsReport | undefined) => {
-        if (stats?.dataPipeline !== undefined) this.#byWorker.set(workerId, stats.dataPipeline);
-      },
-    });
+    this.#byWorker = new LatestPerWorker(master, (stats) => stats.dataPipeline);
   }
 
   /** Stops listening to the master. */
   close(): void {
-    this.#unobserve();
+    this.#byWorker.close();
   }
 
   /** Per worker, for the live view. */
   rows(): DataPipelineRow[] {
-    return [...this.#byWorker].map(([worker, report]) => ({ worker, ...report }));
+    return this.#byWorker.entries().map(([worker, report]) => ({ worker, ...report }));
   }
 
   /** The `edl_data_*` gauges: budgets, modelled bytes, and per stage its settings and rates. */
   families(): Family[] {
-    const workers = [...this.#byWorker];
+    const workers = this.#byWorker.entries();
     const perWorker = (value: (report: DataPipelineReport) => number): Sample[] =>
       workers.map(([worker, report]) => ({ labels: { worker }, value: value(report) }));
     // A pipeline may have two stages of one name (two prefetches): the position tells them apart.

@@ -1,48 +1,45 @@
 import type { StageRates } from './model.js';
 
-/** Samples a window needs before its rates replace the estimate. */
+/** Samples a measure needs before the tuner trusts it. */
 const MIN_SAMPLES = 4;
-/** Weight of a new window against the estimate so far (an exponential moving average). */
-const NEW_WEIGHT = 0.5;
 /** `estimateBytes` walks an element: measure one in this many. */
 export const SIZE_SAMPLE_EVERY = 16;
 
-/** A sum of durations and how many there were, since the last window closed. */
-class Window {
-  totalMs = 0;
-  count = 0;
+/**
+ * The mean of every sample so far, as tf.data's model keeps processing time per element: a
+ * moving window would follow the noise of a busy machine and keep the climb moving, where the
+ * running mean settles and the settings with it.
+ */
+class RunningMean {
+  #total = 0;
+  #count = 0;
   readonly #minSamples: number;
 
   constructor(minSamples = MIN_SAMPLES) {
     this.#minSamples = minSamples;
   }
 
-  add(ms: number, count = 1): void {
-    this.totalMs += ms;
-    this.count += count;
+  add(value: number, count = 1): void {
+    this.#total += value;
+    this.#count += count;
   }
 
-  /** The new estimate from `previous` and this window (or `previous` when too few samples), then resets. */
-  close(previous: number | undefined): number | undefined {
-    if (this.count < this.#minSamples) return previous;
-    const mean = this.totalMs / this.count;
-    this.totalMs = 0;
-    this.count = 0;
-    return previous === undefined ? mean : previous + NEW_WEIGHT * (mean - previous);
+  /** The mean, or undefined before enough samples. */
+  get mean(): number | undefined {
+    return this.#count < this.#minSamples ? undefined : this.#total / this.#count;
   }
 }
 
 /**
  * The measurements of one tunable stage: durations added as they happen (on the stage's own
- * thread, a few additions per element), closed into {@link StageRates} by each tuning round.
+ * thread, a few additions per element), read as {@link StageRates} by each tuning round.
  */
 export class StageMeter {
-  readonly #input = new Window();
-  readonly #work = new Window();
-  readonly #consumer = new Window();
+  readonly #input = new RunningMean();
+  readonly #work = new RunningMean();
+  readonly #consumer = new RunningMean();
   /** Sizes are sampled sparsely: one sample is enough to stop treating elements as free. */
-  readonly #bytes = new Window(1);
-  #rates: { inputMs?: number; workMs?: number; consumerMs?: number; elementBytes?: number } = {};
+  readonly #bytes = new RunningMean(1);
   /** Elements the stage has returned. */
   elements = 0;
 
@@ -66,20 +63,13 @@ export class StageMeter {
     this.#bytes.add(bytes);
   }
 
-  /** Closes the window; undefined until input and consumer times were both measured. */
+  /** The rates so far; undefined until input and consumer times (and work, for a map) were measured. */
   rates(hasWork: boolean): StageRates | undefined {
-    const r = this.#rates;
-    r.inputMs = this.#input.close(r.inputMs);
-    r.workMs = this.#work.close(r.workMs);
-    r.consumerMs = this.#consumer.close(r.consumerMs);
-    r.elementBytes = this.#bytes.close(r.elementBytes);
-    if (r.inputMs === undefined || r.consumerMs === undefined) return undefined;
-    if (hasWork && r.workMs === undefined) return undefined;
-    return {
-      inputMs: r.inputMs,
-      workMs: r.workMs ?? 0,
-      consumerMs: r.consumerMs,
-      elementBytes: r.elementBytes ?? 0,
-    };
+    const inputMs = this.#input.mean;
+    const workMs = this.#work.mean;
+    const consumerMs = this.#consumer.mean;
+    if (inputMs === undefined || consumerMs === undefined || (hasWork && workMs === undefined))
+      return undefined;
+    return { inputMs, workMs: workMs ?? 0, consumerMs, elementBytes: this.#bytes.mean ?? 0 };
   }
 }
