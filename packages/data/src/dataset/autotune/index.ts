@@ -14,8 +14,11 @@ export {
 export {
   type AutotuneOptions,
   type AutotuneSnapshot,
+  autotuneBudgets,
   autotuneSnapshot,
   configureAutotune,
+  reserveDataBudget,
+  type TunedStage,
   type TunedStageSnapshot,
   tuneNow,
 } from './tuner.js';

@@ -23,6 +23,8 @@ export interface TunedStageSpec {
   readonly hasWork: boolean;
   readonly threadBytes?: number;
   readonly fixedBytes?: number;
+  /** Threads the stage runs whatever the tuner does (a reader's decoding threads). */
+  readonly fixedThreads?: number;
   /** Applies new settings; called on the stage's consumer thread between two elements. */
   readonly apply: (settings: StageSettings) => void;
 }
@@ -194,6 +196,34 @@ const autotuner = new Autotuner();
 /** Registers an `'auto'` stage with the process's tuner (used by prefetch and mapParallel). */
 export function registerTunedStage(spec: TunedStageSpec): TunedStage {
   return autotuner.register(spec);
+}
+
+/**
+ * Counts memory and threads that a stage holds outside the tuner's reach (the native RecordIO
+ * read-ahead, whose threads and bytes are fixed when it starts) against the budgets, so that the
+ * tuned stages share what is left; it shows in {@link autotuneSnapshot} with its values. Hold the
+ * returned handle while the resources are held, and `unregister()` it when they are freed.
+ */
+export function reserveDataBudget(reservation: {
+  readonly label: string;
+  readonly threads: number;
+  readonly bytes: number;
+}): TunedStage {
+  return autotuner.register({
+    label: reservation.label,
+    initial: { parallelism: reservation.threads, bufferSize: 1 },
+    tuneParallelism: false,
+    tuneBuffer: false,
+    hasWork: false,
+    fixedBytes: reservation.bytes,
+    fixedThreads: reservation.threads,
+    apply: () => undefined,
+  });
+}
+
+/** The budgets of this process's tuner now. */
+export function autotuneBudgets(): { readonly ramBudgetBytes: number; readonly cpuBudget: number } {
+  return { ramBudgetBytes: autotuner.ramBudgetBytes, cpuBudget: autotuner.cpuBudget };
 }
 
 /**
