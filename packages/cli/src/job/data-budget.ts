@@ -16,14 +16,17 @@ export function dataRamBudgetValue(text: string): number {
 
 /**
  * What a worker reports of its data pipeline's tuner (with heartbeats, and in its stats file for
- * `--stats`): the tuner's budgets and live `'auto'` stages, or, once they ended, the last ones seen;
- * undefined while no stage has been `'auto'`.
+ * `--stats`): the tuner's budgets and live `'auto'` stages, or, when none is live, the last ones
+ * that ended; undefined while no stage has been `'auto'`.
  */
 export function dataPipelineReporter(): () => DataPipelineReport | undefined {
-  let last: DataPipelineReport | undefined;
   return () => {
-    const { rounds: _rounds, ...snapshot } = autotuneSnapshot();
-    if (snapshot.stages.length > 0) last = snapshot;
-    return last === undefined ? undefined : { ...snapshot, stages: last.stages };
+    const { rounds: _rounds, endedStages, stages, ...budgets } = autotuneSnapshot();
+    // Between two tasks' iterators no stage is live: report how the last ones ran.
+    const shown = stages.length > 0 ? stages : endedStages.slice(-ENDED_SHOWN);
+    return shown.length === 0 ? undefined : { ...budgets, stages: shown };
   };
 }
+
+/** Ended stages a report shows at most: a pipeline's worth. */
+const ENDED_SHOWN = 4;

@@ -52,6 +52,11 @@ export interface AutotuneSnapshot {
   readonly modelledBytes: number;
   readonly rounds: number;
   readonly stages: readonly TunedStageSnapshot[];
+  /**
+   * The last 16 stages that ended or closed, oldest first, with their final settings and rates:
+   * what a pipeline that runs one iterator per task ran with between two of them.
+   */
+  readonly endedStages: readonly TunedStageSnapshot[];
 }
 
 /** First pause between two tuning rounds; it grows by half each round up to the longest. */
@@ -92,6 +97,8 @@ class Autotuner {
   ramBudgetBytes = defaultDataRamBudget();
   cpuBudget = defaultCpuBudget();
   readonly #stages = new Set<WeakRef<TunedStage>>();
+  /** The last stages that left (ended or closed), oldest first, as they were then. */
+  readonly #ended: TunedStageSnapshot[] = [];
   #nextRoundAt = 0;
   #periodMs = FIRST_PERIOD_MS;
   rounds = 0;
@@ -105,8 +112,14 @@ class Autotuner {
   }
 
   unregister(stage: TunedStage): void {
-    for (const ref of this.#stages)
-      if (ref.deref() === stage || ref.deref() === undefined) this.#stages.delete(ref);
+    for (const ref of this.#stages) {
+      if (ref.deref() !== stage && ref.deref() !== undefined) continue;
+      this.#stages.delete(ref);
+      if (ref.deref() === stage) {
+        this.#ended.push(describeStage(stage));
+        if (this.#ended.length > ENDED_KEPT) this.#ended.shift();
+      }
+    }
   }
 
   live(): TunedStage[] {
@@ -141,7 +154,10 @@ class Autotuner {
         this.ramBudgetBytes - unmeasured.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
       cpuThreads:
         this.cpuBudget -
-        unmeasured.reduce((sum, s) => sum + (s.spec.tuneParallelism ? s.settings.parallelism : 0), 0),
+        unmeasured.reduce(
+          (sum, s) => sum + (s.spec.fixedThreads ?? (s.spec.tuneParallelism ? s.settings.parallelism : 0)),
+          0,
+        ),
     });
     measured.forEach((stage, i) => {
       const settings = next[i] as StageSettings;
@@ -158,25 +174,33 @@ class Autotuner {
 
   snapshot(): AutotuneSnapshot {
     const stages = this.live();
-    const perSecond = (ms: number | undefined) => (ms === undefined || ms <= 0 ? 0 : 1000 / ms);
     return {
       ramBudgetBytes: this.ramBudgetBytes,
       cpuBudget: this.cpuBudget,
       modelledBytes: stages.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
       rounds: this.rounds,
-      stages: stages.map((s) => ({
-        label: s.spec.label,
-        parallelism: s.settings.parallelism,
-        bufferSize: s.settings.bufferSize,
-        inputPerSecond: perSecond(s.rates?.inputMs),
-        workPerSecond: perSecond(s.rates?.workMs),
-        consumerPerSecond: perSecond(s.rates?.consumerMs),
-        elementBytes: Math.round(s.rates?.elementBytes ?? 0),
-        elements: s.meter.elements,
-        lastChangeAtElement: s.lastChangeAtElement,
-      })),
+      stages: stages.map(describeStage),
+      endedStages: [...this.#ended],
     };
   }
+}
+
+/** Stages that left the tuner kept for {@link AutotuneSnapshot.endedStages}. */
+const ENDED_KEPT = 16;
+
+function describeStage(s: TunedStage): TunedStageSnapshot {
+  const perSecond = (ms: number | undefined) => (ms === undefined || ms <= 0 ? 0 : 1000 / ms);
+  return {
+    label: s.spec.label,
+    parallelism: s.settings.parallelism,
+    bufferSize: s.settings.bufferSize,
+    inputPerSecond: perSecond(s.rates?.inputMs),
+    workPerSecond: perSecond(s.rates?.workMs),
+    consumerPerSecond: perSecond(s.rates?.consumerMs),
+    elementBytes: Math.round(s.rates?.elementBytes ?? 0),
+    elements: s.meter.elements,
+    lastChangeAtElement: s.lastChangeAtElement,
+  };
 }
 
 function toClimbStage(stage: TunedStage): ClimbStage {

@@ -4,6 +4,7 @@ import {
   configureAutotune,
   defaultCpuBudget,
   defaultDataRamBudget,
+  reserveDataBudget,
 } from '../../../src/dataset/autotune/index.js';
 import { IterDataset } from '../../../src/dataset/iter-dataset.js';
 import { MapDataset } from '../../../src/dataset/map-dataset.js';
@@ -54,6 +55,19 @@ describe("'auto' settings", () => {
     for (let r = await it.next(); !r.done; r = await it.next()) most = Math.max(most, it.settings.workers);
     expect(most).toBeGreaterThanOrEqual(2);
     expect(most).toBeLessThanOrEqual(3);
+  });
+
+  it("leave the threads reserved outside the tuner (a reader's decoding threads) to their owner", async () => {
+    configureAutotune({ cpuBudget: 3 });
+    const reservation = reserveDataBudget({ label: 'RecordIO read-ahead', threads: 2, bytes: 0 });
+    try {
+      const it = spins(80, 2, 'auto', 'auto').iterator() as ParallelMapIterator<number, unknown>;
+      for (let r = await it.next(); !r.done; r = await it.next());
+      expect(it.settings.workers).toBe(1);
+    } finally {
+      reservation.unregister();
+    }
+    expect(autotuneSnapshot().endedStages.at(-1)?.label).toBe('RecordIO read-ahead');
   });
 
   it('leave a map stage at one thread when its reads, not its work, are the bottleneck', async () => {
