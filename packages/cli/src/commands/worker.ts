@@ -39,7 +39,8 @@ Options:
   --data-ram-budget SIZE      memory the 'auto' stages of the data pipeline may hold, e.g. 2GiB
                               or 25% (default: half of this host's memory or of its cgroup
                               limit; 'edl train' gives each of its workers an equal share)
-  --data-cpu-budget N         threads the 'auto' stages may run together (default: the cores)
+  --data-cpu-budget N         threads the 'auto' stages may run together (default: the cores
+                              less one, at least 1)
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints

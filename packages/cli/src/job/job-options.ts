@@ -1,6 +1,5 @@
-import { availableParallelism } from 'node:os';
 import type { JsonObject } from '@edl/data';
-import { defaultDataRamBudget } from '@edl/data/autotune';
+import { defaultCpuBudget, defaultDataRamBudget } from '@edl/data/autotune';
 import type { JobType } from '@edl/master';
 import type { LogLevel } from '@edl/proto';
 import { normalizeLocation, schemeOf } from '@edl/storage';
@@ -328,7 +327,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--prefetch', options.prefetch);
   // The workers of a local job share this host: each tunes its data pipeline within its share.
   add('--data-ram-budget', Math.max(2 ** 20, Math.floor(options.dataRamBudget / options.numWorkers)));
-  add('--data-cpu-budget', Math.max(1, Math.floor(availableParallelism() / options.numWorkers)));
+  add('--data-cpu-budget', defaultCpuBudget({ processes: options.numWorkers }));
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
   add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
   add('--mirror-updates', options.mirrorUpdates ?? 'on');

@@ -277,7 +277,7 @@ const DEFAULT_BUFFERED_BYTES = 64 * MIB;
 
 /**
  * The prefetcher's threads and read-ahead bytes, `'auto'` ones from the data budgets now: the
- * default threads within the CPU budget less one (a core for the rest), and a quarter of the RAM budget (at most the default) so
+ * default threads within the CPU budget (which leaves the main thread its core), and a quarter of the RAM budget (at most the default) so
  * that the tuned dataset stages keep the rest.
  */
 function resolveAuto(prefetch: ResolvedPrefetchOptions): { threads: number; maxBufferedBytes: number } {

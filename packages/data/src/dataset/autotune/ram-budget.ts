@@ -69,10 +69,13 @@ export function defaultDataRamBudget(share: BudgetShare = {}): number {
   return Math.floor((hostMemoryBytes() * DEFAULT_RAM_SHARE) / processes);
 }
 
-/** The default CPU budget of one process: the host's cores divided by the processes sharing them, at least 1. */
+/**
+ * The default CPU budget of one process: its share of the host's cores less one, which its main
+ * thread needs (it reads, hands elements to threads and runs the consumer's step), at least 1.
+ */
 export function defaultCpuBudget(share: BudgetShare = {}): number {
   const processes = Math.max(1, Math.floor(share.processes ?? 1));
-  return Math.max(1, Math.floor(availableParallelism() / processes));
+  return Math.max(1, Math.floor(availableParallelism() / processes) - 1);
 }
 
 const UNITS: Readonly<Record<string, number>> = {

@@ -1,9 +1,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, totalmem } from 'node:os';
+import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   cgroupMemoryLimit,
+  defaultCpuBudget,
   defaultDataRamBudget,
   hostMemoryBytes,
   parseByteSize,
@@ -60,6 +61,13 @@ describe('defaultDataRamBudget', () => {
     expect(hostMemoryBytes()).toBeLessThanOrEqual(totalmem());
     expect(defaultDataRamBudget()).toBe(Math.floor(hostMemoryBytes() / 2));
     expect(defaultDataRamBudget({ processes: 4 })).toBe(Math.floor(hostMemoryBytes() / 8));
+  });
+});
+
+describe('defaultCpuBudget', () => {
+  it("is the process's share of the cores less its main thread's, at least 1", () => {
+    expect(defaultCpuBudget()).toBe(Math.max(1, availableParallelism() - 1));
+    expect(defaultCpuBudget({ processes: 1000 })).toBe(1);
   });
 });
 
