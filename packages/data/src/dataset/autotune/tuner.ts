@@ -106,8 +106,9 @@ class Autotuner {
   register(spec: TunedStageSpec): TunedStage {
     const stage = new TunedStage(spec);
     this.#stages.add(new WeakRef(stage));
-    // A new stage is measured from scratch: tune often again for a while.
+    // A new stage is measured from scratch: tune soon, and often again for a while.
     this.#periodMs = FIRST_PERIOD_MS;
+    this.#nextRoundAt = 0;
     return stage;
   }
 
@@ -190,14 +191,16 @@ const ENDED_KEPT = 16;
 
 function describeStage(s: TunedStage): TunedStageSnapshot {
   const perSecond = (ms: number | undefined) => (ms === undefined || ms <= 0 ? 0 : 1000 / ms);
+  // The rates measured so far, also those since the last round.
+  const rates = s.meter.rates(s.spec.hasWork) ?? s.rates;
   return {
     label: s.spec.label,
     parallelism: s.settings.parallelism,
     bufferSize: s.settings.bufferSize,
-    inputPerSecond: perSecond(s.rates?.inputMs),
-    workPerSecond: perSecond(s.rates?.workMs),
-    consumerPerSecond: perSecond(s.rates?.consumerMs),
-    elementBytes: Math.round(s.rates?.elementBytes ?? 0),
+    inputPerSecond: perSecond(rates?.inputMs),
+    workPerSecond: perSecond(rates?.workMs),
+    consumerPerSecond: perSecond(rates?.consumerMs),
+    elementBytes: Math.round(rates?.elementBytes ?? 0),
     elements: s.meter.elements,
     lastChangeAtElement: s.lastChangeAtElement,
   };
