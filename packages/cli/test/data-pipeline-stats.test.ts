@@ -23,7 +23,7 @@ describe('edl train --data-ram-budget with --stats', () => {
         '--model-def',
         autoModel,
         '--training-data',
-        'synthetic:256',
+        'synthetic:64',
         '--backend',
         'cpu',
         '--num-workers',
