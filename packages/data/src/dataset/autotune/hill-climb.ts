@@ -94,9 +94,16 @@ export function hillClimb(stages: readonly ClimbStage[], budget: ClimbBudget): S
   return settings;
 }
 
-/** A stage with tuned threads keeps at least one element in flight per thread. */
+/**
+ * Elements a stage with threads keeps in flight at least: two per thread (mapParallel's default),
+ * so that a thread has its next element while its last result travels back.
+ */
+export const SLOTS_PER_THREAD = 2;
+
 function minBuffer(stage: ClimbStage, settings: StageSettings): number {
-  return stage.tuneParallelism || stage.settings.parallelism > 1 ? Math.max(1, settings.parallelism) : 1;
+  return stage.tuneParallelism || stage.settings.parallelism > 1
+    ? Math.max(1, SLOTS_PER_THREAD * settings.parallelism)
+    : 1;
 }
 
 function candidates(stage: ClimbStage, current: StageSettings): StageSettings[] {
@@ -104,8 +111,10 @@ function candidates(stage: ClimbStage, current: StageSettings): StageSettings[] 
   if (stage.tuneBuffer) out.push({ ...current, bufferSize: current.bufferSize + 1 });
   if (stage.tuneParallelism) {
     const parallelism = current.parallelism + 1;
-    // A new thread needs an element to work on: the buffer follows when it is tuned too.
-    const bufferSize = stage.tuneBuffer ? Math.max(current.bufferSize, parallelism) : current.bufferSize;
+    // A new thread needs elements to work on: the buffer follows when it is tuned too.
+    const bufferSize = stage.tuneBuffer
+      ? Math.max(current.bufferSize, SLOTS_PER_THREAD * parallelism)
+      : current.bufferSize;
     out.push({ parallelism, bufferSize });
   }
   return out;

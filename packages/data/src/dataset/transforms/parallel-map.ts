@@ -3,6 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
+import { SLOTS_PER_THREAD } from '../autotune/hill-climb.js';
 import { StageProbe } from '../autotune/stage-probe.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
@@ -35,7 +36,7 @@ export interface ParallelMapOptions {
   readonly ordered?: boolean;
   /**
    * Elements read ahead and in flight at most (default 2 * workers, at least 2; unused with 0
-   * workers). `'auto'`: set by the tuner within the RAM budget, at least one per thread.
+   * workers). `'auto'`: set by the tuner within the RAM budget, at least two per thread.
    */
   readonly bufferSize?: number | 'auto';
   /**
@@ -96,7 +97,7 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
     ? 1
     : checkInteger(options.workers ?? Math.max(1, availableParallelism() - 1), 'options.workers', 0, 1024);
   const bufferSize = autoBuffer
-    ? workers
+    ? SLOTS_PER_THREAD * workers
     : checkInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
   if (options.ordered !== undefined && options.ordered !== true)
     invalidArgument('true (only ordered output is supported)', 'options.ordered', options.ordered);
