@@ -92,6 +92,8 @@ export { FATAL_TASK_ERROR_CODES, type FatalTaskErrorCode, fatalTaskErrorCode } f
 export { fromTensorMessage, type NamedTensor, shapeSize, toTensorMessage } from './tensor.js';
 export { toSafeNumber, toWireInt } from './wire-numbers.js';
 export {
+  type DataPipelineReport,
+  type DataStageReport,
   fromWorkerStatsMessage,
   type StorageStatsReport,
   toWorkerStatsMessage,

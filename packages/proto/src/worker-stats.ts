@@ -1,5 +1,8 @@
 import { create } from '@bufbuild/protobuf';
 import {
+  type DataPipelineStats,
+  DataPipelineStatsSchema,
+  DataStageStatsSchema,
   type StorageStats,
   StorageStatsSchema,
   type WorkerStats,
@@ -51,6 +54,34 @@ export interface WorkerStatsReport {
   readonly timerSeconds: Readonly<Record<string, number>>;
   /** Counters of the remote byte sources read, one per scheme (absent when it read none). */
   readonly storage?: readonly StorageStatsReport[];
+  /** The data pipeline's tuner (absent when no stage is `'auto'`). */
+  readonly dataPipeline?: DataPipelineReport;
+}
+
+/** One `'auto'` stage of a worker's data pipeline: the settings its tuner chose and the rates it measured. */
+export interface DataStageReport {
+  /** e.g. `Prefetch`, `ParallelMap(parse)`. */
+  readonly label: string;
+  readonly parallelism: number;
+  readonly bufferSize: number;
+  /** Elements per second of the parent's reads, of the stage's work on one thread, asked by the consumer (0: unmeasured). */
+  readonly inputPerSecond: number;
+  readonly workPerSecond: number;
+  readonly consumerPerSecond: number;
+  /** Estimated bytes of a buffered element. */
+  readonly elementBytes: number;
+  /** Elements returned, and how many had been when the settings last changed. */
+  readonly elements: number;
+  readonly lastChangeAtElement: number;
+}
+
+/** The autotuner of a worker process: its budgets and every live `'auto'` stage. */
+export interface DataPipelineReport {
+  readonly ramBudgetBytes: number;
+  readonly cpuBudget: number;
+  /** Bytes the stages hold under their settings, as the tuner models them. */
+  readonly modelledBytes: number;
+  readonly stages: readonly DataStageReport[];
 }
 
 /** The wire message of a {@link WorkerStatsReport}. */
@@ -67,7 +98,49 @@ export function toWorkerStatsMessage(stats: WorkerStatsReport): WorkerStats {
     elapsedSeconds: stats.elapsedSeconds,
     timerSeconds: { ...stats.timerSeconds },
     storage: (stats.storage ?? []).map(toStorageStatsMessage),
+    ...(stats.dataPipeline === undefined ? {} : { dataPipeline: toDataPipelineMessage(stats.dataPipeline) }),
   });
+}
+
+function toDataPipelineMessage(report: DataPipelineReport): DataPipelineStats {
+  return create(DataPipelineStatsSchema, {
+    ramBudgetBytes: toWireInt(report.ramBudgetBytes, 'dataPipeline.ramBudgetBytes'),
+    cpuBudget: report.cpuBudget,
+    modelledBytes: toWireInt(report.modelledBytes, 'dataPipeline.modelledBytes'),
+    stages: report.stages.map((stage, i) =>
+      create(DataStageStatsSchema, {
+        ...stage,
+        elementBytes: toWireInt(stage.elementBytes, `dataPipeline.stages[${i}].elementBytes`),
+        elements: toWireInt(stage.elements, `dataPipeline.stages[${i}].elements`),
+        lastChangeAtElement: toWireInt(
+          stage.lastChangeAtElement,
+          `dataPipeline.stages[${i}].lastChangeAtElement`,
+        ),
+      }),
+    ),
+  });
+}
+
+function fromDataPipelineMessage(message: DataPipelineStats): DataPipelineReport {
+  return {
+    ramBudgetBytes: toSafeNumber(message.ramBudgetBytes, 'dataPipeline.ramBudgetBytes'),
+    cpuBudget: message.cpuBudget,
+    modelledBytes: toSafeNumber(message.modelledBytes, 'dataPipeline.modelledBytes'),
+    stages: message.stages.map((stage, i) => ({
+      label: stage.label,
+      parallelism: stage.parallelism,
+      bufferSize: stage.bufferSize,
+      inputPerSecond: stage.inputPerSecond,
+      workPerSecond: stage.workPerSecond,
+      consumerPerSecond: stage.consumerPerSecond,
+      elementBytes: toSafeNumber(stage.elementBytes, `dataPipeline.stages[${i}].elementBytes`),
+      elements: toSafeNumber(stage.elements, `dataPipeline.stages[${i}].elements`),
+      lastChangeAtElement: toSafeNumber(
+        stage.lastChangeAtElement,
+        `dataPipeline.stages[${i}].lastChangeAtElement`,
+      ),
+    })),
+  };
 }
 
 /** A {@link WorkerStatsReport} from its wire message. */
@@ -86,6 +159,9 @@ export function fromWorkerStatsMessage(message: WorkerStats): WorkerStatsReport 
     elapsedSeconds: message.elapsedSeconds,
     timerSeconds: { ...message.timerSeconds },
     ...(message.storage.length === 0 ? {} : { storage: message.storage.map(fromStorageStatsMessage) }),
+    ...(message.dataPipeline === undefined
+      ? {}
+      : { dataPipeline: fromDataPipelineMessage(message.dataPipeline) }),
   };
 }
 

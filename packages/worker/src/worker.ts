@@ -3,6 +3,7 @@ import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
 import {
   type EmbeddingClient,
+  type DataPipelineReport,
   MasterRpcError,
   type NamedTensor,
   type StorageStatsReport,
@@ -61,6 +62,8 @@ export interface WorkerOptions<TRecord> {
    * master's `/metrics` and live view show requests, bytes, retries and latency while the job runs.
    */
   readonly storageStats?: () => readonly StorageStatsReport[];
+  /** The data pipeline's tuner (budgets, `'auto'` settings, measured rates), sent with every heartbeat. */
+  readonly dataPipelineStats?: () => DataPipelineReport | undefined;
   /** JSON-lines file for prediction outputs, when the model has no `predictionOutputsProcessor`. */
   readonly predictionOutput?: string;
   /** Recomputations of a minibatch after STALE answers before its task fails (default: no limit, as ElasticDL). */
@@ -304,7 +307,12 @@ class WorkerLoop<TRecord> {
     try {
       const live = this.#tasks.liveStats(this.#o.backend ?? tf.getBackend() ?? '', this.#timers);
       const storage = this.#o.storageStats?.() ?? [];
-      const stats = storage.length === 0 ? live : { ...live, storage };
+      const dataPipeline = this.#o.dataPipelineStats?.();
+      const stats = {
+        ...live,
+        ...(storage.length === 0 ? {} : { storage }),
+        ...(dataPipeline === undefined ? {} : { dataPipeline }),
+      };
       const response = await this.#o.master.heartbeat(this.#o.workerId, stats);
       if (response.shouldStop && !this.#stopRequested) {
         this.#stopRequested = true;

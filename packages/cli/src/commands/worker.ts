@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataReader, JsonObject } from '@edl/data';
+import { configureAutotune } from '@edl/data/autotune';
+import type { DataPipelineReport } from '@edl/proto';
 import type { WorkerProgress } from '@edl/worker';
 import { parseCommandLine } from '../args.js';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
+import { dataPipelineReporter, dataRamBudgetValue } from '../job/data-budget.js';
 import { BACKEND_CHOICES } from '../job/job-options.js';
 import type { WorkerStatsFile } from '../job/run-job.js';
 import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
@@ -33,6 +36,11 @@ Options:
                               master applies the same gradient; a master whose update was this
                               gradient alone answers with a checksum instead of the model
                               (default on)
+  --data-ram-budget SIZE      memory the 'auto' stages of the data pipeline may hold, e.g. 2GiB
+                              or 25% (default: half of this host's memory or of its cgroup
+                              limit; 'edl train' gives each of its workers an equal share)
+  --data-cpu-budget N         threads the 'auto' stages may run together (default: the cores
+                              less one, at least 1)
   --stats-dir DIR             write <worker id>.json (timers) and prediction outputs there
   --export-dir DIR            after training, save the non-trainable weights (batch-norm
                               statistics) there, beside the master's checkpoints
@@ -66,6 +74,9 @@ function env(name: string): string {
   return value;
 }
 
+const withDataPipeline = (report: DataPipelineReport | undefined) =>
+  report === undefined ? {} : { dataPipeline: report };
+
 /** `edl worker`: one worker process of a job. */
 export const command: Command = {
   name: 'worker',
@@ -92,9 +103,17 @@ export const command: Command = {
       'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
       'mirror-updates': { type: 'choice', choices: ['on', 'off'] },
       'ps-addresses': { type: 'string' },
+      'data-ram-budget': { type: 'string' },
+      'data-cpu-budget': { type: 'integer', min: 1 },
       ...S3_OPTION_SPEC,
     });
     const psAddresses = parsePsAddresses(values['ps-addresses'] ?? process.env.EDL_PS_ADDRESSES);
+    const ramBudget = values['data-ram-budget'];
+    configureAutotune({
+      ...(ramBudget === undefined ? {} : { ramBudgetBytes: dataRamBudgetValue(ramBudget) }),
+      ...(values['data-cpu-budget'] === undefined ? {} : { cpuBudget: values['data-cpu-budget'] }),
+    });
+    const dataPipelineStats = dataPipelineReporter();
     const s3 = s3Options(values);
     const modelDef = values['model-def'];
     if (modelDef === undefined) throw new UsageError('--model-def is required');
@@ -186,6 +205,7 @@ export const command: Command = {
           steps: p.steps,
           records: { [p.mode]: p.records },
           timers: timers.toJSON(),
+          ...withDataPipeline(dataPipelineStats()),
           partial: true,
         };
         writeFileSync(path.join(statsDir, `${workerId}.json`), JSON.stringify(partial));
@@ -208,6 +228,7 @@ export const command: Command = {
         ...(evaluation ? { evaluationReader: evaluation } : {}),
         ...(prediction ? { predictionReader: prediction } : {}),
         storageStats,
+        dataPipelineStats,
         minibatchSize: values['minibatch-size'] ?? 64,
         getModelSteps: values['get-model-steps'] ?? 1,
         prefetch: values.prefetch ?? 2,
@@ -250,6 +271,7 @@ export const command: Command = {
           records: { ...result.records },
           ...(result.lastLoss === undefined ? {} : { lastLoss: result.lastLoss }),
           timers: result.timers,
+          ...withDataPipeline(dataPipelineStats()),
         };
         writeFileSync(path.join(statsDir, `${workerId}.json`), JSON.stringify(stats));
       }

@@ -1,4 +1,5 @@
 import type { JsonObject } from '@edl/data';
+import { defaultCpuBudget, defaultDataRamBudget } from '@edl/data/autotune';
 import type { JobLearningRateDecay, JobType } from '@edl/master';
 import type { LogLevel } from '@edl/proto';
 import { normalizeLocation, schemeOf } from '@edl/storage';
@@ -11,6 +12,7 @@ import {
   parseCommandLine,
 } from '../args.js';
 import { UsageError } from '../command.js';
+import { dataRamBudgetValue } from './data-budget.js';
 import { S3_OPTION_SPEC, S3_OPTIONS_HELP, type S3Options, s3Args, s3Options } from './s3-options.js';
 
 /**
@@ -55,6 +57,8 @@ export interface JobOptions extends S3Options {
   /** Workers mirror the master's updates on a replica (see `edl worker --mirror-updates`). */
   readonly mirrorUpdates?: 'on' | 'off';
   readonly prefetch: number;
+  /** Bytes the data pipelines of this host's workers may hold together, split evenly between them. */
+  readonly dataRamBudget: number;
   readonly output?: string;
   readonly metricsFile?: string;
   readonly stats: boolean;
@@ -108,6 +112,7 @@ export const OPTION_SPEC = {
   'push-ahead': { type: 'string' },
   'mirror-updates': { type: 'string' },
   prefetch: { type: 'string' },
+  'data-ram-budget': { type: 'string' },
   output: { type: 'string' },
   'metrics-file': { type: 'string' },
   stats: { type: 'boolean' },
@@ -179,6 +184,9 @@ Worker:
                                 and optimizer and compute on, while the master applies the same:
                                 one worker then never waits for its answer (default: on)
   --prefetch N                  minibatches prepared ahead of compute (default 2; 0 = serialized)
+  --data-ram-budget SIZE        memory the workers' 'auto' data pipeline stages may hold together,
+                                e.g. 4GiB or 25% (default: half of this host's memory or of its
+                                cgroup limit); each of the --num-workers workers gets an equal share
 Output:
   --output FILE                 predictions as JSON lines (edl predict; default predictions.jsonl)
   --metrics-file FILE           evaluation metrics as JSON lines
@@ -275,6 +283,10 @@ export function parseJobOptions(argv: string[]): JobOptions {
           ] as const),
         }),
     prefetch: integer(values, 'prefetch', 2, 0),
+    dataRamBudget:
+      str('data-ram-budget') === undefined
+        ? defaultDataRamBudget()
+        : dataRamBudgetValue(str('data-ram-budget') as string),
     stats: values.stats === true,
     shuffle: values.shuffle === true,
     seed: integer(values, 'seed', 0, 0, 0xffff_ffff),
@@ -347,6 +359,9 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--backend', options.backend);
   add('--get-model-steps', options.getModelSteps);
   add('--prefetch', options.prefetch);
+  // The workers of a local job share this host: each tunes its data pipeline within its share.
+  add('--data-ram-budget', Math.max(2 ** 20, Math.floor(options.dataRamBudget / options.numWorkers)));
+  add('--data-cpu-budget', defaultCpuBudget({ processes: options.numWorkers }));
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
   add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
   add('--mirror-updates', options.mirrorUpdates ?? 'on');

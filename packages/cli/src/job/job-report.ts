@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { JobResult, MasterHandle } from '@edl/master';
+import type { DataPipelineReport } from '@edl/proto';
 import { putObject } from '@edl/storage';
 import type * as WorkerModule from '@edl/worker';
 import type { TimersReport } from '@edl/worker';
@@ -16,6 +17,8 @@ export interface WorkerStatsFile {
   readonly records: Record<string, number>;
   readonly lastLoss?: number;
   readonly timers: TimersReport;
+  /** The tuner of the worker's `'auto'` data pipeline stages: budgets, settings, measured rates. */
+  readonly dataPipeline?: DataPipelineReport;
   /**
    * Written while the worker runs (about once a second) and replaced by the final file when it
    * ends: a file still partial after the job belongs to a worker that was lost (killed, crashed).

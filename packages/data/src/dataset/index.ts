@@ -16,6 +16,7 @@ export {
   attributionAfter,
   attributionOf,
 } from './attribution.js';
+export * from './autotune/index.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
 export { DatasetError, type DatasetErrorCode } from './errors.js';

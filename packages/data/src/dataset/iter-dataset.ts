@@ -147,7 +147,7 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     const o = resolveParallelMapOptions(options);
     return this.#then(
       (parent) => new ParallelMapIterator<T, U>(parent, o),
-      `ParallelMap(${o.exportName}, workers=${o.workers})`,
+      `ParallelMap(${o.exportName}, workers=${o.autoWorkers ? 'auto' : o.workers})`,
       'reads-ahead',
     );
   }
@@ -166,9 +166,13 @@ export class IterDataset<T> implements AsyncIterable<T>, IterDatasetLike<T> {
     return this.#then((parent) => new BatchIterator(parent, size, options), `Batch(${size})`, 'groups');
   }
 
-  /** Reads up to `bufferSize` elements ahead in the background; the state stays exact. */
-  prefetch(bufferSize: number): IterDataset<T> {
-    checkInteger(bufferSize, 'bufferSize', 1);
+  /**
+   * Reads up to `bufferSize` elements ahead in the background; the state stays exact. `'auto'`:
+   * the process's tuner sizes the buffer from measured rates within the RAM budget (see
+   * `configureAutotune`).
+   */
+  prefetch(bufferSize: number | 'auto'): IterDataset<T> {
+    if (bufferSize !== 'auto') checkInteger(bufferSize, 'bufferSize', 1);
     return this.#then(
       (parent) => new PrefetchIterator(parent, bufferSize),
       `Prefetch(${bufferSize})`,

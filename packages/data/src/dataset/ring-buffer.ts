@@ -41,6 +41,18 @@ export class RingBuffer<T> {
     return item;
   }
 
+  /** A buffer of `capacity` (at least the items held) with the same items in the same order. */
+  resized(capacity: number): RingBuffer<T> {
+    if (capacity < this.#length) {
+      throw new RangeError(
+        `Expected a capacity of at least ${this.#length} (the items held) but received ${capacity}`,
+      );
+    }
+    const next = new RingBuffer<T>(capacity);
+    for (let i = 0; i < this.#length; i++) next.push(this.#items[(this.#start + i) % this.capacity] as T);
+    return next;
+  }
+
   /** Removes every item. */
   clear(): void {
     this.#items.fill(undefined);

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type { ObjectStat } from '@edl/storage';
+import { autotuneBudgets, reserveDataBudget, type TunedStage } from '../dataset/autotune/index.js';
 import type { JsonObject, RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import {
@@ -30,8 +31,12 @@ export type RecordIODataReaderOptions = FileReaderOptions & {
 
 /** Options of the native prefetcher of a {@link RecordIODataReader}. */
 export interface RecordIOPrefetchOptions {
-  /** Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1 on one core). */
-  readonly threads?: number;
+  /**
+   * Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1
+   * on one core). `'auto'`: 2, within the process's data CPU budget (`configureAutotune`), counted
+   * against it so that `'auto'` dataset stages share the rest.
+   */
+  readonly threads?: number | 'auto';
   /**
    * Records per native batch (one crossing into JavaScript), and at most 4 MiB of records per
    * batch whatever the count. Default 4096: per-batch costs on the JavaScript thread (a wake-up,
@@ -41,9 +46,11 @@ export interface RecordIOPrefetchOptions {
   readonly batchSize?: number;
   /**
    * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
-   * announced ranges pulled past while another range is read first. Default 64 MiB.
+   * announced ranges pulled past while another range is read first. Default 64 MiB. `'auto'`: a
+   * quarter of the process's data RAM budget, at most 64 MiB, counted against the budget.
+   * Both `'auto'` values are fixed when the prefetcher starts: its threads and ring are not resized.
    */
-  readonly maxBufferedBytes?: number;
+  readonly maxBufferedBytes?: number | 'auto';
   /**
    * How files whose chunks are all stored uncompressed are read. `'direct'` (default): each range
    * when it is asked for, as chunk-aligned batches (`RecordIOReader.batches`: the first on the
@@ -93,6 +100,8 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   readonly #storedOnly = new Map<string, boolean>();
   /** Ranges announced before their file was open, until it is (see #announceWhenOpen). */
   readonly #awaitingOpen = new Set<string>();
+  /** With `'auto'` threads or read-ahead: their share of the data budgets, while the prefetcher runs. */
+  #reservation: TunedStage | undefined;
 
   private constructor(
     files: FileList,
@@ -109,18 +118,23 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
     this.#ranges =
       prefetch === false
         ? undefined
-        : new PrefetchedRanges(
-            () =>
-              Prefetcher.create({
-                threads: prefetch.threads,
-                batchSize: prefetch.batchSize,
-                maxBatchBytes: MAX_BATCH_BYTES,
-                maxBufferedBytes: prefetch.maxBufferedBytes,
-                maxOpenFiles,
-                onCorruptChunk,
-              }),
-            prefetch.maxBufferedBytes,
-          );
+        : new PrefetchedRanges(() => {
+            const { threads, maxBufferedBytes } = resolveAuto(prefetch);
+            if (prefetch.threads === 'auto' || prefetch.maxBufferedBytes === 'auto')
+              this.#reservation = reserveDataBudget({
+                label: 'RecordIO read-ahead',
+                threads,
+                bytes: maxBufferedBytes,
+              });
+            return Prefetcher.create({
+              threads,
+              batchSize: prefetch.batchSize,
+              maxBatchBytes: MAX_BATCH_BYTES,
+              maxBufferedBytes,
+              maxOpenFiles,
+              onCorruptChunk,
+            });
+          }, resolveAuto(prefetch).maxBufferedBytes);
     if (prefetch !== false) this.prefetch = (range) => this.#announce(range);
   }
 
@@ -251,10 +265,34 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   /** Stops the prefetcher's threads; the base closes every open file. */
   protected override closeFormat(): void {
     this.#ranges?.close();
+    this.#reservation?.unregister();
+    this.#reservation = undefined;
   }
 }
 
 type ResolvedPrefetchOptions = Required<RecordIOPrefetchOptions>;
+
+const DEFAULT_THREADS = availableParallelism() > 1 ? 2 : 1;
+const DEFAULT_BUFFERED_BYTES = 64 * MIB;
+
+/**
+ * The prefetcher's threads and read-ahead bytes, `'auto'` ones from the data budgets now: the
+ * default threads within the CPU budget (which leaves the main thread its core), and a quarter of the RAM budget (at most the default) so
+ * that the tuned dataset stages keep the rest.
+ */
+function resolveAuto(prefetch: ResolvedPrefetchOptions): { threads: number; maxBufferedBytes: number } {
+  const budgets = autotuneBudgets();
+  return {
+    threads:
+      prefetch.threads === 'auto'
+        ? Math.max(1, Math.min(DEFAULT_THREADS, budgets.cpuBudget - 1))
+        : prefetch.threads,
+    maxBufferedBytes:
+      prefetch.maxBufferedBytes === 'auto'
+        ? Math.max(MIB, Math.min(DEFAULT_BUFFERED_BYTES, Math.floor(budgets.ramBudgetBytes / 4)))
+        : prefetch.maxBufferedBytes,
+  };
+}
 
 function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
   if (value === false) return false;
@@ -267,21 +305,21 @@ function checkPrefetchOptions(value: unknown): ResolvedPrefetchOptions | false {
     }
   }
   return {
-    threads: checkOptionalInteger(
-      o.threads,
-      'options.prefetch.threads',
-      availableParallelism() > 1 ? 2 : 1,
-      0,
-      64,
-    ),
+    threads:
+      o.threads === 'auto'
+        ? 'auto'
+        : checkOptionalInteger(o.threads, 'options.prefetch.threads', DEFAULT_THREADS, 0, 64),
     batchSize: checkOptionalInteger(o.batchSize, 'options.prefetch.batchSize', 4096, 1, 1 << 20),
-    maxBufferedBytes: checkOptionalInteger(
-      o.maxBufferedBytes,
-      'options.prefetch.maxBufferedBytes',
-      64 * MIB,
-      1,
-      Number.MAX_SAFE_INTEGER,
-    ),
+    maxBufferedBytes:
+      o.maxBufferedBytes === 'auto'
+        ? 'auto'
+        : checkOptionalInteger(
+            o.maxBufferedBytes,
+            'options.prefetch.maxBufferedBytes',
+            DEFAULT_BUFFERED_BYTES,
+            1,
+            Number.MAX_SAFE_INTEGER,
+          ),
     storedFiles: checkStoredFiles(o.storedFiles),
   };
 }

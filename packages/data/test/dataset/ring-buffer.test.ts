@@ -24,4 +24,18 @@ describe('RingBuffer', () => {
       new RangeError('Expected a positive integer for capacity but received 0'),
     );
   });
+
+  it('resizes to a larger ring with the same items in order, wrapped or not', () => {
+    const ring = new RingBuffer<number>(3);
+    ring.push(1);
+    ring.push(2);
+    ring.shift();
+    ring.push(3);
+    ring.push(4); // wrapped: 2 3 4 from slot 1
+    const larger = ring.resized(5);
+    larger.push(5);
+    larger.push(6);
+    expect([1, 2, 3, 4, 5].map(() => larger.shift())).toEqual([2, 3, 4, 5, 6]);
+    expect(() => ring.resized(2)).toThrow(/at least 3/);
+  });
 });

@@ -78,7 +78,7 @@ function send(response: ServerResponse, status: number, type: string, body: stri
 
 /**
  * Serves the live view of a job over HTTP: the page (`/`), its static files, `GET /api/status`
- * (the {@link JobStatusSnapshot} as JSON, with `storage`: object-storage totals per URL scheme), `GET /api/events` (the same, pushed as server-sent
+ * (the {@link JobStatusSnapshot} as JSON, with `storage`: object-storage totals per URL scheme, and `dataPipelines`: each worker's data pipeline tuner), `GET /api/events` (the same, pushed as server-sent
  * events) and `GET /metrics` (Prometheus text). Every request without the job token gets 401; the
  * page's first visit with `?token=` sets it as an HttpOnly cookie, so the address bar can drop it.
  */
@@ -91,8 +91,14 @@ export async function serveLiveView(
   const pushMs = options.pushMs ?? 1000;
   const dir = staticDir();
   const streams = new Set<ServerResponse>();
-  // The tracker's snapshot plus the object-storage totals the page shows as its storage line.
-  const status = () => JSON.stringify({ ...tracker.snapshot(), storage: metrics.storageTotals?.() ?? [] });
+  // The tracker's snapshot plus the object-storage totals (the page's storage line) and the workers'
+  // data pipeline tuners (its data pipeline card).
+  const status = () =>
+    JSON.stringify({
+      ...tracker.snapshot(),
+      storage: metrics.storageTotals?.() ?? [],
+      dataPipelines: metrics.dataPipelines?.() ?? [],
+    });
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://localhost');

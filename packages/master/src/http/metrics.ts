@@ -1,5 +1,6 @@
 import type { JobStatusTracker } from '../job-status.js';
 import type { Master } from '../master.js';
+import { DataPipelineMetrics, type DataPipelineRow } from './data-pipeline-metrics.js';
 import {
   type Family,
   HistogramCounts,
@@ -20,6 +21,8 @@ export interface JobMetrics {
   metrics(): string;
   /** Object-storage reads summed over the workers, per URL scheme, for the live view. */
   storageTotals?(): StorageTotals[];
+  /** Each worker's data pipeline tuner: budgets, `'auto'` settings and measured rates, for the live view. */
+  dataPipelines?(): DataPipelineRow[];
 }
 
 /**
@@ -31,6 +34,7 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Job
   const steps = new HistogramCounts(STEP_BUCKETS);
   tracker.onStepSeconds((worker, seconds, n) => steps.observe({ worker }, seconds, n));
   const storage = new StorageMetrics(master);
+  const dataPipelines = new DataPipelineMetrics(master);
   const families = (): Family[] => {
     const status = tracker.snapshot();
     const records = status.job.records;
@@ -114,11 +118,13 @@ export function createJobMetrics(master: Master, tracker: JobStatusTracker): Job
         samples: [{ value: tracker.workerRelaunches }],
       },
       ...storage.families(),
+      ...dataPipelines.families(),
     ];
   };
   return {
     contentType: PROMETHEUS_CONTENT_TYPE,
     metrics: () => writePrometheusText(families(), { job_id: tracker.jobId }),
     storageTotals: () => storage.totals(),
+    dataPipelines: () => dataPipelines.rows(),
   };
 }

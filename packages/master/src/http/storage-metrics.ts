@@ -1,5 +1,6 @@
-import type { StorageStatsReport, WorkerStatsReport } from '@edl/proto';
+import type { StorageStatsReport } from '@edl/proto';
 import type { Master } from '../master.js';
+import { LatestPerWorker } from './latest-per-worker.js';
 import type { Family, HistogramSample, Sample } from './prometheus-text.js';
 
 /** What the live view shows of object-storage reads: the sums over every worker, per scheme. */
@@ -20,27 +21,24 @@ export interface StorageTotals {
  * cumulative per worker process, so a lost worker's last values stay in the totals.
  */
 export class StorageMetrics {
-  readonly #byWorker = new Map<string, readonly StorageStatsReport[]>();
-  readonly #unobserve: () => void;
+  readonly #byWorker: LatestPerWorker<readonly StorageStatsReport[]>;
 
   constructor(master: Master) {
-    this.#unobserve = master.observe({
-      onHeartbeat: (workerId: string, stats: WorkerStatsReport | undefined) => {
-        if (stats?.storage !== undefined) this.#byWorker.set(workerId, stats.storage);
-      },
-    });
+    this.#byWorker = new LatestPerWorker(master, (stats) => stats.storage);
   }
 
   /** Stops listening to the master. */
   close(): void {
-    this.#unobserve();
+    this.#byWorker.close();
   }
 
   /** The `edl_storage_*` families: requests, bytes, retries by cause, failures, request latency. */
   families(): Family[] {
-    const rows = [...this.#byWorker].flatMap(([worker, sources]) =>
-      sources.map((stats) => ({ labels: { worker, scheme: stats.scheme }, stats })),
-    );
+    const rows = this.#byWorker
+      .entries()
+      .flatMap(([worker, sources]) =>
+        sources.map((stats) => ({ labels: { worker, scheme: stats.scheme }, stats })),
+      );
     const counter = (value: (stats: StorageStatsReport) => number): Sample[] =>
       rows.map(({ labels, stats }) => ({ labels, value: value(stats) }));
     const bounds = rows[0]?.stats.latency.boundsSeconds ?? [];

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { sep } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DatasetError } from '../errors.js';
@@ -37,6 +38,12 @@ class PoolThread {
   readonly #jobs = new Map<number, Job>();
   #nextId = 0;
   #failure: DatasetError | undefined;
+  /** When the thread last went from idle to busy (undefined while idle), and its busy time before. */
+  #busySince: number | undefined;
+  #busyMs = 0;
+  /** Jobs answered after the first (which also pays for the thread's start and import). */
+  completed = 0;
+  #started = false;
 
   constructor(data: ThreadData, describeFn: string) {
     programPath ??= threadProgramPath();
@@ -47,7 +54,16 @@ class PoolThread {
       const job = this.#jobs.get(reply.id);
       if (job === undefined) return;
       this.#jobs.delete(reply.id);
-      if (this.#jobs.size === 0) this.#worker.unref();
+      if (this.#started) this.completed++;
+      else {
+        this.#started = true;
+        this.#busyMs = 0;
+        this.#busySince = performance.now();
+      }
+      if (this.#jobs.size === 0) {
+        this.#worker.unref();
+        this.#idle();
+      }
       if (reply.ok) job.resolve(reply.value);
       else {
         const cause = Object.assign(new Error(reply.error.message), reply.error);
@@ -71,6 +87,16 @@ class PoolThread {
     };
     this.#worker.on('error', (error) => fail(error, `thread failed: ${error.message}`));
     this.#worker.on('exit', (code) => fail(undefined, `thread exited with code ${code}`));
+  }
+
+  #idle(): void {
+    if (this.#busySince !== undefined) this.#busyMs += performance.now() - this.#busySince;
+    this.#busySince = undefined;
+  }
+
+  /** Time the thread had jobs, up to now (ms): its work, messages included. */
+  get busyMs(): number {
+    return this.#busyMs + (this.#busySince === undefined ? 0 : performance.now() - this.#busySince);
   }
 
   /** Jobs sent and not answered yet. */
@@ -102,7 +128,10 @@ class PoolThread {
         return;
       }
       this.#jobs.set(id, { index, resolve, reject });
-      if (this.#jobs.size === 1) this.#worker.ref();
+      if (this.#jobs.size === 1) {
+        this.#worker.ref();
+        this.#busySince = performance.now();
+      }
     });
   }
 
@@ -136,6 +165,11 @@ export interface ThreadPoolOptions extends ThreadData {
  */
 export class ThreadPool {
   readonly #options: ThreadPoolOptions;
+  /** Threads at most (the tuner's with `workers: 'auto'`). */
+  #size: number;
+  /** Busy time and jobs answered of threads already closed, and what `takeWork` reported so far. */
+  #closedWork = { ms: 0, count: 0 };
+  #reported = { ms: 0, count: 0 };
   readonly #describeFn: string;
   /** In a box that does not reference the pool's owner, for the finalization registry. */
   readonly #box: { threads: PoolThread[] } = { threads: [] };
@@ -143,6 +177,7 @@ export class ThreadPool {
   /** `owner`: the object whose collection terminates the threads (the iterator). */
   constructor(options: ThreadPoolOptions, owner: object) {
     this.#options = options;
+    this.#size = options.size;
     this.#describeFn = `${options.exportName} of ${options.moduleUrl}`;
     abandoned.register(owner, this.#box);
   }
@@ -152,11 +187,29 @@ export class ThreadPool {
     return this.#box.threads.length;
   }
 
+  /** Raises the threads at most to `size` (the tuner only adds threads); they start on demand. */
+  grow(size: number): void {
+    this.#size = Math.max(this.#size, size);
+  }
+
+  /** Busy thread time (ms) and jobs answered since the last call: the per-element cost of the work. */
+  takeWork(): { ms: number; count: number } {
+    let ms = this.#closedWork.ms;
+    let count = this.#closedWork.count;
+    for (const thread of this.#box.threads) {
+      ms += thread.busyMs;
+      count += thread.completed;
+    }
+    const delta = { ms: ms - this.#reported.ms, count: count - this.#reported.count };
+    this.#reported = { ms, count };
+    return delta;
+  }
+
   /** Maps `value` (the element at `index`) on the least loaded thread. */
   run(index: number, value: unknown): Promise<unknown> {
     const { threads } = this.#box;
     const { moduleUrl, exportName, args } = this.#options;
-    while (threads.length < this.#options.size)
+    while (threads.length < this.#size)
       threads.push(new PoolThread({ moduleUrl, exportName, args }, this.#describeFn));
     let thread = threads[0] as PoolThread;
     for (const candidate of threads) if (candidate.load < thread.load) thread = candidate;
@@ -169,6 +222,10 @@ export class ThreadPool {
   async close(): Promise<void> {
     const threads = this.#box.threads;
     this.#box.threads = [];
+    for (const thread of threads) {
+      this.#closedWork.ms += thread.busyMs;
+      this.#closedWork.count += thread.completed;
+    }
     await Promise.all(threads.map((thread) => thread.terminate()));
   }
 }

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkInteger, invalidArgument } from '@edl/common';
 import type { DatasetIterator, JsonObject, JsonValue } from '../../protocols.js';
+import { SLOTS_PER_THREAD } from '../autotune/hill-climb.js';
+import { StageProbe } from '../autotune/stage-probe.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
 import { ParentChain } from '../parent-chain.js';
@@ -26,12 +28,17 @@ export interface ParallelMapOptions {
   /**
    * Threads (default: available cores - 1, at least 1). 0 runs the function on the calling thread
    * when `next()` asks, without read-ahead (as Grain's `worker_count=0`): the serialized baseline.
+   * `'auto'`: the process's tuner adds threads, from 1, while the measured rates say one more
+   * shortens the consumer's wait, within the CPU and RAM budgets (see `configureAutotune`).
    */
-  readonly workers?: number;
+  readonly workers?: number | 'auto';
   /** Output order; only `true` (deterministic, checkpointable) is supported. */
   readonly ordered?: boolean;
-  /** Elements read ahead and in flight at most (default 2 * workers, at least 2; unused with 0 workers). */
-  readonly bufferSize?: number;
+  /**
+   * Elements read ahead and in flight at most (default 2 * workers, at least 2; unused with 0
+   * workers). `'auto'`: set by the tuner within the RAM budget, at least two per thread.
+   */
+  readonly bufferSize?: number | 'auto';
   /**
    * Transfer the ArrayBuffers of the inputs as they are (zero copy; detaches them in the parent's
    * values). Default false: each typed-array view is copied to a buffer of exactly its bytes (a view
@@ -52,10 +59,16 @@ interface Resolved {
   readonly moduleUrl: string;
   readonly exportName: string;
   readonly args: JsonValue;
+  /** Initial values; with `'auto'` the tuner changes them. */
   readonly workers: number;
   readonly bufferSize: number;
+  readonly autoWorkers: boolean;
+  readonly autoBuffer: boolean;
   readonly transferInputs: boolean;
 }
+
+/** Memory charged per map thread against the RAM budget: a worker thread's own heap and isolate. */
+const THREAD_BYTES = 16 * 2 ** 20;
 
 /** Checks `mapParallel` options (at dataset construction, so mistakes fail early). */
 export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved {
@@ -78,13 +91,14 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
     argsJson = undefined;
   }
   if (argsJson === undefined) invalidArgument('plain JSON', 'options.args', args);
-  const workers = checkInteger(
-    options.workers ?? Math.max(1, availableParallelism() - 1),
-    'options.workers',
-    0,
-    1024,
-  );
-  const bufferSize = checkInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
+  const autoWorkers = options.workers === 'auto';
+  const autoBuffer = options.bufferSize === 'auto';
+  const workers = autoWorkers
+    ? 1
+    : checkInteger(options.workers ?? Math.max(1, availableParallelism() - 1), 'options.workers', 0, 1024);
+  const bufferSize = autoBuffer
+    ? SLOTS_PER_THREAD * workers
+    : checkInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
   if (options.ordered !== undefined && options.ordered !== true)
     invalidArgument('true (only ordered output is supported)', 'options.ordered', options.ordered);
   if (options.transferInputs !== undefined && typeof options.transferInputs !== 'boolean')
@@ -95,6 +109,8 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
     args: JSON.parse(argsJson) as JsonValue,
     workers,
     bufferSize,
+    autoWorkers,
+    autoBuffer,
     transferInputs: options.transferInputs ?? false,
   };
 }
@@ -117,6 +133,8 @@ interface Entry<U> {
  * on the first `next()`, and are terminated when the end (or a parent error) is returned, by
  * `return()` / `close()` (a `for await` that breaks calls it), or when the iterator is garbage
  * collected; they never keep the process alive while idle. A failure of the function is a `DatasetError` `ERR_MAP_WORKER` naming the element.
+ * With `'auto'` workers or buffer size, the tuner changes them between elements; the elements, their
+ * order and the state do not depend on them.
  */
 export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   readonly #parent: DatasetIterator<T>;
@@ -124,6 +142,10 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   readonly #describeFn: string;
   readonly #pending: Entry<U>[] = [];
   readonly #pool: ThreadPool;
+  /** Threads and elements in flight at most (the tuner's with `'auto'`). */
+  #workers: number;
+  #bufferSize: number;
+  readonly #probe: StageProbe | undefined;
   #inline: Promise<ParallelMapFn<unknown, U>> | undefined;
   #state: JsonObject | undefined;
   /** Index of the next element to return, and of the next one to read from the parent. */
@@ -143,6 +165,24 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     this.#parent = parent;
     this.#o = options;
     this.#describeFn = `${options.exportName} of ${options.moduleUrl}`;
+    this.#workers = options.workers;
+    this.#bufferSize = options.bufferSize;
+    if (options.autoWorkers || options.autoBuffer) {
+      this.#probe = new StageProbe({
+        label: `ParallelMap(${options.exportName})`,
+        initial: { parallelism: this.#workers, bufferSize: this.#bufferSize },
+        tuneParallelism: options.autoWorkers,
+        tuneBuffer: options.autoBuffer,
+        hasWork: true,
+        threadBytes: THREAD_BYTES,
+        apply: (settings) => {
+          this.#workers = settings.parallelism;
+          this.#bufferSize = settings.bufferSize;
+          this.#pool.grow(settings.parallelism);
+          this.#startFilling();
+        },
+      });
+    }
     this.#pool = new ThreadPool(
       {
         moduleUrl: options.moduleUrl,
@@ -160,9 +200,34 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
     return this.#pool.size;
   }
 
+  /** Threads and elements in flight at most, now (the tuner's with `'auto'`). */
+  get settings(): { readonly workers: number; readonly bufferSize: number } {
+    return { workers: this.#workers, bufferSize: this.#bufferSize };
+  }
+
   protected async advance(): Promise<IteratorResult<U>> {
+    const probe = this.#probe;
+    if (probe === undefined) return this.#advance();
+    probe.asked();
+    let result: IteratorResult<U>;
+    try {
+      result = await this.#advance();
+    } catch (error) {
+      probe.ended();
+      throw error;
+    }
+    if (result.done) probe.ended();
+    else {
+      const work = this.#pool.takeWork();
+      probe.addWork(work.ms, work.count);
+      probe.returned(result.value);
+    }
+    return result;
+  }
+
+  async #advance(): Promise<IteratorResult<U>> {
     if (this.#closed) return DONE;
-    if (this.#o.workers === 0) return this.#advanceInline();
+    if (this.#workers === 0) return this.#advanceInline();
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
       this.#chain.throwIfFailed();
@@ -213,6 +278,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
 
   /** Terminates the threads and drops the elements in flight; `next()` then returns done until `setState()`. */
   async close(): Promise<void> {
+    this.#probe?.ended();
     this.#closed = true;
     this.#generation++;
     this.#pending.length = 0;
@@ -226,7 +292,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   }
 
   #startFilling(): void {
-    if (this.#filling || this.#stopped || this.#pending.length >= this.#o.bufferSize) return;
+    if (this.#filling || this.#stopped || this.#pending.length >= this.#bufferSize) return;
     this.#filling = true;
     const generation = this.#generation;
     this.#chain.enqueue(() => this.#fill(generation));
@@ -234,7 +300,8 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
 
   async #fill(generation: number): Promise<void> {
     try {
-      while (generation === this.#generation && this.#pending.length < this.#o.bufferSize) {
+      while (generation === this.#generation && this.#pending.length < this.#bufferSize) {
+        const endInput = this.#probe?.startInput();
         let read: IteratorResult<T> | { error: unknown };
         try {
           read = await this.#parent.next();
@@ -250,6 +317,8 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
           const index = this.#readIndex++;
           result = this.#dispatch(index, read.value).then((value) => ({ done: false, value }));
         }
+        // The parent's read and the hand-off to a thread are this stage's input time.
+        endInput?.('error' in read || read.done ? undefined : read.value);
         // Rejections are handled when the consumer gets there; keep Node from reporting them early.
         result.catch(() => undefined);
         this.#pending.push({ result, stateAfter });
@@ -266,7 +335,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   }
 
   #dispatch(index: number, value: T): Promise<U> {
-    if (this.#o.workers === 0) return this.#runInline(index, value);
+    if (this.#workers === 0) return this.#runInline(index, value);
     return this.#pool.run(index, value) as Promise<U>;
   }
 
@@ -314,6 +383,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
   }
 
   toString(): string {
-    return `${this.#parent} -> ParallelMap(${this.#o.exportName}, workers=${this.#o.workers})`;
+    const workers = this.#o.autoWorkers ? 'auto' : this.#o.workers;
+    return `${this.#parent} -> ParallelMap(${this.#o.exportName}, workers=${workers})`;
   }
 }

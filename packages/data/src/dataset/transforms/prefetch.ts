@@ -1,4 +1,5 @@
 import type { DatasetIterator, JsonObject } from '../../protocols.js';
+import { StageProbe } from '../autotune/stage-probe.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { ParentChain } from '../parent-chain.js';
 import { RingBuffer } from '../ring-buffer.js';
@@ -19,11 +20,16 @@ interface Entry<T> {
  * and returning it makes that the current state. A restore discards the buffer; the parent is
  * restored at once when no background read runs, else right after the running read completes.
  * State: `{ parent }`.
+ *
+ * With `bufferSize: 'auto'` the process's tuner sets the size from the measured read and consumer
+ * times within the RAM budget (starting at 1); the elements and their order do not change.
  */
 export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
   readonly #parent: DatasetIterator<T>;
-  readonly #bufferSize: number;
-  readonly #buffer: RingBuffer<Entry<T>>;
+  #bufferSize: number;
+  #buffer: RingBuffer<Entry<T>>;
+  /** Set with `'auto'`: measures the stage and receives the tuner's buffer size. */
+  readonly #probe: StageProbe | undefined;
   /** Parent state at the position of the next element to return; undefined before the first read. */
   #state: JsonObject | undefined;
   /** Every parent call goes through this chain, so a restore waits for a running read. */
@@ -34,14 +40,44 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
   #generation = 0;
   #wake: (() => void) | undefined;
 
-  constructor(parent: DatasetIterator<T>, bufferSize: number) {
+  constructor(parent: DatasetIterator<T>, bufferSize: number | 'auto') {
     super();
     this.#parent = parent;
-    this.#bufferSize = bufferSize;
-    this.#buffer = new RingBuffer(bufferSize);
+    this.#bufferSize = bufferSize === 'auto' ? 1 : bufferSize;
+    this.#buffer = new RingBuffer(this.#bufferSize);
+    if (bufferSize === 'auto') {
+      this.#probe = new StageProbe({
+        label: 'Prefetch',
+        initial: { parallelism: 1, bufferSize: 1 },
+        tuneParallelism: false,
+        tuneBuffer: true,
+        hasWork: false,
+        apply: ({ bufferSize: size }) => this.#resize(size),
+      });
+    }
+  }
+
+  /** The buffer size now (the tuner's with `'auto'`). */
+  get bufferSize(): number {
+    return this.#bufferSize;
+  }
+
+  #resize(size: number): void {
+    this.#bufferSize = size;
+    // A smaller size takes effect as the consumer drains the ring; a larger one needs a larger ring.
+    if (size > this.#buffer.capacity) this.#buffer = this.#buffer.resized(size);
+    this.#startFilling();
   }
 
   protected async advance(): Promise<IteratorResult<T>> {
+    this.#probe?.asked();
+    const result = await this.#advance();
+    if (result.done) this.#probe?.ended();
+    else this.#probe?.returned(result.value);
+    return result;
+  }
+
+  async #advance(): Promise<IteratorResult<T>> {
     if (this.#state === undefined) this.#state = this.#parent.getState();
     for (;;) {
       this.#chain.throwIfFailed();
@@ -80,11 +116,13 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
     try {
       while (generation === this.#generation && this.#buffer.length < this.#bufferSize) {
         let result: Entry<T>['result'];
+        const endInput = this.#probe?.startInput();
         try {
           result = { ok: true, value: await this.#parent.next() };
         } catch (error) {
           result = { ok: false, error };
         }
+        endInput?.();
         if (generation !== this.#generation) return;
         this.#buffer.push({ result, stateAfter: this.#parent.getState() });
         this.#notify();
@@ -121,6 +159,6 @@ export class PrefetchIterator<T> extends DatasetIteratorBase<T> {
   }
 
   toString(): string {
-    return `${this.#parent} -> Prefetch(${this.#bufferSize})`;
+    return `${this.#parent} -> Prefetch(${this.#probe === undefined ? this.#bufferSize : 'auto'})`;
   }
 }

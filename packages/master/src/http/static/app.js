@@ -228,6 +228,22 @@ function renderStorage(storage) {
   setText($('storage'), lines.join('\n'));
 }
 
+// One line per 'auto' stage of each worker's dataset: what its tuner chose and what it measured.
+function renderDataPipelines(rows) {
+  const card = $('data-pipeline-card');
+  card.hidden = !rows || rows.length === 0;
+  if (card.hidden) return;
+  const rate = (n) => (n > 0 ? fmt.format(Math.round(n)) : '–');
+  const lines = rows.flatMap((r) => [
+    `${r.worker}: ${bytesText(r.modelledBytes)} of ${bytesText(r.ramBudgetBytes)}, ${r.cpuBudget} threads`,
+    ...r.stages.map(
+      (t) =>
+        `  ${t.label}: ${t.parallelism} × ${t.bufferSize} · ${rate(t.inputPerSecond)} / ${rate(t.workPerSecond)} / ${rate(t.consumerPerSecond)}`,
+    ),
+  ]);
+  setText($('data-pipeline'), lines.join('\n'));
+}
+
 function render(s) {
   const job = s.job;
   setText($('job-id'), job.id);
@@ -253,6 +269,7 @@ function render(s) {
   );
   setText($('relaunches'), String(job.workerRelaunches));
   renderStorage(s.storage);
+  renderDataPipelines(s.dataPipelines);
 
   throughputChart.setData([s.throughput.map((p) => p[0]), s.throughput.map((p) => p[1])]);
   lossChart.setData([s.loss.map((p) => p[0]), s.loss.map((p) => p[2])]);

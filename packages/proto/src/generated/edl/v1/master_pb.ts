@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/master.proto.
  */
 export const file_edl_v1_master: GenFile = /*@__PURE__*/
-  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIInkKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBARIWCg53YW50X29wdGltaXplchgEIAEoCEIPCg1faGF2ZV92ZXJzaW9uIlIKDk9wdGltaXplclN0YXRlEhMKC2NvbmZpZ19qc29uGAEgASgJEgwKBHN0ZXAYAiABKAMSHQoFc2xvdHMYAyADKAsyDi5lZGwudjEuVGVuc29yIpkBChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvchIRCgl1bmNoYW5nZWQYBCABKAgSKQoJb3B0aW1pemVyGAUgASgLMhYuZWRsLnYxLk9wdGltaXplclN0YXRlIk4KFlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEiEKCXZhcmlhYmxlcxgCIAMoCzIOLmVkbC52MS5UZW5zb3IiPAoXUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgSDwoHdmVyc2lvbhgCIAEoAyJECglUYXNrUmFuZ2USDwoHdGFza19pZBgBIAEoAxITCgtyYW5nZV9zdGFydBgCIAEoAxIRCglyYW5nZV9lbmQYAyABKAMi6QEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yEiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRISCgp3YW50X21vZGVsGAggASgIEg4KBm1pcnJvchgJIAEoCCLOAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIEhAKCG1pcnJvcmVkGAYgASgIEhYKDm1vZGVsX2NoZWNrc3VtGAcgASgHIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMikgMKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMSJQoHc3RvcmFnZRgLIAMoCzIULmVkbC52MS5TdG9yYWdlU3RhdHMaMwoRVGltZXJTZWNvbmRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIMCgpfbGFzdF9sb3NzQgwKCl9tZWFuX2xvc3MiigIKDFN0b3JhZ2VTdGF0cxIOCgZzY2hlbWUYASABKAkSEAoIcmVxdWVzdHMYAiABKAMSDQoFYnl0ZXMYAyABKAMSMgoHcmV0cmllcxgEIAMoCzIhLmVkbC52MS5TdG9yYWdlU3RhdHMuUmV0cmllc0VudHJ5EhAKCGZhaWx1cmVzGAUgASgDEh4KFmxhdGVuY3lfYm91bmRzX3NlY29uZHMYBiADKAESFgoObGF0ZW5jeV9jb3VudHMYByADKAMSGwoTbGF0ZW5jeV9zdW1fc2Vjb25kcxgIIAEoARouCgxSZXRyaWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASI/ChFIZWFydGJlYXRSZXNwb25zZRITCgtzaG91bGRfc3RvcBgBIAEoCBIVCg1tb2RlbF92ZXJzaW9uGAIgASgDIioKE1NjYWxlV29ya2Vyc1JlcXVlc3QSEwoLbnVtX3dvcmtlcnMYASABKAUiKwoUU2NhbGVXb3JrZXJzUmVzcG9uc2USEwoLbnVtX3dvcmtlcnMYASABKAUiFQoTR2V0Sm9iU3RhdHVzUmVxdWVzdCLZAQoUR2V0Sm9iU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSDQoFZXJyb3IYAiABKAkSDQoFZXBvY2gYAyABKAUSEgoKbnVtX2Vwb2NocxgEIAEoBRIVCg1tb2RlbF92ZXJzaW9uGAUgASgDEhIKCnRvZG9fdGFza3MYBiABKAUSEwoLZG9pbmdfdGFza3MYByABKAUSFAoMcmVjb3Jkc19kb25lGAggASgDEhUKDXJlY29yZHNfdG90YWwYCSABKAMSEwoLbnVtX3dvcmtlcnMYCiABKAUiDQoLUGluZ1JlcXVlc3QiDgoMUGluZ1Jlc3BvbnNlIsYBChFUYXNrU3RyZWFtUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgNEioKCGdldF90YXNrGAIgASgLMhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0SAASPQoScmVwb3J0X3Rhc2tfcmVzdWx0GAMgASgLMh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0SAASLQoJaGVhcnRiZWF0GAQgASgLMhguZWRsLnYxLkhlYXJ0YmVhdFJlcXVlc3RIAEIGCgRjYWxsIioKCUNhbGxFcnJvchIMCgRjb2RlGAEgASgFEg8KB2RldGFpbHMYAiABKAki8AEKElRhc2tTdHJlYW1SZXNwb25zZRIPCgdjYWxsX2lkGAEgASgNEisKCGdldF90YXNrGAIgASgLMhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZUgAEj4KEnJlcG9ydF90YXNrX3Jlc3VsdBgDIAEoCzIgLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVzcG9uc2VIABIuCgloZWFydGJlYXQYBCABKAsyGS5lZGwudjEuSGVhcnRiZWF0UmVzcG9uc2VIABIiCgVlcnJvchgFIAEoCzIRLmVkbC52MS5DYWxsRXJyb3JIAEIICgZyZXN1bHQiQgoWVGFza0JhdGNoU3RyZWFtUmVxdWVzdBIoCgVjYWxscxgBIAMoCzIZLmVkbC52MS5UYXNrU3RyZWFtUmVxdWVzdCJGChdUYXNrQmF0Y2hTdHJlYW1SZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSqnAQoIVGFza1R5cGUSGQoVVEFTS19UWVBFX1VOU1BFQ0lGSUVEEAASFgoSVEFTS19UWVBFX1RSQUlOSU5HEAESGAoUVEFTS19UWVBFX0VWQUxVQVRJT04QAhIYChRUQVNLX1RZUEVfUFJFRElDVElPThADEhIKDlRBU0tfVFlQRV9XQUlUEAQSIAocVEFTS19UWVBFX1RSQUlOX0VORF9DQUxMQkFDSxAFKtQBCg5HcmFkaWVudFN0YXR1cxIfChtHUkFESUVOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhHUkFESUVOVF9TVEFUVVNfQUNDRVBURUQQARIZChVHUkFESUVOVF9TVEFUVVNfU1RBTEUQAhIjCh9HUkFESUVOVF9TVEFUVVNfQUxSRUFEWV9BUFBMSUVEEAMSIAocR1JBRElFTlRfU1RBVFVTX09VVF9PRl9PUkRFUhAEEiEKHUdSQURJRU5UX1NUQVRVU19UQVNLX05PVF9IRUxEEAUy8wcKDU1hc3RlclNlcnZpY2USOgoHR2V0VGFzaxIWLmVkbC52MS5HZXRUYXNrUmVxdWVzdBoXLmVkbC52MS5HZXRUYXNrUmVzcG9uc2USVQoQUmVwb3J0VGFza1Jlc3VsdBIfLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBogLmVkbC52MS5SZXBvcnRUYXNrUmVzdWx0UmVzcG9uc2USPQoIR2V0TW9kZWwSFy5lZGwudjEuR2V0TW9kZWxSZXF1ZXN0GhguZWRsLnYxLkdldE1vZGVsUmVzcG9uc2USUgoPUmVwb3J0VmFyaWFibGVzEh4uZWRsLnYxLlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QaHy5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USTwoOUmVwb3J0R3JhZGllbnQSHS5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXF1ZXN0Gh4uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVzcG9uc2USagoXUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3MSJi5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXF1ZXN0GicuZWRsLnYxLlJlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZWRsLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5lZGwudjEuSGVhcnRiZWF0UmVzcG9uc2USSQoMU2NhbGVXb3JrZXJzEhsuZWRsLnYxLlNjYWxlV29ya2Vyc1JlcXVlc3QaHC5lZGwudjEuU2NhbGVXb3JrZXJzUmVzcG9uc2USSQoMR2V0Sm9iU3RhdHVzEhsuZWRsLnYxLkdldEpvYlN0YXR1c1JlcXVlc3QaHC5lZGwudjEuR2V0Sm9iU3RhdHVzUmVzcG9uc2USMQoEUGluZxITLmVkbC52MS5QaW5nUmVxdWVzdBoULmVkbC52MS5QaW5nUmVzcG9uc2USRwoKVGFza1N0cmVhbRIZLmVkbC52MS5UYXNrU3RyZWFtUmVxdWVzdBoaLmVkbC52MS5UYXNrU3RyZWFtUmVzcG9uc2UoATABElYKD1Rhc2tCYXRjaFN0cmVhbRIeLmVkbC52MS5UYXNrQmF0Y2hTdHJlYW1SZXF1ZXN0Gh8uZWRsLnYxLlRhc2tCYXRjaFN0cmVhbVJlc3BvbnNlKAEwARJTCg5HcmFkaWVudFN0cmVhbRIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZSgBMAFiBnByb3RvMw");
+  fileDesc("ChNlZGwvdjEvbWFzdGVyLnByb3RvEgZlZGwudjEiMQoFU2hhcmQSDAoEbmFtZRgBIAEoCRINCgVzdGFydBgCIAEoAxILCgNlbmQYAyABKAMi+gEKBFRhc2sSCgoCaWQYASABKAMSHAoFc2hhcmQYAiABKAsyDS5lZGwudjEuU2hhcmQSHgoEdHlwZRgDIAEoDjIQLmVkbC52MS5UYXNrVHlwZRIVCg1tb2RlbF92ZXJzaW9uGAQgASgDEjkKD2V4dGVuZGVkX2NvbmZpZxgFIAMoCzIgLmVkbC52MS5UYXNrLkV4dGVuZGVkQ29uZmlnRW50cnkSDQoFZXBvY2gYBiABKAUSEAoIbGVhc2VfbXMYByABKAUaNQoTRXh0ZW5kZWRDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKBlRlbnNvchIMCgRuYW1lGAEgASgJEg0KBXNoYXBlGAIgAygNEgwKBGRhdGEYAyABKAwiIwoOR2V0VGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIlYKD0dldFRhc2tSZXNwb25zZRIaCgR0YXNrGAEgASgLMgwuZWRsLnYxLlRhc2sSFAoMam9iX2ZpbmlzaGVkGAIgASgIEhEKCWpvYl9lcnJvchgDIAEoCSJiChdSZXBvcnRUYXNrUmVzdWx0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxIUCgxyZWNvcmRzX2RvbmUYAyABKAMSDQoFZXJyb3IYBCABKAkiLAoYUmVwb3J0VGFza1Jlc3VsdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIInkKD0dldE1vZGVsUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIZCgxoYXZlX3ZlcnNpb24YAyABKANIAIgBARIWCg53YW50X29wdGltaXplchgEIAEoCEIPCg1faGF2ZV92ZXJzaW9uIlIKDk9wdGltaXplclN0YXRlEhMKC2NvbmZpZ19qc29uGAEgASgJEgwKBHN0ZXAYAiABKAMSHQoFc2xvdHMYAyADKAsyDi5lZGwudjEuVGVuc29yIpkBChBHZXRNb2RlbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSEwoLaW5pdGlhbGl6ZWQYAiABKAgSIQoJdmFyaWFibGVzGAMgAygLMg4uZWRsLnYxLlRlbnNvchIRCgl1bmNoYW5nZWQYBCABKAgSKQoJb3B0aW1pemVyGAUgASgLMhYuZWRsLnYxLk9wdGltaXplclN0YXRlIk4KFlJlcG9ydFZhcmlhYmxlc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEiEKCXZhcmlhYmxlcxgCIAMoCzIOLmVkbC52MS5UZW5zb3IiPAoXUmVwb3J0VmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgSDwoHdmVyc2lvbhgCIAEoAyJECglUYXNrUmFuZ2USDwoHdGFza19pZBgBIAEoAxITCgtyYW5nZV9zdGFydBgCIAEoAxIRCglyYW5nZV9lbmQYAyABKAMi6QEKFVJlcG9ydEdyYWRpZW50UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdGFza19pZBgCIAEoAxITCgtyYW5nZV9zdGFydBgDIAEoAxIRCglyYW5nZV9lbmQYBCABKAMSFQoNbW9kZWxfdmVyc2lvbhgFIAEoAxIhCglncmFkaWVudHMYBiADKAsyDi5lZGwudjEuVGVuc29yEiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRISCgp3YW50X21vZGVsGAggASgIEg4KBm1pcnJvchgJIAEoCCLOAQoWUmVwb3J0R3JhZGllbnRSZXNwb25zZRImCgZzdGF0dXMYASABKA4yFi5lZGwudjEuR3JhZGllbnRTdGF0dXMSFQoNbW9kZWxfdmVyc2lvbhgCIAEoAxIVCg10YXNrX3Byb2dyZXNzGAMgASgDEiEKCXZhcmlhYmxlcxgEIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJaGFzX21vZGVsGAUgASgIEhAKCG1pcnJvcmVkGAYgASgIEhYKDm1vZGVsX2NoZWNrc3VtGAcgASgHIikKC01lYW5QYXJ0aWFsEgsKA3N1bRgBIAEoARINCgVjb3VudBgCIAEoASIyCgpBdWNQYXJ0aWFsEhEKCXBvc2l0aXZlcxgBIAMoARIRCgluZWdhdGl2ZXMYAiADKAEiXwoNTWV0cmljUGFydGlhbBIjCgRtZWFuGAEgASgLMhMuZWRsLnYxLk1lYW5QYXJ0aWFsSAASIQoDYXVjGAIgASgLMhIuZWRsLnYxLkF1Y1BhcnRpYWxIAEIGCgRraW5kIrgCCh5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAMSEwoLcmFuZ2Vfc3RhcnQYAyABKAMSEQoJcmFuZ2VfZW5kGAQgASgDEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSRAoHbWV0cmljcxgGIAMoCzIzLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QuTWV0cmljc0VudHJ5EiYKC21vcmVfcmFuZ2VzGAcgAygLMhEuZWRsLnYxLlRhc2tSYW5nZRpFCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEiQKBXZhbHVlGAIgASgLMhUuZWRsLnYxLk1ldHJpY1BhcnRpYWw6AjgBImAKH1JlcG9ydEV2YWx1YXRpb25NZXRyaWNzUmVzcG9uc2USJgoGc3RhdHVzGAEgASgOMhYuZWRsLnYxLkdyYWRpZW50U3RhdHVzEhUKDXRhc2tfcHJvZ3Jlc3MYAiABKAMiSQoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSIgoFc3RhdHMYAiABKAsyEy5lZGwudjEuV29ya2VyU3RhdHMi2wMKC1dvcmtlclN0YXRzEg8KB2JhY2tlbmQYASABKAkSDQoFc3RlcHMYAiABKAMSGAoQdHJhaW5pbmdfcmVjb3JkcxgDIAEoAxIaChJldmFsdWF0aW9uX3JlY29yZHMYBCABKAMSGgoScHJlZGljdGlvbl9yZWNvcmRzGAUgASgDEhYKCWxhc3RfbG9zcxgGIAEoAUgAiAEBEhcKD2VsYXBzZWRfc2Vjb25kcxgHIAEoARI8Cg10aW1lcl9zZWNvbmRzGAggAygLMiUuZWRsLnYxLldvcmtlclN0YXRzLlRpbWVyU2Vjb25kc0VudHJ5EhYKCW1lYW5fbG9zcxgJIAEoAUgBiAEBEhIKCmxvc3Nfc3RlcHMYCiABKAMSJQoHc3RvcmFnZRgLIAMoCzIULmVkbC52MS5TdG9yYWdlU3RhdHMSNQoNZGF0YV9waXBlbGluZRgMIAEoCzIZLmVkbC52MS5EYXRhUGlwZWxpbmVTdGF0c0gCiAEBGjMKEVRpbWVyU2Vjb25kc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCDAoKX2xhc3RfbG9zc0IMCgpfbWVhbl9sb3NzQhAKDl9kYXRhX3BpcGVsaW5lIoEBChFEYXRhUGlwZWxpbmVTdGF0cxIYChByYW1fYnVkZ2V0X2J5dGVzGAEgASgDEhIKCmNwdV9idWRnZXQYAiABKAUSFgoObW9kZWxsZWRfYnl0ZXMYAyABKAMSJgoGc3RhZ2VzGAQgAygLMhYuZWRsLnYxLkRhdGFTdGFnZVN0YXRzIuIBCg5EYXRhU3RhZ2VTdGF0cxINCgVsYWJlbBgBIAEoCRITCgtwYXJhbGxlbGlzbRgCIAEoBRITCgtidWZmZXJfc2l6ZRgDIAEoBRIYChBpbnB1dF9wZXJfc2Vjb25kGAQgASgBEhcKD3dvcmtfcGVyX3NlY29uZBgFIAEoARIbChNjb25zdW1lcl9wZXJfc2Vjb25kGAYgASgBEhUKDWVsZW1lbnRfYnl0ZXMYByABKAMSEAoIZWxlbWVudHMYCCABKAMSHgoWbGFzdF9jaGFuZ2VfYXRfZWxlbWVudBgJIAEoAyKKAgoMU3RvcmFnZVN0YXRzEg4KBnNjaGVtZRgBIAEoCRIQCghyZXF1ZXN0cxgCIAEoAxINCgVieXRlcxgDIAEoAxIyCgdyZXRyaWVzGAQgAygLMiEuZWRsLnYxLlN0b3JhZ2VTdGF0cy5SZXRyaWVzRW50cnkSEAoIZmFpbHVyZXMYBSABKAMSHgoWbGF0ZW5jeV9ib3VuZHNfc2Vjb25kcxgGIAMoARIWCg5sYXRlbmN5X2NvdW50cxgHIAMoAxIbChNsYXRlbmN5X3N1bV9zZWNvbmRzGAggASgBGi4KDFJldHJpZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBIj8KEUhlYXJ0YmVhdFJlc3BvbnNlEhMKC3Nob3VsZF9zdG9wGAEgASgIEhUKDW1vZGVsX3ZlcnNpb24YAiABKAMiKgoTU2NhbGVXb3JrZXJzUmVxdWVzdBITCgtudW1fd29ya2VycxgBIAEoBSIrChRTY2FsZVdvcmtlcnNSZXNwb25zZRITCgtudW1fd29ya2VycxgBIAEoBSIVChNHZXRKb2JTdGF0dXNSZXF1ZXN0ItkBChRHZXRKb2JTdGF0dXNSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRINCgVlcnJvchgCIAEoCRINCgVlcG9jaBgDIAEoBRISCgpudW1fZXBvY2hzGAQgASgFEhUKDW1vZGVsX3ZlcnNpb24YBSABKAMSEgoKdG9kb190YXNrcxgGIAEoBRITCgtkb2luZ190YXNrcxgHIAEoBRIUCgxyZWNvcmRzX2RvbmUYCCABKAMSFQoNcmVjb3Jkc190b3RhbBgJIAEoAxITCgtudW1fd29ya2VycxgKIAEoBSINCgtQaW5nUmVxdWVzdCIOCgxQaW5nUmVzcG9uc2UixgEKEVRhc2tTdHJlYW1SZXF1ZXN0Eg8KB2NhbGxfaWQYASABKA0SKgoIZ2V0X3Rhc2sYAiABKAsyFi5lZGwudjEuR2V0VGFza1JlcXVlc3RIABI9ChJyZXBvcnRfdGFza19yZXN1bHQYAyABKAsyHy5lZGwudjEuUmVwb3J0VGFza1Jlc3VsdFJlcXVlc3RIABItCgloZWFydGJlYXQYBCABKAsyGC5lZGwudjEuSGVhcnRiZWF0UmVxdWVzdEgAQgYKBGNhbGwiKgoJQ2FsbEVycm9yEgwKBGNvZGUYASABKAUSDwoHZGV0YWlscxgCIAEoCSLwAQoSVGFza1N0cmVhbVJlc3BvbnNlEg8KB2NhbGxfaWQYASABKA0SKwoIZ2V0X3Rhc2sYAiABKAsyFy5lZGwudjEuR2V0VGFza1Jlc3BvbnNlSAASPgoScmVwb3J0X3Rhc2tfcmVzdWx0GAMgASgLMiAuZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXNwb25zZUgAEi4KCWhlYXJ0YmVhdBgEIAEoCzIZLmVkbC52MS5IZWFydGJlYXRSZXNwb25zZUgAEiIKBWVycm9yGAUgASgLMhEuZWRsLnYxLkNhbGxFcnJvckgAQggKBnJlc3VsdCJCChZUYXNrQmF0Y2hTdHJlYW1SZXF1ZXN0EigKBWNhbGxzGAEgAygLMhkuZWRsLnYxLlRhc2tTdHJlYW1SZXF1ZXN0IkYKF1Rhc2tCYXRjaFN0cmVhbVJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5lZGwudjEuVGFza1N0cmVhbVJlc3BvbnNlKqcBCghUYXNrVHlwZRIZChVUQVNLX1RZUEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1RZUEVfVFJBSU5JTkcQARIYChRUQVNLX1RZUEVfRVZBTFVBVElPThACEhgKFFRBU0tfVFlQRV9QUkVESUNUSU9OEAMSEgoOVEFTS19UWVBFX1dBSVQQBBIgChxUQVNLX1RZUEVfVFJBSU5fRU5EX0NBTExCQUNLEAUq1AEKDkdyYWRpZW50U3RhdHVzEh8KG0dSQURJRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGEdSQURJRU5UX1NUQVRVU19BQ0NFUFRFRBABEhkKFUdSQURJRU5UX1NUQVRVU19TVEFMRRACEiMKH0dSQURJRU5UX1NUQVRVU19BTFJFQURZX0FQUExJRUQQAxIgChxHUkFESUVOVF9TVEFUVVNfT1VUX09GX09SREVSEAQSIQodR1JBRElFTlRfU1RBVFVTX1RBU0tfTk9UX0hFTEQQBTLzBwoNTWFzdGVyU2VydmljZRI6CgdHZXRUYXNrEhYuZWRsLnYxLkdldFRhc2tSZXF1ZXN0GhcuZWRsLnYxLkdldFRhc2tSZXNwb25zZRJVChBSZXBvcnRUYXNrUmVzdWx0Eh8uZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXF1ZXN0GiAuZWRsLnYxLlJlcG9ydFRhc2tSZXN1bHRSZXNwb25zZRI9CghHZXRNb2RlbBIXLmVkbC52MS5HZXRNb2RlbFJlcXVlc3QaGC5lZGwudjEuR2V0TW9kZWxSZXNwb25zZRJSCg9SZXBvcnRWYXJpYWJsZXMSHi5lZGwudjEuUmVwb3J0VmFyaWFibGVzUmVxdWVzdBofLmVkbC52MS5SZXBvcnRWYXJpYWJsZXNSZXNwb25zZRJPCg5SZXBvcnRHcmFkaWVudBIdLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlcXVlc3QaHi5lZGwudjEuUmVwb3J0R3JhZGllbnRSZXNwb25zZRJqChdSZXBvcnRFdmFsdWF0aW9uTWV0cmljcxImLmVkbC52MS5SZXBvcnRFdmFsdWF0aW9uTWV0cmljc1JlcXVlc3QaJy5lZGwudjEuUmVwb3J0RXZhbHVhdGlvbk1ldHJpY3NSZXNwb25zZRJACglIZWFydGJlYXQSGC5lZGwudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmVkbC52MS5IZWFydGJlYXRSZXNwb25zZRJJCgxTY2FsZVdvcmtlcnMSGy5lZGwudjEuU2NhbGVXb3JrZXJzUmVxdWVzdBocLmVkbC52MS5TY2FsZVdvcmtlcnNSZXNwb25zZRJJCgxHZXRKb2JTdGF0dXMSGy5lZGwudjEuR2V0Sm9iU3RhdHVzUmVxdWVzdBocLmVkbC52MS5HZXRKb2JTdGF0dXNSZXNwb25zZRIxCgRQaW5nEhMuZWRsLnYxLlBpbmdSZXF1ZXN0GhQuZWRsLnYxLlBpbmdSZXNwb25zZRJHCgpUYXNrU3RyZWFtEhkuZWRsLnYxLlRhc2tTdHJlYW1SZXF1ZXN0GhouZWRsLnYxLlRhc2tTdHJlYW1SZXNwb25zZSgBMAESVgoPVGFza0JhdGNoU3RyZWFtEh4uZWRsLnYxLlRhc2tCYXRjaFN0cmVhbVJlcXVlc3QaHy5lZGwudjEuVGFza0JhdGNoU3RyZWFtUmVzcG9uc2UoATABElMKDkdyYWRpZW50U3RyZWFtEh0uZWRsLnYxLlJlcG9ydEdyYWRpZW50UmVxdWVzdBoeLmVkbC52MS5SZXBvcnRHcmFkaWVudFJlc3BvbnNlKAEwAWIGcHJvdG8z");
 
 /**
  * Records [start, end) of the shard `name` (a file path, a table range: whatever the reader made).
@@ -826,6 +826,13 @@ export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
    * @generated from field: repeated edl.v1.StorageStats storage = 11;
    */
   storage: StorageStats[];
+
+  /**
+   * The data pipeline's tuner: budgets and the 'auto' stages' settings and rates (absent if none).
+   *
+   * @generated from field: optional edl.v1.DataPipelineStats data_pipeline = 12;
+   */
+  dataPipeline?: DataPipelineStats | undefined;
 };
 
 /**
@@ -834,6 +841,111 @@ export type WorkerStats = Message<"edl.v1.WorkerStats"> & {
  */
 export const WorkerStatsSchema: GenMessage<WorkerStats> = /*@__PURE__*/
   messageDesc(file_edl_v1_master, 21);
+
+/**
+ * The autotuner of one worker process: its budgets and every live 'auto' stage.
+ *
+ * @generated from message edl.v1.DataPipelineStats
+ */
+export type DataPipelineStats = Message<"edl.v1.DataPipelineStats"> & {
+  /**
+   * Bytes the tuned buffers, threads and read-ahead may hold, and threads they may run.
+   *
+   * @generated from field: int64 ram_budget_bytes = 1;
+   */
+  ramBudgetBytes: bigint;
+
+  /**
+   * @generated from field: int32 cpu_budget = 2;
+   */
+  cpuBudget: number;
+
+  /**
+   * Bytes the stages hold under their settings, as the tuner models them.
+   *
+   * @generated from field: int64 modelled_bytes = 3;
+   */
+  modelledBytes: bigint;
+
+  /**
+   * @generated from field: repeated edl.v1.DataStageStats stages = 4;
+   */
+  stages: DataStageStats[];
+};
+
+/**
+ * Describes the message edl.v1.DataPipelineStats.
+ * Use `create(DataPipelineStatsSchema)` to create a new message.
+ */
+export const DataPipelineStatsSchema: GenMessage<DataPipelineStats> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 22);
+
+/**
+ * One 'auto' stage (a prefetch, a parallel map): what the tuner chose and what it measured.
+ *
+ * @generated from message edl.v1.DataStageStats
+ */
+export type DataStageStats = Message<"edl.v1.DataStageStats"> & {
+  /**
+   * e.g. "Prefetch", "ParallelMap(parse)".
+   *
+   * @generated from field: string label = 1;
+   */
+  label: string;
+
+  /**
+   * @generated from field: int32 parallelism = 2;
+   */
+  parallelism: number;
+
+  /**
+   * @generated from field: int32 buffer_size = 3;
+   */
+  bufferSize: number;
+
+  /**
+   * Elements per second of the parent's reads, of the stage's work on one thread, asked by its consumer.
+   *
+   * @generated from field: double input_per_second = 4;
+   */
+  inputPerSecond: number;
+
+  /**
+   * @generated from field: double work_per_second = 5;
+   */
+  workPerSecond: number;
+
+  /**
+   * @generated from field: double consumer_per_second = 6;
+   */
+  consumerPerSecond: number;
+
+  /**
+   * Estimated bytes of a buffered element.
+   *
+   * @generated from field: int64 element_bytes = 7;
+   */
+  elementBytes: bigint;
+
+  /**
+   * Elements returned, and how many had been when the settings last changed.
+   *
+   * @generated from field: int64 elements = 8;
+   */
+  elements: bigint;
+
+  /**
+   * @generated from field: int64 last_change_at_element = 9;
+   */
+  lastChangeAtElement: bigint;
+};
+
+/**
+ * Describes the message edl.v1.DataStageStats.
+ * Use `create(DataStageStatsSchema)` to create a new message.
+ */
+export const DataStageStatsSchema: GenMessage<DataStageStats> = /*@__PURE__*/
+  messageDesc(file_edl_v1_master, 23);
 
 /**
  * Cumulative counters of one remote byte source (a URL scheme) in one worker process.
@@ -903,7 +1015,7 @@ export type StorageStats = Message<"edl.v1.StorageStats"> & {
  * Use `create(StorageStatsSchema)` to create a new message.
  */
 export const StorageStatsSchema: GenMessage<StorageStats> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 22);
+  messageDesc(file_edl_v1_master, 24);
 
 /**
  * @generated from message edl.v1.HeartbeatResponse
@@ -927,7 +1039,7 @@ export type HeartbeatResponse = Message<"edl.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 23);
+  messageDesc(file_edl_v1_master, 25);
 
 /**
  * @generated from message edl.v1.ScaleWorkersRequest
@@ -944,7 +1056,7 @@ export type ScaleWorkersRequest = Message<"edl.v1.ScaleWorkersRequest"> & {
  * Use `create(ScaleWorkersRequestSchema)` to create a new message.
  */
 export const ScaleWorkersRequestSchema: GenMessage<ScaleWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 24);
+  messageDesc(file_edl_v1_master, 26);
 
 /**
  * @generated from message edl.v1.ScaleWorkersResponse
@@ -961,7 +1073,7 @@ export type ScaleWorkersResponse = Message<"edl.v1.ScaleWorkersResponse"> & {
  * Use `create(ScaleWorkersResponseSchema)` to create a new message.
  */
 export const ScaleWorkersResponseSchema: GenMessage<ScaleWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 25);
+  messageDesc(file_edl_v1_master, 27);
 
 /**
  * @generated from message edl.v1.GetJobStatusRequest
@@ -974,7 +1086,7 @@ export type GetJobStatusRequest = Message<"edl.v1.GetJobStatusRequest"> & {
  * Use `create(GetJobStatusRequestSchema)` to create a new message.
  */
 export const GetJobStatusRequestSchema: GenMessage<GetJobStatusRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 26);
+  messageDesc(file_edl_v1_master, 28);
 
 /**
  * @generated from message edl.v1.GetJobStatusResponse
@@ -1038,7 +1150,7 @@ export type GetJobStatusResponse = Message<"edl.v1.GetJobStatusResponse"> & {
  * Use `create(GetJobStatusResponseSchema)` to create a new message.
  */
 export const GetJobStatusResponseSchema: GenMessage<GetJobStatusResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 27);
+  messageDesc(file_edl_v1_master, 29);
 
 /**
  * A no-op call: the baseline of the dispatch benchmark, and a liveness probe.
@@ -1053,7 +1165,7 @@ export type PingRequest = Message<"edl.v1.PingRequest"> & {
  * Use `create(PingRequestSchema)` to create a new message.
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 28);
+  messageDesc(file_edl_v1_master, 30);
 
 /**
  * @generated from message edl.v1.PingResponse
@@ -1066,7 +1178,7 @@ export type PingResponse = Message<"edl.v1.PingResponse"> & {
  * Use `create(PingResponseSchema)` to create a new message.
  */
 export const PingResponseSchema: GenMessage<PingResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 29);
+  messageDesc(file_edl_v1_master, 31);
 
 /**
  * One call on a TaskStream: many small calls of one worker share one HTTP/2 stream, which costs a
@@ -1111,7 +1223,7 @@ export type TaskStreamRequest = Message<"edl.v1.TaskStreamRequest"> & {
  * Use `create(TaskStreamRequestSchema)` to create a new message.
  */
 export const TaskStreamRequestSchema: GenMessage<TaskStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 30);
+  messageDesc(file_edl_v1_master, 32);
 
 /**
  * A failed call on a TaskStream: a gRPC status code and its details.
@@ -1135,7 +1247,7 @@ export type CallError = Message<"edl.v1.CallError"> & {
  * Use `create(CallErrorSchema)` to create a new message.
  */
 export const CallErrorSchema: GenMessage<CallError> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 31);
+  messageDesc(file_edl_v1_master, 33);
 
 /**
  * @generated from message edl.v1.TaskStreamResponse
@@ -1181,7 +1293,7 @@ export type TaskStreamResponse = Message<"edl.v1.TaskStreamResponse"> & {
  * Use `create(TaskStreamResponseSchema)` to create a new message.
  */
 export const TaskStreamResponseSchema: GenMessage<TaskStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 32);
+  messageDesc(file_edl_v1_master, 34);
 
 /**
  * Several TaskStream calls in one message. A client process that runs many workers (or many
@@ -1203,7 +1315,7 @@ export type TaskBatchStreamRequest = Message<"edl.v1.TaskBatchStreamRequest"> & 
  * Use `create(TaskBatchStreamRequestSchema)` to create a new message.
  */
 export const TaskBatchStreamRequestSchema: GenMessage<TaskBatchStreamRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 33);
+  messageDesc(file_edl_v1_master, 35);
 
 /**
  * @generated from message edl.v1.TaskBatchStreamResponse
@@ -1220,7 +1332,7 @@ export type TaskBatchStreamResponse = Message<"edl.v1.TaskBatchStreamResponse"> 
  * Use `create(TaskBatchStreamResponseSchema)` to create a new message.
  */
 export const TaskBatchStreamResponseSchema: GenMessage<TaskBatchStreamResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_master, 34);
+  messageDesc(file_edl_v1_master, 36);
 
 /**
  * What a worker is asked to do with a task.

@@ -1,0 +1,222 @@
+#!/usr/bin/env node
+/**
+ * Autotuning (issue 26 §4-5): three pipelines, each run with every point of a grid over the
+ * hand-set parameters and then with 'auto', in one run; prints auto's throughput as a ratio of the
+ * best grid point (medians of EDL_BENCH_REPEAT runs, default 3), its peak RSS against the RAM
+ * budget, the epoch length, and when the tuner last changed a setting (as a share of the epoch).
+ * Goals: auto >= 0.95x the best grid point, never over budget, converged within the first 5%.
+ *
+ * - cheap: a cheap map over RecordIO (~100-byte text records: their byte sum), inline, batched by
+ *   256, then `prefetch(P)`; the consumer spends 1 ms per batch. Grid: P.
+ * - expensive: a CPU-bound map (EDL_BENCH_SPIN_MS of busy work per element, default 1) by
+ *   `mapParallel({ workers: W, bufferSize: B })`, then `prefetch(P)`. Grid: W x B x P.
+ * - delayed: records read from a local RecordIO file with an injected delay per 64-record chunk
+ *   (1 ms, and 40 ms for one chunk in 16: a slow request's tail, as a remote read sees), mapped
+ *   inline, batched by 64, then `prefetch(P)`; the consumer spends 6 ms per batch. Grid: P.
+ *
+ * Every run is its own process (`--run <json>`), so its peak RSS (`maxRSS`) is its own; the RSS
+ * before the pipeline starts is reported beside it (Node.js itself, the module graph), and the
+ * budget bounds what the tuned stages hold on top. Runs go round-robin over the configurations.
+ *
+ * Environment: EDL_BENCH_RECORDS (epoch length in records, default 200000; e.g. 20000 for a small
+ * run), EDL_BENCH_REPEAT (runs per configuration, median kept, default 3), EDL_BENCH_BUDGET (RAM
+ * budget in bytes, default 256 MiB), EDL_BENCH_SPIN_MS (default 1), EDL_BENCH_PIPELINES (default
+ * "cheap,expensive,delayed").
+ */
+import { spawnSync } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { autotuneSnapshot, configureAutotune } from '@edl/data/autotune';
+import { IterDataset, MapDataset, RecordIODataSource } from '@edl/data/dataset';
+import { machineLine } from './lib/machine.mjs';
+import { inputFile, median, spin } from './lib/prefetch-input.mjs';
+
+const FNS = new URL('../packages/data/test/dataset/fixtures/autotune-fns.mjs', import.meta.url);
+const records = Number(process.env.EDL_BENCH_RECORDS ?? 200_000);
+const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 3);
+const budget = Number(process.env.EDL_BENCH_BUDGET ?? 256 * 2 ** 20);
+const spinMs = Number(process.env.EDL_BENCH_SPIN_MS ?? 1);
+const pipelines = (process.env.EDL_BENCH_PIPELINES ?? 'cheap,expensive,delayed').split(',');
+/** The text records of recordio-scan.mjs: ~100 bytes each, 32 MiB hold about 300,000. */
+const FILE_BYTES = 2 ** 25;
+const cores = os.availableParallelism();
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Sums the bytes of a record: the cheap map. */
+function byteSum(record) {
+  let sum = 0;
+  for (let i = 0; i < record.length; i++) sum += record[i];
+  return sum;
+}
+
+/** The first `records` records of the text file, sequentially. */
+async function textSource() {
+  const source = await RecordIODataSource.open([inputFile('text', 'none', FILE_BYTES)]);
+  if (source.length < records)
+    throw new Error(`EDL_BENCH_RECORDS ${records} > the ${source.length} records of the input`);
+  return MapDataset.source(source).slice(0, records);
+}
+
+/**
+ * Each pipeline: the dataset for a setting, the consumer's work per element, and the grid of
+ * hand-set settings ('auto' last).
+ */
+const PIPELINES = {
+  cheap: {
+    grid: [1, 2, 4, 8, 16].map((prefetch) => ({ prefetch })),
+    auto: { prefetch: 'auto' },
+    consumerMs: 1,
+    async dataset({ prefetch }) {
+      return (await textSource()).toIterDataset().map(byteSum).batch(256).prefetch(prefetch);
+    },
+  },
+  expensive: {
+    grid: [...new Set([1, 2, Math.max(1, cores - 1), cores])].flatMap((workers) =>
+      [2 * workers, 8 * workers].flatMap((bufferSize) =>
+        [2, 8].map((prefetch) => ({ workers, bufferSize, prefetch })),
+      ),
+    ),
+    auto: { workers: 'auto', bufferSize: 'auto', prefetch: 'auto' },
+    consumerMs: 0,
+    async dataset({ workers, bufferSize, prefetch }) {
+      return MapDataset.range(Math.ceil(records / 20))
+        .toIterDataset()
+        .mapParallel({ module: FNS, export: 'spin', args: { ms: spinMs }, workers, bufferSize })
+        .prefetch(prefetch);
+    },
+  },
+  delayed: {
+    grid: [1, 2, 4, 8, 16, 32].map((prefetch) => ({ prefetch })),
+    auto: { prefetch: 'auto' },
+    consumerMs: 6,
+    async dataset({ prefetch }) {
+      const source = await textSource();
+      const reads = IterDataset.fromIterable(async function* () {
+        for (let i = 0; i < source.length; i++) {
+          // A chunk of 64 records arrives after a delay; one chunk in 16 is a slow request.
+          if (i % 64 === 0) await sleep((i / 64) % 16 === 15 ? 40 : 1);
+          yield await source.get(i);
+        }
+      }, 'DelayedReads');
+      return reads.map(byteSum).batch(64).prefetch(prefetch);
+    },
+  },
+};
+
+/** One run in this process: prints { seconds, elements, rssBefore, peakRss, converged, settings }. */
+async function runOne({ pipeline, setting }) {
+  configureAutotune({ ramBudgetBytes: budget });
+  const spec = PIPELINES[pipeline];
+  const dataset = await spec.dataset(setting);
+  const rssBefore = process.memoryUsage().rss;
+  const it = dataset.iterator();
+  let elements = 0;
+  let last;
+  const started = performance.now();
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    elements++;
+    spin(spec.consumerMs);
+    if (elements % 16 === 0) last = autotuneSnapshot();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  // When the tuner last changed a setting, as a share of the epoch (the latest over the stages).
+  const converged = Math.max(
+    0,
+    ...(last?.stages ?? []).map((s) => s.lastChangeAtElement / Math.max(1, s.elements)),
+  );
+  const settings = (last?.stages ?? []).map((s) => `${s.label}: ${s.parallelism}x${s.bufferSize}`).join(', ');
+  console.log(
+    JSON.stringify({
+      seconds,
+      elements,
+      rssBefore,
+      peakRss: process.resourceUsage().maxRSS * 1024,
+      modelledBytes: last?.modelledBytes ?? 0,
+      converged,
+      settings,
+    }),
+  );
+}
+
+function spawnRun(pipeline, setting) {
+  const out = spawnSync(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--run', JSON.stringify({ pipeline, setting })],
+    {
+      encoding: 'utf8',
+      maxBuffer: 2 ** 24,
+    },
+  );
+  if (out.status !== 0) throw new Error(`run ${pipeline} ${JSON.stringify(setting)} failed:\n${out.stderr}`);
+  return JSON.parse(out.stdout.trim().split('\n').at(-1));
+}
+
+const label = (setting) =>
+  Object.entries(setting)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+
+async function main() {
+  console.log(`# autotune: ${machineLine()}`);
+  console.log(
+    `# epoch ${records} records, ${repeat} runs per configuration (median), RAM budget ${mib(budget)}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  // Generate the input once, before any timed run.
+  inputFile('text', 'none', FILE_BYTES);
+  const summary = [];
+  for (const pipeline of pipelines) {
+    const spec = PIPELINES[pipeline];
+    const configs = [...spec.grid, spec.auto];
+    const runs = configs.map(() => []);
+    for (let r = 0; r < repeat; r++) {
+      for (const [i, setting] of configs.entries()) runs[i].push(spawnRun(pipeline, setting));
+    }
+    const rows = configs.map((setting, i) => {
+      const rate = median(runs[i].map((x) => x.elements / x.seconds));
+      return { setting, rate, runs: runs[i] };
+    });
+    const grid = rows.slice(0, -1);
+    const best = grid.reduce((a, b) => (b.rate > a.rate ? b : a));
+    const auto = rows.at(-1);
+    const epoch = auto.runs[0].elements;
+    console.log(`\n## ${pipeline} (epoch: ${records} records, ${epoch} elements at the consumer)`);
+    for (const row of rows) {
+      const mark = row === best ? '  <- best grid point' : row === auto ? '  <- auto' : '';
+      console.log(`${label(row.setting).padEnd(40)} ${row.rate.toFixed(1).padStart(10)} elements/s${mark}`);
+    }
+    const peak = Math.max(...auto.runs.map((x) => x.peakRss));
+    const before = Math.max(...auto.runs.map((x) => x.rssBefore));
+    const converged = median(auto.runs.map((x) => x.converged));
+    const modelled = Math.max(...auto.runs.map((x) => x.modelledBytes));
+    console.log(
+      `auto / best grid point (${label(best.setting)}): ${(auto.rate / best.rate).toFixed(3)}x; ` +
+        `peak RSS ${mib(peak)} (${mib(before)} before the pipeline started; +${mib(peak - before)}) against a budget of ${mib(budget)}, ` +
+        `tuned stages modelled at ${(modelled / 1024).toFixed(0)} KiB; last setting change at ${(100 * converged).toFixed(1)}% of the epoch; ` +
+        `settings: ${auto.runs[0].settings}`,
+    );
+    summary.push({
+      pipeline,
+      ratio: auto.rate / best.rate,
+      overBudget: peak - before > budget,
+      converged,
+    });
+  }
+  console.log(
+    '\n## goals: auto >= 0.95x best grid point, within budget, converged in the first 5% of the epoch',
+  );
+  for (const s of summary) {
+    console.log(
+      `${s.pipeline.padEnd(10)} ratio ${s.ratio.toFixed(3)} ${s.ratio >= 0.95 ? 'ok' : 'MISSED'}; ` +
+        `budget ${s.overBudget ? 'EXCEEDED' : 'ok'}; converged at ${(100 * s.converged).toFixed(1)}% ${s.converged <= 0.05 ? 'ok' : 'MISSED'}`,
+    );
+  }
+}
+
+const at = process.argv.indexOf('--run');
+if (at >= 0) await runOne(JSON.parse(process.argv[at + 1]));
+else await main();

@@ -1,0 +1,278 @@
+import { checkInteger, checkOptions } from '@edl/common';
+import { type ClimbStage, hillClimb, stageBytes } from './hill-climb.js';
+import type { StageRates, StageSettings } from './model.js';
+import { defaultCpuBudget, defaultDataRamBudget } from './ram-budget.js';
+import { StageMeter } from './stage-meter.js';
+
+/** Options of {@link configureAutotune}. */
+export interface AutotuneOptions {
+  /** Bytes the tuned buffers, threads and read-ahead of this process may hold (default: {@link defaultDataRamBudget}). */
+  readonly ramBudgetBytes?: number;
+  /** Threads the tuned stages of this process may run together (default: {@link defaultCpuBudget}). */
+  readonly cpuBudget?: number;
+}
+
+/** What a stage tells the tuner when it registers. */
+export interface TunedStageSpec {
+  /** The stage as `/metrics` and the live view name it, e.g. `ParallelMap(parse)`. */
+  readonly label: string;
+  readonly initial: StageSettings;
+  readonly tuneParallelism: boolean;
+  readonly tuneBuffer: boolean;
+  /** Whether the stage does work of its own per element (a map), measured with `addWork`. */
+  readonly hasWork: boolean;
+  readonly threadBytes?: number;
+  readonly fixedBytes?: number;
+  /** Threads the stage runs whatever the tuner does (a reader's decoding threads). */
+  readonly fixedThreads?: number;
+  /** Applies new settings; called on the stage's consumer thread between two elements. */
+  readonly apply: (settings: StageSettings) => void;
+}
+
+/** One tuned stage in {@link AutotuneSnapshot}. */
+export interface TunedStageSnapshot {
+  readonly label: string;
+  readonly parallelism: number;
+  readonly bufferSize: number;
+  /** Elements per second the stage's parent delivers, its own work on one thread, its consumer asks for (0 unmeasured). */
+  readonly inputPerSecond: number;
+  readonly workPerSecond: number;
+  readonly consumerPerSecond: number;
+  readonly elementBytes: number;
+  /** Elements returned so far, and how many had been when the settings last changed. */
+  readonly elements: number;
+  readonly lastChangeAtElement: number;
+}
+
+/** The tuner's budgets, what its stages hold now and their settings. */
+export interface AutotuneSnapshot {
+  readonly ramBudgetBytes: number;
+  readonly cpuBudget: number;
+  /** Modelled bytes of the live stages under their settings. */
+  readonly modelledBytes: number;
+  readonly rounds: number;
+  readonly stages: readonly TunedStageSnapshot[];
+  /**
+   * The last 16 stages that ended or closed, oldest first, with their final settings and rates:
+   * what a pipeline that runs one iterator per task ran with between two of them.
+   */
+  readonly endedStages: readonly TunedStageSnapshot[];
+}
+
+/** First pause between two tuning rounds; it grows by half each round up to the longest. */
+const FIRST_PERIOD_MS = 10;
+const LONGEST_PERIOD_MS = 1000;
+
+/** A registered stage: its meter and settings, held by the stage; the tuner holds it weakly. */
+export class TunedStage {
+  readonly meter = new StageMeter();
+  readonly spec: TunedStageSpec;
+  settings: StageSettings;
+  rates: StageRates | undefined;
+  lastChangeAtElement = 0;
+
+  constructor(spec: TunedStageSpec) {
+    this.spec = spec;
+    this.settings = spec.initial;
+  }
+
+  /** The stage returned an element: counts it and lets the tuner run a round when one is due. */
+  elementReturned(now: number): void {
+    this.meter.elements++;
+    autotuner.maybeTune(now);
+  }
+
+  /** Leaves the tuner (the stage ended or closed); its budget is free for the others. */
+  unregister(): void {
+    autotuner.unregister(this);
+  }
+}
+
+/**
+ * The process's tuner: the tf.data model's optimization loop over every `'auto'` stage of every
+ * live pipeline of the process, within one RAM budget and one CPU budget. It owns no thread and
+ * no timer: the stages' consumers run a round when one is due, so nothing runs when nothing reads.
+ */
+class Autotuner {
+  ramBudgetBytes = defaultDataRamBudget();
+  cpuBudget = defaultCpuBudget();
+  readonly #stages = new Set<WeakRef<TunedStage>>();
+  /** The last stages that left (ended or closed), oldest first, as they were then. */
+  readonly #ended: TunedStageSnapshot[] = [];
+  #nextRoundAt = 0;
+  #periodMs = FIRST_PERIOD_MS;
+  rounds = 0;
+
+  register(spec: TunedStageSpec): TunedStage {
+    const stage = new TunedStage(spec);
+    this.#stages.add(new WeakRef(stage));
+    // A new stage is measured from scratch: tune soon, and often again for a while.
+    this.#periodMs = FIRST_PERIOD_MS;
+    this.#nextRoundAt = 0;
+    return stage;
+  }
+
+  unregister(stage: TunedStage): void {
+    for (const ref of this.#stages) {
+      if (ref.deref() !== stage && ref.deref() !== undefined) continue;
+      this.#stages.delete(ref);
+      if (ref.deref() === stage) {
+        this.#ended.push(describeStage(stage));
+        if (this.#ended.length > ENDED_KEPT) this.#ended.shift();
+      }
+    }
+  }
+
+  live(): TunedStage[] {
+    const out: TunedStage[] = [];
+    for (const ref of this.#stages) {
+      const stage = ref.deref();
+      if (stage === undefined) this.#stages.delete(ref);
+      else out.push(stage);
+    }
+    return out;
+  }
+
+  maybeTune(now: number): void {
+    if (now < this.#nextRoundAt) return;
+    this.tune();
+    this.#nextRoundAt = now + this.#periodMs;
+    this.#periodMs = Math.min(LONGEST_PERIOD_MS, this.#periodMs * 1.5);
+  }
+
+  /** One round: closes every stage's window and climbs from the current settings. */
+  tune(): void {
+    this.rounds++;
+    const stages = this.live();
+    for (const stage of stages) stage.rates = stage.meter.rates(stage.spec.hasWork) ?? stage.rates;
+    const measured = stages.filter((s) => s.rates !== undefined);
+    if (measured.length === 0) return;
+    const climb = measured.map((s) => toClimbStage(s));
+    // Unmeasured stages still hold their memory and threads: the measured ones get the rest.
+    const unmeasured = stages.filter((s) => s.rates === undefined);
+    const next = hillClimb(climb, {
+      ramBytes:
+        this.ramBudgetBytes - unmeasured.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
+      cpuThreads:
+        this.cpuBudget -
+        unmeasured.reduce(
+          (sum, s) => sum + (s.spec.fixedThreads ?? (s.spec.tuneParallelism ? s.settings.parallelism : 0)),
+          0,
+        ),
+    });
+    measured.forEach((stage, i) => {
+      const settings = next[i] as StageSettings;
+      if (
+        settings.parallelism === stage.settings.parallelism &&
+        settings.bufferSize === stage.settings.bufferSize
+      )
+        return;
+      stage.settings = settings;
+      stage.lastChangeAtElement = stage.meter.elements;
+      stage.spec.apply(settings);
+    });
+  }
+
+  snapshot(): AutotuneSnapshot {
+    const stages = this.live();
+    return {
+      ramBudgetBytes: this.ramBudgetBytes,
+      cpuBudget: this.cpuBudget,
+      modelledBytes: stages.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
+      rounds: this.rounds,
+      stages: stages.map(describeStage),
+      endedStages: [...this.#ended],
+    };
+  }
+}
+
+/** Stages that left the tuner kept for {@link AutotuneSnapshot.endedStages}. */
+const ENDED_KEPT = 16;
+
+function describeStage(s: TunedStage): TunedStageSnapshot {
+  const perSecond = (ms: number | undefined) => (ms === undefined || ms <= 0 ? 0 : 1000 / ms);
+  // The rates measured so far, also those since the last round.
+  const rates = s.meter.rates(s.spec.hasWork) ?? s.rates;
+  return {
+    label: s.spec.label,
+    parallelism: s.settings.parallelism,
+    bufferSize: s.settings.bufferSize,
+    inputPerSecond: perSecond(rates?.inputMs),
+    workPerSecond: perSecond(rates?.workMs),
+    consumerPerSecond: perSecond(rates?.consumerMs),
+    elementBytes: Math.round(rates?.elementBytes ?? 0),
+    elements: s.meter.elements,
+    lastChangeAtElement: s.lastChangeAtElement,
+  };
+}
+
+function toClimbStage(stage: TunedStage): ClimbStage {
+  const { spec } = stage;
+  return {
+    rates: stage.rates ?? { inputMs: 0, workMs: 0, consumerMs: 0, elementBytes: 0 },
+    settings: stage.settings,
+    tuneParallelism: spec.tuneParallelism,
+    tuneBuffer: spec.tuneBuffer,
+    fixedBytes: spec.fixedBytes ?? 0,
+    threadBytes: spec.threadBytes ?? 0,
+  };
+}
+
+const autotuner = new Autotuner();
+
+/** Registers an `'auto'` stage with the process's tuner (used by prefetch and mapParallel). */
+export function registerTunedStage(spec: TunedStageSpec): TunedStage {
+  return autotuner.register(spec);
+}
+
+/**
+ * Counts memory and threads that a stage holds outside the tuner's reach (the native RecordIO
+ * read-ahead, whose threads and bytes are fixed when it starts) against the budgets, so that the
+ * tuned stages share what is left; it shows in {@link autotuneSnapshot} with its values. Hold the
+ * returned handle while the resources are held, and `unregister()` it when they are freed.
+ */
+export function reserveDataBudget(reservation: {
+  readonly label: string;
+  readonly threads: number;
+  readonly bytes: number;
+}): TunedStage {
+  return autotuner.register({
+    label: reservation.label,
+    initial: { parallelism: reservation.threads, bufferSize: 1 },
+    tuneParallelism: false,
+    tuneBuffer: false,
+    hasWork: false,
+    fixedBytes: reservation.bytes,
+    fixedThreads: reservation.threads,
+    apply: () => undefined,
+  });
+}
+
+/** The budgets of this process's tuner now. */
+export function autotuneBudgets(): { readonly ramBudgetBytes: number; readonly cpuBudget: number } {
+  return { ramBudgetBytes: autotuner.ramBudgetBytes, cpuBudget: autotuner.cpuBudget };
+}
+
+/**
+ * Sets the budgets of this process's tuner (`edl worker --data-ram-budget` calls it). Stages
+ * already running are brought within a lower RAM budget at the next round.
+ *
+ * @throws TypeError / RangeError for a budget that is not a positive integer.
+ */
+export function configureAutotune(options: AutotuneOptions): void {
+  const o = checkOptions(options, 'options', ['ramBudgetBytes', 'cpuBudget']);
+  if (o.ramBudgetBytes !== undefined)
+    autotuner.ramBudgetBytes = checkInteger(o.ramBudgetBytes, 'options.ramBudgetBytes', 1);
+  if (o.cpuBudget !== undefined)
+    autotuner.cpuBudget = checkInteger(o.cpuBudget, 'options.cpuBudget', 1, 4096);
+}
+
+/** The tuner's budgets and the settings and measured rates of every live `'auto'` stage. */
+export function autotuneSnapshot(): AutotuneSnapshot {
+  return autotuner.snapshot();
+}
+
+/** Runs a tuning round now (tests and benchmarks; stages run rounds by themselves as they read). */
+export function tuneNow(): void {
+  autotuner.tune();
+}
