@@ -2,8 +2,8 @@ import { availableParallelism } from 'node:os';
 import { describeValue } from '@edl/common';
 import type { DataReader } from '@edl/data';
 import {
-  type EmbeddingClient,
   type DataPipelineReport,
+  type EmbeddingClient,
   MasterRpcError,
   type NamedTensor,
   type StorageStatsReport,
