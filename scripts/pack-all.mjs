@@ -9,7 +9,8 @@
 //   --binaries DIR/<target>/edl_native.node (CI artifacts built on that platform);
 // - @edl/native-source: the C++ sources, CMakeLists.txt and `edl-build-native`, with cmake-js,
 //   node-addon-api and node-api-headers bundled so that building from source needs no download;
-// - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs).
+// - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs);
+// - @edl/proto with @grpc/grpc-js bundled, without @grpc/proto-loader (packages/proto/src/grpc.ts).
 // Nothing runs an install script. Needs `pnpm run build` first (dist/ and build/Release).
 import { execFileSync } from 'node:child_process';
 import {
@@ -153,6 +154,7 @@ const finishing = {
   },
   // @edl/worker: TensorFlow.js as Node loads it, bundled (packages/worker/scripts/bundle-tfjs.mjs).
   '@edl/worker': bundleTfjs,
+  '@edl/proto': bundleGrpc,
 };
 for (const { dir, manifest } of workspace) {
   const packDir = join(stageDir, 'pnpm', manifest.name.replace('@edl/', ''));
@@ -187,15 +189,42 @@ writeFileSync(join(sourceDir, 'package.json'), `${JSON.stringify(sourceManifest,
 packed.push(npmPack(sourceDir));
 
 /**
- * Copies `names` and everything they depend on, as resolved from the repository root (pnpm's
+ * @grpc/grpc-js (and @js-sdsl/ordered-map) inside the staged @edl/proto, the only copy the other
+ * packages use (through `@edl/proto/grpc`). Not @grpc/proto-loader: grpc-js requires it only to load
+ * the channelz and ORCA protos, and elasticdl-ts enables neither; it and its 30 dependencies (yargs,
+ * protobufjs with @types/node and an install script) would be 6.8 MB of an install that never loads
+ * them. The bundled grpc-js declares it as an optional peer instead, so npm fetches nothing for it.
+ */
+function bundleGrpc(dir) {
+  const grpc = '@grpc/grpc-js';
+  const loader = '@grpc/proto-loader';
+  bundle(dir, [grpc], join(repoRoot, 'packages', 'proto'), new Set([loader]));
+  const grpcManifestFile = join(dir, 'node_modules', grpc, 'package.json');
+  const grpcManifest = readJson(grpcManifestFile);
+  if (grpcManifest.dependencies?.[loader] === undefined) fail(`${grpc} no longer depends on ${loader}`);
+  grpcManifest.peerDependencies = {
+    ...grpcManifest.peerDependencies,
+    [loader]: grpcManifest.dependencies[loader],
+  };
+  grpcManifest.peerDependenciesMeta = { ...grpcManifest.peerDependenciesMeta, [loader]: { optional: true } };
+  delete grpcManifest.dependencies[loader];
+  writeFileSync(grpcManifestFile, `${JSON.stringify(grpcManifest, null, 2)}\n`);
+  const stagedManifest = readJson(join(dir, 'package.json'));
+  stagedManifest.bundleDependencies = [grpc];
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(stagedManifest, null, 2)}\n`);
+}
+
+/**
+ * Copies `names` and everything they depend on but `skip`, as resolved from directory `from` (pnpm's
  * node_modules), into dir/node_modules: hoisted where no other version is in the way, nested under
  * the dependent otherwise. Returns the exact versions of `names`.
  */
-function bundle(dir, names) {
+function bundle(dir, names, from = repoRoot, skip = new Set()) {
   const placed = new Map(); // install path -> real source directory
-  const queue = names.map((name) => ({ name, from: repoRoot, at: dir }));
+  const queue = names.map((name) => ({ name, from, at: dir }));
   while (queue.length > 0) {
     const { name, from, at } = queue.shift();
+    if (skip.has(name)) continue;
     const source = resolvePackage(name, from);
     let visible;
     for (let d = at; ; d = dirname(d)) {

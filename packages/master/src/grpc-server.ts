@@ -36,7 +36,7 @@ import {
   type sendUnaryData,
   status,
   type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
+} from '@edl/proto/grpc';
 import { MasterError } from './errors.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';

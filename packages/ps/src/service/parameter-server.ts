@@ -19,7 +19,7 @@ import {
   toSafeNumber,
   toWireInt,
 } from '@edl/proto';
-import { type ServiceError, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { type ServiceError, status, type UntypedServiceImplementation } from '@edl/proto/grpc';
 import { ParameterStoreError } from '../errors.js';
 import { EmbeddingShard, type EmbeddingTableSpec } from './embedding-shard.js';
 
