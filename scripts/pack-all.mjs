@@ -10,7 +10,7 @@
 // - @edl/native-source: the C++ sources, CMakeLists.txt and `edl-build-native`, with cmake-js,
 //   node-addon-api and node-api-headers bundled so that building from source needs no download;
 // - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs);
-// - @edl/proto with @grpc/grpc-js bundled, without @grpc/proto-loader (packages/proto/src/grpc.ts).
+// - @edl/proto with @grpc/grpc-js bundled, without @grpc/proto-loader (packages/proto/scripts/bundle-grpc.mjs).
 // Nothing runs an install script. Needs `pnpm run build` first (dist/ and build/Release).
 import { execFileSync } from 'node:child_process';
 import {
@@ -19,14 +19,15 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { bundleGrpc } from '../packages/proto/scripts/bundle-grpc.mjs';
 import { bundleTfjs } from '../packages/worker/scripts/bundle-tfjs.mjs';
+import { bundle } from './bundle-packages.mjs';
 import {
   ADDON_FILE,
   generate,
@@ -187,78 +188,6 @@ const bundled = bundle(sourceDir, Object.keys(sourceTemplate.dependencies));
 const sourceManifest = { ...sourceTemplate, dependencies: bundled };
 writeFileSync(join(sourceDir, 'package.json'), `${JSON.stringify(sourceManifest, null, 2)}\n`);
 packed.push(npmPack(sourceDir));
-
-/**
- * @grpc/grpc-js (and @js-sdsl/ordered-map) inside the staged @edl/proto, the only copy the other
- * packages use (through `@edl/proto/grpc`). Not @grpc/proto-loader: grpc-js requires it only to load
- * the channelz and ORCA protos, and elasticdl-ts enables neither; it and its 30 dependencies (yargs,
- * protobufjs with @types/node and an install script) would be 6.8 MB of an install that never loads
- * them. The bundled grpc-js declares it as an optional peer instead, so npm fetches nothing for it.
- */
-function bundleGrpc(dir) {
-  const grpc = '@grpc/grpc-js';
-  const loader = '@grpc/proto-loader';
-  bundle(dir, [grpc], join(repoRoot, 'packages', 'proto'), new Set([loader]));
-  const grpcManifestFile = join(dir, 'node_modules', grpc, 'package.json');
-  const grpcManifest = readJson(grpcManifestFile);
-  if (grpcManifest.dependencies?.[loader] === undefined) fail(`${grpc} no longer depends on ${loader}`);
-  grpcManifest.peerDependencies = {
-    ...grpcManifest.peerDependencies,
-    [loader]: grpcManifest.dependencies[loader],
-  };
-  grpcManifest.peerDependenciesMeta = { ...grpcManifest.peerDependenciesMeta, [loader]: { optional: true } };
-  delete grpcManifest.dependencies[loader];
-  writeFileSync(grpcManifestFile, `${JSON.stringify(grpcManifest, null, 2)}\n`);
-  const stagedManifest = readJson(join(dir, 'package.json'));
-  stagedManifest.bundleDependencies = [grpc];
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(stagedManifest, null, 2)}\n`);
-}
-
-/**
- * Copies `names` and everything they depend on but `skip`, as resolved from directory `from` (pnpm's
- * node_modules), into dir/node_modules: hoisted where no other version is in the way, nested under
- * the dependent otherwise. Returns the exact versions of `names`.
- */
-function bundle(dir, names, from = repoRoot, skip = new Set()) {
-  const placed = new Map(); // install path -> real source directory
-  const queue = names.map((name) => ({ name, from, at: dir }));
-  while (queue.length > 0) {
-    const { name, from, at } = queue.shift();
-    if (skip.has(name)) continue;
-    const source = resolvePackage(name, from);
-    let visible;
-    for (let d = at; ; d = dirname(d)) {
-      const path = join(d, 'node_modules', name);
-      if (placed.has(path)) {
-        visible = placed.get(path);
-        break;
-      }
-      if (d === dir) break;
-    }
-    if (visible === source) continue;
-    const path = visible === undefined ? join(dir, 'node_modules', name) : join(at, 'node_modules', name);
-    placed.set(path, source);
-    cpSync(source, path, {
-      recursive: true,
-      dereference: true,
-      filter: (src) => !relative(source, src).split(/[\\/]/).includes('node_modules'),
-    });
-    const deps = Object.keys(readJson(join(source, 'package.json')).dependencies ?? {});
-    for (const dep of deps) queue.push({ name: dep, from: source, at: path });
-  }
-  return Object.fromEntries(
-    names.map((name) => [name, readJson(join(dir, 'node_modules', name, 'package.json')).version]),
-  );
-}
-
-/** The real directory of package `name` as Node.js resolves it from directory `from`. */
-function resolvePackage(name, from) {
-  for (let d = from; ; d = dirname(d)) {
-    const candidate = join(d, 'node_modules', name, 'package.json');
-    if (existsSync(candidate)) return realpathSync(dirname(candidate));
-    if (dirname(d) === d) fail(`cannot bundle ${name}: not installed (run pnpm install)`);
-  }
-}
 
 // ---- check and report ----
 rmSync(stageDir, { recursive: true, force: true });
