@@ -1,6 +1,6 @@
 /**
  * The JSON log line of {@link createLogger}, byte for byte what pino 10 wrote for the same options
- * (level labels, ISO time, base bindings first, `msg` last) without its 13 packages: the loggers
+ * (level labels, ISO time, base bindings first, `msg` last) without its 12 packages: the loggers
  * need only this serialization, never pino's transports, redaction or worker threads.
  */
 
