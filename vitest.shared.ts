@@ -30,6 +30,7 @@ export function packageProject(name: string, testTimeoutMs = 30_000) {
           replacement: `${packagesDir}master/src/local-instance-manager.ts`,
         },
         { find: /^@edl\/data\/dataset$/, replacement: `${packagesDir}data/src/dataset/index.ts` },
+        { find: /^@edl\/proto\/grpc$/, replacement: `${packagesDir}proto/src/grpc.ts` },
         { find: /^@edl\/data\/readers$/, replacement: `${packagesDir}data/src/readers/index.ts` },
         { find: /^@edl\/model-zoo\/zoo$/, replacement: `${packagesDir}model-zoo/src/zoo.ts` },
         {

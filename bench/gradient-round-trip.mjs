@@ -22,8 +22,8 @@ import { machineLine } from './lib/machine.mjs';
 const { widenReceiveWindow } = await import('../packages/master/dist/http2-window.js');
 const { createMasterChannel } = await import('../packages/proto/dist/master-channel.js');
 
-// grpc-js as the master has it.
-const require = createRequire(new URL('../packages/master/package.json', import.meta.url));
+// grpc-js as the master has it, through @edl/proto (@edl/proto/grpc).
+const require = createRequire(new URL('../packages/proto/package.json', import.meta.url));
 const grpc = require('@grpc/grpc-js');
 
 const bytes = Number(process.env.EDL_BENCH_BYTES ?? 220_000);

@@ -6,9 +6,10 @@
  * `edl train` to its first training step (the zoo's MNIST CNN, 1 worker, on 2,000 of the demo's
  * digits). Packs every package (`pnpm run pack:all`, or --packages DIR of its tarballs), installs
  * @edl/cli into an empty project with npm (third-party packages from the configured registry; our
- * own from the tarballs), measures, then adds the optional extras (webgpu,
- * @tensorflow/tfjs-backend-webgpu, @kubernetes/client-node), measures the size again and checks that
- * the webgpu backend registers in @edl/worker's own tfjs-core. Goals (issue 27): <= 40 MB and <= 60
+ * own from the tarballs), measures (with what each third-party dependency brings), then adds the
+ * optional extras (webgpu, @tensorflow/tfjs-backend-webgpu, @kubernetes/client-node, pg), measures
+ * the size again and checks that the webgpu backend registers in @edl/worker's own tfjs-core, and
+ * what a postgres:// origin says without pg and with it. Goals (issue 27): <= 40 MB and <= 60
  * packages without extras, `edl --help` <= 0.2 s of CPU, no install script of ours; `edl train
  * --help` <= 1 s (issue 17). Baseline in the same run: `node -e 0`.
  *
@@ -89,12 +90,53 @@ function footprint() {
   };
 }
 
+/**
+ * What each third-party runtime dependency of our packages brings: the packages it pulls in (itself
+ * included, each counted once however many paths lead to it) and their bytes, and the same for each
+ * of its own dependencies, so that a heavy grandchild (e.g. @grpc/proto-loader under @grpc/grpc-js)
+ * shows. Packages bundled in a tarball are left out (their bytes are in their parent's).
+ */
+function dependencyBreakdown() {
+  const lock = JSON.parse(readFileSync(join(app, 'node_modules', '.package-lock.json'), 'utf8')).packages;
+  // Node's lookup: from the package's directory up through every node_modules above it.
+  const resolve = (fromPath, name) => {
+    for (let at = fromPath; ; at = at.slice(0, Math.max(0, at.lastIndexOf('/node_modules/')))) {
+      const candidate = `${at === '' ? '' : `${at}/`}node_modules/${name}`;
+      if (lock[candidate] !== undefined) return candidate;
+      if (at === '') return undefined;
+    }
+  };
+  const childrenOf = (path) =>
+    Object.keys({ ...lock[path].dependencies, ...lock[path].optionalDependencies })
+      .map((name) => resolve(path, name))
+      .filter((child) => child !== undefined && !lock[child].inBundle);
+  const closure = (path) => {
+    const seen = new Set([path]);
+    for (const p of seen) for (const child of childrenOf(p)) seen.add(child);
+    return seen;
+  };
+  const ownBytes = (path) => bytesIn(join(app, path), ['node_modules']);
+  const nameOf = (path) => path.replace(/^.*node_modules\//, '');
+  const describe = (path) => {
+    const all = closure(path);
+    return `${nameOf(path)}: ${all.size} packages, ${mb([...all].reduce((sum, p) => sum + ownBytes(p), 0))}`;
+  };
+  const direct = new Set();
+  for (const path of Object.keys(lock).filter((p) => /node_modules\/@edl\/[^/]+$/.test(p))) {
+    for (const child of childrenOf(path)) if (!nameOf(child).startsWith('@edl/')) direct.add(child);
+  }
+  return [...direct].sort().map((path) => ({
+    line: describe(path),
+    children: childrenOf(path).map(describe),
+  }));
+}
+
 /** Apparent size of every file under dir (what `du -sb` counts), nested packages included. */
-function bytesIn(dir) {
+function bytesIn(dir, skip = []) {
   let total = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) total += bytesIn(path);
+    if (entry.isDirectory()) total += skip.includes(entry.name) ? 0 : bytesIn(path, skip);
     else if (entry.isFile()) total += statSync(path).size;
   }
   return total;
@@ -113,6 +155,11 @@ let t0 = performance.now();
 npm(['install']);
 const light = footprint();
 report(`npm install @edl/cli (${((performance.now() - t0) / 1000).toFixed(0)} s)`, light);
+console.log('  what each third-party runtime dependency brings (itself included):');
+for (const { line, children } of dependencyBreakdown()) {
+  console.log(`    ${line}`);
+  for (const child of children) console.log(`      ${child}`);
+}
 
 // ---- start-up: median of `runs` runs, after one warm-up run each ----
 // Wall time, and CPU time (user + sys, from /usr/bin/time when present): on a busy machine the CPU
@@ -163,6 +210,19 @@ for (const [argv, goal] of [
 }
 const k8s = spawnSync(process.execPath, [edl, 'k8s', '--help'], { cwd: app, encoding: 'utf8' });
 console.log(`  edl k8s --help without the Kubernetes client: exit ${k8s.status}: ${k8s.stderr.trim()}`);
+// pg is an optional peer of @edl/data: a table origin without it says what to install.
+const tableReader = (cwd) =>
+  spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const { createDataReader } = await import('@edl/data/readers');
+await createDataReader('postgres://127.0.0.1:1/none', { table: 'census', maxRetries: 0 }).catch((e) => console.log(e.message));`,
+    ],
+    { cwd, encoding: 'utf8' },
+  ).stdout.trim();
+console.log(`  a postgres:// origin without pg: ${tableReader(app)}`);
 
 // ---- time to the first training step ----
 // From the start of `edl train` to the first worker line reporting a training step (the worker logs
@@ -231,12 +291,19 @@ console.log(
 
 // ---- the optional extras, as the messages of `edl k8s` and --backend webgpu say to add them ----
 t0 = performance.now();
-npm(['install', 'webgpu@^0.6.2', '@tensorflow/tfjs-backend-webgpu@4.22.0', '@kubernetes/client-node@~1.4.0']);
+npm([
+  'install',
+  'webgpu@^0.6.2',
+  '@tensorflow/tfjs-backend-webgpu@4.22.0',
+  '@kubernetes/client-node@~1.4.0',
+  'pg@^8.16.0',
+]);
 const full = footprint();
 report(
-  `+ webgpu, @tensorflow/tfjs-backend-webgpu, @kubernetes/client-node (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+  `+ webgpu, @tensorflow/tfjs-backend-webgpu, @kubernetes/client-node, pg (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
   full,
 );
+console.log(`  a postgres:// origin with pg (nothing listens on port 1): ${tableReader(app)}`);
 const r = spawnSync(process.execPath, [edl, 'k8s', '--help'], { cwd: app, encoding: 'utf8' });
 console.log(`  edl k8s --help with the client: exit ${r.status}`);
 // The extras' tfjs-backend-webgpu sits beside @edl/worker, whose tfjs-core is bundled inside it:

@@ -9,7 +9,8 @@
 //   --binaries DIR/<target>/edl_native.node (CI artifacts built on that platform);
 // - @edl/native-source: the C++ sources, CMakeLists.txt and `edl-build-native`, with cmake-js,
 //   node-addon-api and node-api-headers bundled so that building from source needs no download;
-// - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs).
+// - @edl/worker with TensorFlow.js bundled, only the files Node loads (packages/worker/scripts/bundle-tfjs.mjs);
+// - @edl/proto with @grpc/grpc-js bundled, without @grpc/proto-loader (packages/proto/scripts/bundle-grpc.mjs).
 // Nothing runs an install script. Needs `pnpm run build` first (dist/ and build/Release).
 import { execFileSync } from 'node:child_process';
 import {
@@ -18,14 +19,15 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { bundleGrpc } from '../packages/proto/scripts/bundle-grpc.mjs';
 import { bundleTfjs } from '../packages/worker/scripts/bundle-tfjs.mjs';
+import { bundle } from './bundle-packages.mjs';
 import {
   ADDON_FILE,
   generate,
@@ -153,6 +155,7 @@ const finishing = {
   },
   // @edl/worker: TensorFlow.js as Node loads it, bundled (packages/worker/scripts/bundle-tfjs.mjs).
   '@edl/worker': bundleTfjs,
+  '@edl/proto': bundleGrpc,
 };
 for (const { dir, manifest } of workspace) {
   const packDir = join(stageDir, 'pnpm', manifest.name.replace('@edl/', ''));
@@ -185,51 +188,6 @@ const bundled = bundle(sourceDir, Object.keys(sourceTemplate.dependencies));
 const sourceManifest = { ...sourceTemplate, dependencies: bundled };
 writeFileSync(join(sourceDir, 'package.json'), `${JSON.stringify(sourceManifest, null, 2)}\n`);
 packed.push(npmPack(sourceDir));
-
-/**
- * Copies `names` and everything they depend on, as resolved from the repository root (pnpm's
- * node_modules), into dir/node_modules: hoisted where no other version is in the way, nested under
- * the dependent otherwise. Returns the exact versions of `names`.
- */
-function bundle(dir, names) {
-  const placed = new Map(); // install path -> real source directory
-  const queue = names.map((name) => ({ name, from: repoRoot, at: dir }));
-  while (queue.length > 0) {
-    const { name, from, at } = queue.shift();
-    const source = resolvePackage(name, from);
-    let visible;
-    for (let d = at; ; d = dirname(d)) {
-      const path = join(d, 'node_modules', name);
-      if (placed.has(path)) {
-        visible = placed.get(path);
-        break;
-      }
-      if (d === dir) break;
-    }
-    if (visible === source) continue;
-    const path = visible === undefined ? join(dir, 'node_modules', name) : join(at, 'node_modules', name);
-    placed.set(path, source);
-    cpSync(source, path, {
-      recursive: true,
-      dereference: true,
-      filter: (src) => !relative(source, src).split(/[\\/]/).includes('node_modules'),
-    });
-    const deps = Object.keys(readJson(join(source, 'package.json')).dependencies ?? {});
-    for (const dep of deps) queue.push({ name: dep, from: source, at: path });
-  }
-  return Object.fromEntries(
-    names.map((name) => [name, readJson(join(dir, 'node_modules', name, 'package.json')).version]),
-  );
-}
-
-/** The real directory of package `name` as Node.js resolves it from directory `from`. */
-function resolvePackage(name, from) {
-  for (let d = from; ; d = dirname(d)) {
-    const candidate = join(d, 'node_modules', name, 'package.json');
-    if (existsSync(candidate)) return realpathSync(dirname(candidate));
-    if (dirname(d) === d) fail(`cannot bundle ${name}: not installed (run pnpm install)`);
-  }
-}
 
 // ---- check and report ----
 rmSync(stageDir, { recursive: true, force: true });

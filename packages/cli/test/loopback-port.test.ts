@@ -1,16 +1,6 @@
-import { createRequire } from 'node:module';
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freeLoopbackPort, isAddressInUse, withFreeLoopbackPort } from '../src/job/loopback-port.js';
-
-/** The part of grpc-js this test uses. */
-interface GrpcJs {
-  Server: new () => {
-    bindAsync(address: string, credentials: unknown, done: (error: Error | null, port: number) => void): void;
-    forceShutdown(): void;
-  };
-  ServerCredentials: { createInsecure(): unknown };
-}
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -73,10 +63,8 @@ describe('withFreeLoopbackPort', () => {
 
   it("recognizes grpc-js's bind failure on a taken port", async () => {
     const taken = await listen(0);
-    // grpc-js as @edl/master has it (the CLI does not depend on it directly).
-    const grpc = createRequire(createRequire(import.meta.url).resolve('@edl/master'))(
-      '@grpc/grpc-js',
-    ) as GrpcJs;
+    // grpc-js as @edl/master has it, through @edl/proto (the CLI does not depend on it directly).
+    const grpc = await import('@edl/proto/grpc');
     const server = new grpc.Server();
     const error = await new Promise<Error | null>((resolve) =>
       server.bindAsync(`127.0.0.1:${taken}`, grpc.ServerCredentials.createInsecure(), (e) => resolve(e)),

@@ -28,7 +28,6 @@ import {
   toWireInt,
   WRONG_TOKEN_DETAILS,
 } from '@edl/proto';
-import { ParameterStoreError, parameterRpcHandlers } from '@edl/ps';
 import {
   type ServerDuplexStream,
   type ServerUnaryCall,
@@ -36,7 +35,8 @@ import {
   type sendUnaryData,
   status,
   type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
+} from '@edl/proto/grpc';
+import { ParameterStoreError, parameterRpcHandlers } from '@edl/ps';
 import { MasterError } from './errors.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';

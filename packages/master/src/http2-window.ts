@@ -1,5 +1,5 @@
 import type { Http2Server, Http2Session, Settings } from 'node:http2';
-import type { Server } from '@grpc/grpc-js';
+import type { Server } from '@edl/proto/grpc';
 
 /** HTTP/2 receive window of the master's sessions and streams: a whole gradient in one go. */
 export const MASTER_RECEIVE_WINDOW = 16 * 1024 * 1024;

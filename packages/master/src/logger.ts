@@ -14,7 +14,7 @@ export interface MasterLogger {
 }
 
 /**
- * The master's pino logger on a stream (stderr by default): readable lines on a terminal, JSON
+ * The master's logger on a stream (stderr by default): readable lines on a terminal, JSON
  * lines otherwise; `options` set the level, quiet mode and fields every line carries (the job id).
  */
 export function createStreamLogger(

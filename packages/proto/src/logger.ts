@@ -1,4 +1,4 @@
-import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
+import { jsonFields, LEVEL_VALUES, logLine } from './log-line.js';
 
 /** The levels of {@link createLogger}, least severe first; `silent` logs nothing. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -93,28 +93,25 @@ export function formatPrettyLine(json: string, color: boolean): string {
     .join(' ');
 }
 
-/** A pino destination that rewrites each JSON line as a readable one. */
-function prettyDestination(stream: LogStream, color: boolean): DestinationStream {
-  return {
-    write(line: string) {
-      stream.write(`${formatPrettyLine(line.trimEnd(), color)}\n`);
-    },
-  };
+/** Where the JSON lines go: the stream itself, or each line rewritten as a readable one. */
+function destinationOf(stream: LogStream, format: 'json' | 'pretty', color: boolean): (line: string) => void {
+  if (format === 'json') return (line) => void stream.write(line);
+  return (line) => void stream.write(`${formatPrettyLine(line.trimEnd(), color)}\n`);
 }
 
-function wrap(logger: PinoLogger): Logger {
+/** A logger writing lines at `threshold` and above, each carrying `bindings` (as `jsonFields`). */
+function lineLogger(write: (line: string) => void, threshold: number, bindings: string): Logger {
   const at =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
     (message: string, fields?: LogFields): void => {
-      if (fields === undefined) logger[level](message);
-      else logger[level](fields as Record<string, unknown>, message);
+      if (LEVEL_VALUES[level] >= threshold) write(logLine(level, bindings, message, fields));
     };
   return {
     debug: at('debug'),
     info: at('info'),
     warn: at('warn'),
     error: at('error'),
-    child: (bindings) => wrap(logger.child(bindings as Record<string, unknown>)),
+    child: (more) => lineLogger(write, threshold, bindings + jsonFields(more, true)),
   };
 }
 
@@ -127,7 +124,7 @@ export function parseLogLevel(value: string, name = 'logLevel'): LogLevel {
 }
 
 /**
- * Creates the pino logger of a process: JSON lines off a terminal, readable lines on one.
+ * Creates the logger of a process: JSON lines off a terminal, readable lines on one.
  *
  * ```ts
  * const log = createLogger({ level: 'info', bindings: { job: 'mnist', worker: 'worker-0' } });
@@ -139,20 +136,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.quiet ? 'error' : parseLogLevel(options.level ?? 'info', 'level');
   const isTTY = stream.isTTY === true;
   const format = options.format ?? (isTTY ? 'pretty' : 'json');
-  const destination: DestinationStream =
-    format === 'pretty'
-      ? prettyDestination(stream, isTTY)
-      : { write: (line: string) => void stream.write(line) };
-  const logger = pino(
-    {
-      level,
-      base: { pid: process.pid, ...options.bindings },
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    destination,
+  return lineLogger(
+    destinationOf(stream, format, isTTY),
+    LEVEL_VALUES[level],
+    jsonFields({ pid: process.pid, ...options.bindings }, true),
   );
-  return wrap(logger);
 }
 
 /** A logger that drops everything (library use, tests). */

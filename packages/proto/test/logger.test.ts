@@ -29,6 +29,20 @@ describe('createLogger', () => {
     expect(second).toMatchObject({ level: 'warn', msg: 'slow', worker: 'worker-3' });
   });
 
+  it('writes the line pino wrote: level, time, pid and bindings first, fields in order, msg last', () => {
+    const { stream, lines } = capture();
+    const log = createLogger({ stream, bindings: { job: 'mnist', worker: undefined } }).child({ task: 3 });
+    const cycle: Record<string, unknown> = { id: 1 };
+    cycle.self = cycle;
+    log.info('task "done"', { records: 512, loss: Number.NaN, skipped: undefined, big: 12n, cycle });
+    const time = /"time":"([^"]+)"/.exec(lines[0] ?? '')?.[1] ?? '';
+    expect(new Date(time).toISOString()).toBe(time);
+    expect(lines[0]).toBe(
+      `{"level":"info","time":"${time}","pid":${process.pid},"job":"mnist","task":3,"records":512,` +
+        '"loss":null,"big":12,"cycle":{"id":1,"self":"[Circular]"},"msg":"task \\"done\\""}',
+    );
+  });
+
   it('writes readable lines on a terminal', () => {
     const { stream, lines } = capture(true);
     createLogger({ stream, bindings: { job: 'j1' } }).error('checkpoint failed', { path: '/tmp/a b' });

@@ -13,7 +13,7 @@ export interface WorkerLogger {
 export const silentLogger: WorkerLogger = silent;
 
 /**
- * The worker's pino logger writing one JSON object per line:
+ * The worker's logger writing one JSON object per line:
  * `{"level":"info","time":"...","msg":"task.done",...base,...fields}`, `base` naming the job and
  * the worker. `options` set the level and quiet mode.
  */

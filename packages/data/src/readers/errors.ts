@@ -18,6 +18,7 @@ import { EdlError } from '@edl/common';
  * - `READER_MODULE_NOT_FOUND`, `READER_MODULE_FAILED` (it exists but failed to load),
  *   `READER_EXPORT_NOT_FOUND`, `READER_EXPORT_NOT_FUNCTION`, `NOT_A_DATA_READER`: a custom reader
  *   could not be loaded (see `loadCustomReader`).
+ * - `MISSING_DEPENDENCY`: an optional package this reader needs (pg for a table) is not installed.
  * - `CLOSED`: the reader was closed.
  */
 export type DataReaderErrorCode =
@@ -40,6 +41,7 @@ export type DataReaderErrorCode =
   | 'READER_EXPORT_NOT_FOUND'
   | 'READER_EXPORT_NOT_FUNCTION'
   | 'NOT_A_DATA_READER'
+  | 'MISSING_DEPENDENCY'
   | 'CLOSED';
 
 /**

@@ -31,6 +31,7 @@ export {
   parseReaderSpec,
 } from './custom-reader.js';
 export { DataReaderError, type DataReaderErrorCode } from './errors.js';
+export { loadPg, PG_VERSION_RANGE } from './pg-module.js';
 export {
   RecordIODataReader,
   type RecordIODataReaderOptions,

@@ -1,19 +1,9 @@
 import type pg from 'pg';
 import { DataReaderError } from './errors.js';
+import { loadPg } from './pg-module.js';
 import { backoffMs, errorCodeOf, isConnectionError, sleep } from './pg-retry.js';
 
 const noop = (): void => {};
-
-let pgLoaded: Promise<typeof pg> | undefined;
-
-/**
- * pg, loaded with the first connection: every master and worker loads this package, and most read
- * no table, so they do not pay pg's loading (about 0.05 CPU-seconds a process).
- */
-function loadPg(): Promise<typeof pg> {
-  pgLoaded ??= import('pg').then((module) => module.default);
-  return pgLoaded;
-}
 
 /** The connection one piece of work holds across its queries (replaced after a connection error). */
 export interface PgSession {
@@ -103,7 +93,7 @@ export class PgConnections {
   async retrying<T>(session: PgSession, what: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        session.client ??= await this.#acquire();
+        session.client ??= await this.#acquire(what);
         return await work(session.client);
       } catch (error) {
         if (session.client !== undefined) {
@@ -126,13 +116,14 @@ export class PgConnections {
     }
   }
 
-  async #acquire(): Promise<pg.Client> {
+  async #acquire(what: string): Promise<pg.Client> {
     if (this.#closed) throw new DataReaderError('CLOSED', 'the reader is closed');
     const idle = this.#idle;
     this.#idle = undefined;
     if (idle !== undefined && !this.#broken.has(idle)) return idle;
     idle?.end().catch(noop);
-    const { Client } = await loadPg();
+    // pg loads with the first connection (see loadPg).
+    const { Client } = await loadPg(what);
     // Closed while pg loaded: no connection is opened for a closed reader.
     if (this.#closed) throw new DataReaderError('CLOSED', 'the reader is closed');
     const client = new Client(this.#config);

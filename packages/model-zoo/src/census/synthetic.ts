@@ -1,7 +1,7 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { checkInteger, checkNonEmptyString, SeededRandom } from '@edl/common';
-import pg from 'pg';
+import { loadPg } from '@edl/data/readers';
 import { CENSUS_CATEGORICAL, CENSUS_COLUMNS, type CensusRow } from './schema.js';
 
 /**
@@ -89,7 +89,8 @@ export async function loadCensusTable(options: CensusTableOptions = {}): Promise
     );
   }
   const rows = checkInteger(options.rows ?? 10_000, 'options.rows', 0);
-  const client = new pg.Client(
+  const { Client } = await loadPg(`loadCensusTable (the ${table} table)`);
+  const client = new Client(
     options.connectionString === undefined ? {} : { connectionString: options.connectionString },
   );
   await client.connect();

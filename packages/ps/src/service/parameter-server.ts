@@ -22,7 +22,7 @@ import {
   toSafeNumber,
   toWireInt,
 } from '@edl/proto';
-import { type ServiceError, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { type ServiceError, status, type UntypedServiceImplementation } from '@edl/proto/grpc';
 import { ParameterStoreError } from '../errors.js';
 import type { RowInitializerConfig } from '../sparse/row-initializer.js';
 import { EmbeddingShard, type EmbeddingTableSpec, type JobTableSettings } from './embedding-shard.js';
