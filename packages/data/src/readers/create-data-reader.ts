@@ -15,7 +15,17 @@ export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
   recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch', 'remote'],
   tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes', 'remote'],
-  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride', 'columns', 'inferTypes'],
+  text: [
+    'path',
+    'format',
+    'header',
+    'delimiter',
+    'recordsPerShard',
+    'indexStride',
+    'columns',
+    'inferTypes',
+    'remote',
+  ],
   table: [
     'connection',
     'table',
