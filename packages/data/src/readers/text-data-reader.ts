@@ -189,7 +189,7 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       throw new TypeError(expectedMessage('a function', 'options.onIndexProgress', options.onIndexProgress));
     }
     const remote = checkRemoteOptions(options.remote);
-    const file = await textFileAt(path, remote.resolved.partBytes);
+    const file = await textFileAt(path, remote.resolved);
     const stride =
       options.indexStride !== undefined
         ? givenStride
@@ -279,10 +279,7 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       );
     }
     if (start === end) return;
-    const block = Math.floor(start / index.stride);
-    const from = index.blockOffsets[block]!;
-    // The records end by the start of the block after the last one: a remote object is fetched that far.
-    const to = index.blockOffsets[Math.ceil(end / index.stride)] ?? index.size;
+    const { from, to } = byteRangeOf(index, start, end);
     const handle = await this.#layout.file.open(from, to);
     try {
       const now = await handle.stat();
@@ -292,7 +289,7 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
           `${this.#layout.path} changed after it was indexed (size ${index.size} -> ${now.size}); create a new reader`,
         );
       }
-      const skip = start - block * index.stride;
+      const skip = start % index.stride;
       const texts = readRecordTexts(handle, this.#layout, from, skip, end - start, index.size);
       const csv = this.#layout.format === 'csv';
       const types = this.#types;
@@ -333,6 +330,27 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
         ...(this.#remoteParam === undefined ? {} : { remote: { ...this.#remoteParam } }),
       },
     };
+  }
+
+  /**
+   * Announces that `readRecords(range)` will follow: a remote object's first piece of the range is
+   * fetched now, within `remote.readAheadBytes`, so that the read costs no round trip. Advisory;
+   * a local file reads nothing ahead.
+   */
+  prefetch(range: RecordRange): void {
+    const file = this.#layout.file;
+    if (!(file instanceof RemoteTextFile)) return;
+    const { start, end } = checkRange(range);
+    this.#getIndex().then(
+      (index) => {
+        if (start < end && end <= index.recordCount) {
+          const { from, to } = byteRangeOf(index, start, end);
+          file.prefetch(from, to);
+        }
+      },
+      // The read that follows meets the error and reports it.
+      () => {},
+    );
   }
 
   /**
@@ -382,16 +400,32 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
 }
 
 /**
+ * The bytes records `[start, end)` lie in: from the index block of `start` to the block after the
+ * one of `end - 1` (a remote object is fetched that far and no further).
+ */
+function byteRangeOf(index: TextIndex, start: number, end: number): { from: number; to: number } {
+  const from = index.blockOffsets[Math.floor(start / index.stride)] ?? index.size;
+  const to = index.blockOffsets[Math.ceil(end / index.stride)] ?? index.size;
+  return { from, to };
+}
+
+/**
  * The text file at `location`, found and stat'ed through its byte source: a local file is streamed
  * from the local disk, a remote object by ranged GETs pinned to the version stat'ed here.
  */
-async function textFileAt(location: string, partBytes: number): Promise<{ path: string; file: TextFile }> {
+async function textFileAt(
+  location: string,
+  remote: { readonly partBytes: number; readonly readAheadBytes: number },
+): Promise<{ path: string; file: TextFile }> {
   try {
     const source = await byteSourceFor(location);
     const object = await source.stat(location);
     const path = source.localPath(object);
     if (path !== undefined) return { path, file: localTextFile(path) };
-    return { path: object.location, file: new RemoteTextFile(source, object, partBytes) };
+    return {
+      path: object.location,
+      file: new RemoteTextFile(source, object, remote.partBytes, remote.readAheadBytes),
+    };
   } catch (error) {
     throw new DataReaderError('IO', `cannot read ${location}: ${storageReason(error)}`, error);
   }

@@ -66,7 +66,7 @@ export interface TextIndex {
 const INDEX_CHUNK_BYTES = 1 << 20;
 const READ_CHUNK_BYTES = 1 << 16;
 /** Bytes a remote object is asked for when its first records are read (more follow when they are longer). */
-const LEADING_BYTES = 1 << 18;
+const LEADING_BYTES = 1 << 16;
 
 /** Byte offset of the first record: after a UTF-8 byte order mark, if any. */
 export async function firstRecordOffset(handle: TextHandle): Promise<number> {

@@ -17,11 +17,15 @@ export class RemoteTextFile implements TextFile {
   indexReport: RemoteIndexReport | undefined;
   #indexing = false;
   #indexRequests = 0;
+  /** First pieces of announced reads, by offset, oldest first; their bytes stay within `readAheadBytes`. */
+  readonly #ahead = new Map<number, { readonly length: number; readonly bytes: Promise<Uint8Array> }>();
+  #aheadBytes = 0;
 
   constructor(
     readonly source: ByteSource,
     readonly object: ObjectStat,
     readonly partBytes: number,
+    readonly readAheadBytes: number,
   ) {}
 
   get location(): string {
@@ -32,13 +36,52 @@ export class RemoteTextFile implements TextFile {
     return new RangedTextHandle(this, Math.max(from, Math.min(to, this.object.size)));
   }
 
-  /** Counts one GET of `length` bytes, to the index build or to the reads. */
-  countRequest(length: number): void {
+  /**
+   * Fetches the first piece of a read of `[from, to)` now, so that a task announced ahead costs no
+   * round trip when it is read. The oldest pieces not taken are dropped to stay within
+   * `readAheadBytes`.
+   */
+  prefetch(from: number, to: number): void {
+    const length = Math.min(this.partBytes, Math.min(to, this.object.size) - from);
+    if (length <= 0 || length > this.readAheadBytes || this.#ahead.has(from)) return;
+    for (const [at, held] of this.#ahead) {
+      if (this.#aheadBytes + length <= this.readAheadBytes) break;
+      this.#ahead.delete(at);
+      this.#aheadBytes -= held.length;
+    }
+    this.#aheadBytes += length;
+    this.#ahead.set(from, { length, bytes: this.fetch(from, length) });
+  }
+
+  /** Bytes `[at, at + length)`: the piece fetched ahead for them, or a GET now. */
+  take(at: number, length: number): Promise<Uint8Array> {
+    const held = this.#ahead.get(at);
+    if (held === undefined || held.length !== length) return this.fetch(at, length);
+    this.#ahead.delete(at);
+    this.#aheadBytes -= held.length;
+    return held.bytes;
+  }
+
+  /** One ranged GET, pinned to the version, counted to the index build or to the reads. */
+  fetch(at: number, length: number): Promise<Uint8Array> {
     if (this.#indexing) this.#indexRequests++;
     else {
       this.dataRequests++;
       this.dataBytes += length;
     }
+    const { object } = this;
+    const bytes = this.source.readRange(object, at, length).then((fetched) => {
+      if (fetched.byteLength !== length) {
+        throw new DataReaderError(
+          'IO',
+          `cannot read ${object.location}: bytes [${at}, ${at + length}) came back as ${fetched.byteLength} bytes`,
+        );
+      }
+      return fetched;
+    });
+    // A piece fetched ahead and never read must not be an unhandled rejection.
+    bytes.catch(() => {});
+    return bytes;
   }
 
   /**
@@ -77,6 +120,9 @@ export class RemoteTextFile implements TextFile {
     return { location, index, dataRequests, dataBytes, skippedChunks: 0 };
   }
 }
+
+/** Bytes of a piece fetched past a handle's `to` hint. */
+const PAST_HINT_BYTES = 1 << 16;
 
 /** One piece of the object: bytes `[at, at + bytes.length)`. */
 interface Piece {
@@ -141,22 +187,12 @@ class RangedTextHandle implements TextHandle {
   }
 
   #fetch(at: number): Promise<Uint8Array> {
-    const { object, partBytes, source } = this.file;
-    const limit = at < this.to ? this.to : object.size;
-    const length = Math.min(partBytes, limit - at);
-    this.file.countRequest(length);
-    const bytes = source.readRange(object, at, length).then((fetched) => {
-      if (fetched.byteLength !== length) {
-        throw new DataReaderError(
-          'IO',
-          `cannot read ${object.location}: bytes [${at}, ${at + length}) came back as ${fetched.byteLength} bytes`,
-        );
-      }
-      return fetched;
-    });
-    // A piece fetched ahead and never read (the scan stopped) must not be an unhandled rejection.
-    bytes.catch(() => {});
-    return bytes;
+    // Past the hint (a record longer than the first read expected) in small pieces.
+    const length =
+      at < this.to
+        ? Math.min(this.file.partBytes, this.to - at)
+        : Math.min(PAST_HINT_BYTES, this.file.object.size - at);
+    return this.file.take(at, length);
   }
 }
 
