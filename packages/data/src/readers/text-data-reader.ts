@@ -125,6 +125,13 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
   readonly #remoteParam: JsonObject | undefined;
   readonly #indexCache: IndexCache;
   #index: Promise<TextIndex> | undefined;
+  /**
+   * Announces that `readRecords(range)` will follow: a remote object's first piece of the range is
+   * fetched now, within `remote.readAheadBytes`, so that the read costs no round trip. Advisory.
+   * Present only for a remote object (a local file is read when asked, and a worker holds no task
+   * ahead for it).
+   */
+  readonly prefetch?: (range: RecordRange) => void;
 
   private constructor(
     layout: TextLayout,
@@ -139,6 +146,8 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     this.#types = types;
     this.#remoteParam = remote.given;
     this.#indexCache = new IndexCache(remote.resolved.indexCacheDir);
+    const file = layout.file;
+    if (file instanceof RemoteTextFile) this.prefetch = (range) => this.#prefetch(file, range);
     this.#layout = layout;
     this.#delimiter = delimiter;
     this.#recordsPerShard = recordsPerShard;
@@ -333,27 +342,6 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
   }
 
   /**
-   * Announces that `readRecords(range)` will follow: a remote object's first piece of the range is
-   * fetched now, within `remote.readAheadBytes`, so that the read costs no round trip. Advisory;
-   * a local file reads nothing ahead.
-   */
-  prefetch(range: RecordRange): void {
-    const file = this.#layout.file;
-    if (!(file instanceof RemoteTextFile)) return;
-    const { start, end } = checkRange(range);
-    this.#getIndex().then(
-      (index) => {
-        if (start < end && end <= index.recordCount) {
-          const { from, to } = byteRangeOf(index, start, end);
-          file.prefetch(from, to);
-        }
-      },
-      // The read that follows meets the error and reports it.
-      () => {},
-    );
-  }
-
-  /**
    * Requests and bytes of a remote object (how its index was found: the cache, or one streaming
    * pass), undefined for a local file.
    */
@@ -380,6 +368,20 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
       });
     }
     return this.#index;
+  }
+
+  #prefetch(file: RemoteTextFile, range: RecordRange): void {
+    const { start, end } = checkRange(range);
+    this.#getIndex().then(
+      (index) => {
+        if (start < end && end <= index.recordCount) {
+          const { from, to } = byteRangeOf(index, start, end);
+          file.prefetch(from, to);
+        }
+      },
+      // The read that follows meets the error and reports it.
+      () => {},
+    );
   }
 
   #checkShard(shardName: string, start: number, end: number): void {

@@ -50,7 +50,7 @@ async function readAll(reader: TextDataReader): Promise<unknown[]> {
   const records: unknown[] = [];
   for (const [i, task] of tasks.entries()) {
     const next = tasks[i + 1];
-    if (next !== undefined) reader.prefetch(next);
+    if (next !== undefined) reader.prefetch?.(next);
     for await (const record of reader.readRecords(task)) records.push(record);
   }
   return records;
@@ -117,6 +117,9 @@ describe('the text reader over s3://', () => {
     );
     expect(await readdir(cacheDir)).toHaveLength(1);
     expect(local.remoteStats).toBeUndefined();
+    // A local file is read when asked: nothing to announce, so a worker holds no task ahead for it.
+    expect(local.prefetch).toBeUndefined();
+    expect(remote.prefetch).toBeTypeOf('function');
   });
 
   it('finds the index in the cache the next time: no index request, the same records', async () => {
