@@ -20,7 +20,8 @@
  *   proxy saw them (the LIST apart), and how long `createShards` took;
  * - bytes fetched / bytes used: every body byte the S3 byte source received (indexes included), and
  *   the data GETs' bytes alone, over the data files' size;
- * - the reading process's peak RSS and the most fetched, undecoded bytes the reader held;
+ * - the reading process's peak RSS and the most fetched, undecoded bytes the reader held, and the
+ *   RSS bound it should stay within: the local read's peak plus `readAheadBytes` plus `partBytes`;
  * - the CPU used meanwhile by the s3rver process and by this process (the proxy; it does nothing
  *   else while a child reads), as a share of one core.
  *
@@ -241,7 +242,7 @@ try {
         server,
         proxy,
       );
-      const remoteParams = set === 'csv' ? common.params : { ...common.params, remote: remoteOptions };
+      const remoteParams = { ...common.params, remote: remoteOptions };
       const remote = await measure(
         { ...common, params: remoteParams, mode: 'read', origin: object('idx') },
         env(),
@@ -270,12 +271,19 @@ try {
                 `  reader CPU ${fmt(run.cpuSeconds, 2)} s  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
             );
       row('local', localRun);
+      // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the local read's own
+      // peak plus the read-ahead budget plus one piece being read.
+      const rssBound =
+        localRun.maxRssBytes +
+        (remoteOptions.readAheadBytes ?? 64 * MIB) +
+        (remoteOptions.partBytes ?? 8 * MIB);
       row(
         's3',
         remote,
         remote.error === undefined
           ? `  fetched/used ${fmt(remote.sourceBytes / size, 3)} (data GETs ${fmt(remote.dataBytes / size, 3)}, ${remote.dataRequests} GETs)` +
-              `  held <= ${fmt(remote.peakBufferedBytes / MIB, 1)} MiB  index ${fmt(remote.indexMs)} ms`
+              `  held <= ${fmt(remote.peakBufferedBytes / MIB, 1)} MiB  RSS bound ${fmt(rssBound / MIB)} MiB` +
+              `${remote.maxRssBytes > rssBound ? ' EXCEEDED' : ''}  index ${fmt(remote.indexMs)} ms`
           : '',
       );
       row(
@@ -283,10 +291,10 @@ try {
         download,
         download.error === undefined ? `  (download ${fmt(download.downloadMs)} ms)` : '',
       );
-      if (set === 'csv') continue;
-      for (const prefix of ['idx', 'bare']) {
+      // The CSV object has no sidecar: its line index is one streaming pass.
+      for (const prefix of set === 'csv' ? ['bare'] : ['idx', 'bare']) {
         const index = await measure(
-          { ...common, mode: 'index', origin: object(prefix) },
+          { ...common, params: remoteParams, mode: 'index', origin: object(prefix) },
           env(),
           server,
           proxy,

@@ -27,7 +27,7 @@ async function readAll(origin) {
   const started = performance.now();
   const shards = await reader.createShards();
   const indexMs = performance.now() - started;
-  const index = reader.remoteStats?.files.map((file) => file.index) ?? [];
+  const index = remoteFiles(reader).map((file) => file.index);
   if (job.mode === 'index') {
     await reader.close?.();
     return { indexMs, index, files: shards.length };
@@ -62,6 +62,7 @@ async function readAll(origin) {
   }
   const readMs = performance.now() - started - indexMs;
   const remote = reader.remoteStats;
+  const files = remoteFiles(reader);
   await reader.close?.();
   return {
     indexMs,
@@ -71,10 +72,17 @@ async function readAll(origin) {
     tasks: tasks.length,
     files: shards.length,
     index,
-    dataBytes: remote?.files.reduce((sum, file) => sum + file.dataBytes, 0) ?? 0,
-    dataRequests: remote?.files.reduce((sum, file) => sum + file.dataRequests, 0) ?? 0,
+    dataBytes: files.reduce((sum, file) => sum + file.dataBytes, 0),
+    dataRequests: files.reduce((sum, file) => sum + file.dataRequests, 0),
     peakBufferedBytes: remote?.peakBufferedBytes ?? 0,
   };
+}
+
+/** The per-file remote stats of a reader: the file readers list them, the text reader has one. */
+function remoteFiles(reader) {
+  const stats = reader.remoteStats;
+  if (stats === undefined) return [];
+  return 'files' in stats ? stats.files : [stats];
 }
 
 /** Downloads every object under the prefix whole, `parallel` at once; returns the folder. */

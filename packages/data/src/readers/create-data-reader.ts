@@ -4,6 +4,7 @@ import { byteSourceFor, normalizeLocation, type ObjectStat, schemeOf } from '@ed
 import type { DataReader, JsonObject, ReaderDescription } from '../protocols.js';
 import { type LoadCustomReaderOptions, loadCustomReader } from './custom-reader.js';
 import { DataReaderError } from './errors.js';
+import { listLocation, sharingListings } from './file-shards.js';
 import { RecordIODataReader } from './recordio-data-reader.js';
 import { TableDataReader } from './table-data-reader.js';
 import { TextDataReader } from './text-data-reader.js';
@@ -15,7 +16,17 @@ export type BuiltInReaderType = 'recordio' | 'tfrecord' | 'text' | 'table';
 const PARAM_KEYS: Record<BuiltInReaderType, readonly string[]> = {
   recordio: ['dataDir', 'files', 'maxOpenFiles', 'onCorruptChunk', 'prefetch', 'remote'],
   tfrecord: ['dataDir', 'files', 'compression', 'maxOpenFiles', 'batchBytes', 'remote'],
-  text: ['path', 'format', 'header', 'delimiter', 'recordsPerShard', 'indexStride', 'columns', 'inferTypes'],
+  text: [
+    'path',
+    'format',
+    'header',
+    'delimiter',
+    'recordsPerShard',
+    'indexStride',
+    'columns',
+    'inferTypes',
+    'remote',
+  ],
   table: [
     'connection',
     'table',
@@ -54,10 +65,19 @@ const RECORDIO_EXTENSIONS = new Set(['.rio', '.recordio']);
  *
  * @throws DataReaderError `UNKNOWN_ORIGIN` when no rule applies; whatever the reader's `open` throws.
  */
-export async function createDataReader(
+export function createDataReader(
   origin: string | ReaderDescription | undefined,
   params: JsonObject = {},
   options: LoadCustomReaderOptions = {},
+): Promise<DataReader<unknown>> {
+  // The listing that picks the reader is the one its open uses: one LIST per open.
+  return sharingListings(() => pickAndCreate(origin, params, options));
+}
+
+async function pickAndCreate(
+  origin: string | ReaderDescription | undefined,
+  params: JsonObject,
+  options: LoadCustomReaderOptions,
 ): Promise<DataReader<unknown>> {
   if (typeof origin === 'object' && origin !== null) {
     const description = checkObject(origin, 'description');
@@ -169,7 +189,7 @@ async function withFileOrigin(
 
 /** What the byte source lists at `location` (undefined when nothing is there). */
 async function listingOf(location: string): Promise<ObjectStat[] | undefined> {
-  return (await byteSourceFor(location)).list(location).catch(() => undefined);
+  return listLocation(location).catch(() => undefined);
 }
 
 /** Whether a listing is of the one file `location` names rather than of a directory. */

@@ -1,8 +1,33 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { basename } from 'node:path';
 import { byteSourceFor, normalizeLocation, type ObjectStat, StorageError } from '@edl/storage';
 import type { RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import { DataReaderError } from './errors.js';
+
+/** The listings made while one reader is created, by location (see {@link sharingListings}). */
+const sharedListings = new AsyncLocalStorage<Map<string, Promise<ObjectStat[]>>>();
+
+/**
+ * Runs `create` (which picks and opens a reader) with its listings shared: a location listed to
+ * choose the reader is not listed again by the reader's open, so an open of an `s3://` prefix costs
+ * one LIST. The listings live as long as `create` runs; later reads list afresh.
+ */
+export function sharingListings<T>(create: () => Promise<T>): Promise<T> {
+  return sharedListings.run(new Map(), create);
+}
+
+/** The objects at `location` through its byte source, listed once per {@link sharingListings} scope. */
+export function listLocation(location: string): Promise<ObjectStat[]> {
+  const shared = sharedListings.getStore();
+  const listed = shared?.get(location);
+  if (listed !== undefined) return listed;
+  const listing = byteSourceFor(location).then((source) => source.list(location));
+  // Each caller handles the failure; the shared promise itself must not be an unhandled rejection.
+  listing.catch(() => {});
+  shared?.set(location, listing);
+  return listing;
+}
 
 /**
  * The data files directly in `dataDir` (a directory or key prefix, through its byte source) whose
@@ -17,7 +42,7 @@ export async function listDataFiles(
 ): Promise<ObjectStat[]> {
   let objects: ObjectStat[];
   try {
-    objects = await (await byteSourceFor(dataDir)).list(dataDir);
+    objects = await listLocation(dataDir);
   } catch (error) {
     throw new DataReaderError('IO', `cannot list ${dataDir}: ${storageReason(error)}`, error);
   }

@@ -1,10 +1,43 @@
-import { type FileHandle, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { DataReaderError } from './errors.js';
 import { RecordBoundaryScanner, type TextFormat } from './record-boundary-scanner.js';
 
+/** A text file opened for reading: a local file handle has this shape, and so has a remote object's. */
+export interface TextHandle {
+  /** Reads up to `length` bytes at `position` into `buffer` at `offset`; 0 bytes at the end. */
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  /** The size and modification time now (a remote object's are those of the version it is pinned to). */
+  stat(): Promise<{ readonly size: number; readonly mtimeMs: number }>;
+  close(): Promise<void>;
+}
+
+/** Where a text file's bytes come from: a local file, or a remote object read by ranged GETs. */
+export interface TextFile {
+  /**
+   * Opens the file for reads that start at `from` and mostly end by `to` (a hint: a remote object
+   * fetches `[from, to)` and no further unless asked; a local file ignores it).
+   */
+  open(from: number, to: number): Promise<TextHandle>;
+}
+
+/** A local text file, opened with `fs.open` for every read. */
+export function localTextFile(path: string): TextFile {
+  return {
+    open: async () => {
+      try {
+        return await open(path, 'r');
+      } catch (error) {
+        throw new DataReaderError('IO', `cannot open ${path}: ${(error as Error).message}`, error);
+      }
+    },
+  };
+}
+
 /** How to cut a text file into records. */
 export interface TextLayout {
+  /** The file's path or URL, as shard names and errors name it. */
   readonly path: string;
+  readonly file: TextFile;
   readonly format: TextFormat;
   /** The field delimiter as a byte (csv only). */
   readonly delimiter: number;
@@ -32,20 +65,14 @@ export interface TextIndex {
 
 const INDEX_CHUNK_BYTES = 1 << 20;
 const READ_CHUNK_BYTES = 1 << 16;
+/** Bytes a remote object is asked for when its first records are read (more follow when they are longer). */
+const LEADING_BYTES = 1 << 16;
 
 /** Byte offset of the first record: after a UTF-8 byte order mark, if any. */
-async function firstRecordOffset(handle: FileHandle): Promise<number> {
+export async function firstRecordOffset(handle: TextHandle): Promise<number> {
   const bom = Buffer.alloc(3);
   const { bytesRead } = await handle.read(bom, 0, 3, 0);
   return bytesRead === 3 && bom[0] === 0xef && bom[1] === 0xbb && bom[2] === 0xbf ? 3 : 0;
-}
-
-async function openFile(path: string): Promise<FileHandle> {
-  try {
-    return await open(path, 'r');
-  } catch (error) {
-    throw new DataReaderError('IO', `cannot open ${path}: ${(error as Error).message}`, error);
-  }
 }
 
 /**
@@ -57,7 +84,7 @@ export async function buildTextIndex(
   stride: number,
   onProgress?: (scannedBytes: number, totalBytes: number) => void,
 ): Promise<TextIndex> {
-  const handle = await openFile(layout.path);
+  const handle = await layout.file.open(0, Number.POSITIVE_INFINITY);
   try {
     const stat = await handle.stat();
     let offsets = new Float64Array(1024);
@@ -110,7 +137,7 @@ export async function readHeaderText(layout: TextLayout): Promise<string | undef
 
 /** The raw text of the first `count` records of the file (fewer when it has fewer), header included. */
 export async function readLeadingTexts(layout: TextLayout, count: number): Promise<string[]> {
-  const handle = await openFile(layout.path);
+  const handle = await layout.file.open(0, LEADING_BYTES);
   try {
     const from = await firstRecordOffset(handle);
     const out: string[] = [];
@@ -131,7 +158,7 @@ export async function readLeadingTexts(layout: TextLayout, count: number): Promi
  * `fileSize` is the size the index saw: a file that ends sooner has changed.
  */
 export async function* readRecordTexts(
-  handle: FileHandle,
+  handle: TextHandle,
   layout: TextLayout,
   from: number,
   skip: number,

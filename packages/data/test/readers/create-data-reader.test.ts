@@ -123,7 +123,7 @@ describe('createDataReader', () => {
     await expect(createDataReader(undefined)).rejects.toMatchObject({ code: 'UNKNOWN_ORIGIN' });
     await expect(createDataReader(join(dir, 'rows.csv'), { recordPerShard: 5 })).rejects.toThrow(
       new TypeError(
-        'Expected one of path, format, header, delimiter, recordsPerShard, indexStride, columns, inferTypes for a param of a text reader but received "recordPerShard"',
+        'Expected one of path, format, header, delimiter, recordsPerShard, indexStride, columns, inferTypes, remote for a param of a text reader but received "recordPerShard"',
       ),
     );
   });

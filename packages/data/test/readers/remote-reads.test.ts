@@ -483,3 +483,21 @@ describe('the header walk of a TFRecord object over 1 MiB', () => {
     ]);
   });
 });
+
+describe('createDataReader of an s3:// prefix', () => {
+  it('lists the prefix once: the listing that picks the reader is the one it opens with', async () => {
+    const source = useS3();
+    for (const prefix of ['rio/', 'tfrecord/']) {
+      const before = source.stats.snapshot().requests;
+      const reader = await createDataReader(`s3://${BUCKET}/${prefix}`, {
+        remote: { indexCacheDir: await freshCache() },
+      });
+      expect(source.stats.snapshot().requests - before).toBe(1);
+      expect(reader).toBeInstanceOf(prefix === 'rio/' ? RecordIODataReader : TFRecordDataReader);
+      // Later work lists afresh: the shared listing lives only while the reader is created.
+      const shards = await reader.createShards();
+      expect(shards).toHaveLength(prefix === 'rio/' ? RIO_FILES.length : TFRECORD_FILES.length);
+      await reader.close?.();
+    }
+  });
+});

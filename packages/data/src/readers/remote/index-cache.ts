@@ -31,15 +31,10 @@ export class IndexCache {
     version: string,
     dataSize: number,
   ): Promise<SidecarIndex | undefined> {
-    const path = this.#path(format, location, version);
-    let bytes: Uint8Array;
+    const bytes = await this.getBytes(format, location, version);
+    if (bytes === undefined) return undefined;
     try {
-      bytes = await readFile(path);
-    } catch {
-      return undefined;
-    }
-    try {
-      const index = decodeSidecarIndex(bytes, format, path);
+      const index = decodeSidecarIndex(bytes, format, this.#path(format, location, version));
       return index.dataSize === dataSize ? index : undefined;
     } catch {
       // A damaged cache file is rebuilt, as a missing one is.
@@ -49,11 +44,28 @@ export class IndexCache {
 
   /** Stores `index` for this version of `location`; a cache that cannot be written is skipped. */
   async put(location: string, version: string, index: SidecarIndex): Promise<boolean> {
-    const path = this.#path(index.format, location, version);
+    return this.putBytes(index.format, location, version, encodeSidecarIndex(index));
+  }
+
+  /**
+   * The cached bytes of an index of `kind` (a format, or a format with the options that shape its
+   * index) for this version of `location`, undefined when none is cached. The caller checks them.
+   */
+  async getBytes(kind: string, location: string, version: string): Promise<Uint8Array | undefined> {
+    try {
+      return await readFile(this.#path(kind, location, version));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stores an index's bytes under `kind` for this version of `location`; false when the cache cannot be written. */
+  async putBytes(kind: string, location: string, version: string, bytes: Uint8Array): Promise<boolean> {
+    const path = this.#path(kind, location, version);
     const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
       await mkdir(this.directory, { recursive: true });
-      await writeFile(temporary, encodeSidecarIndex(index));
+      await writeFile(temporary, bytes);
       await rename(temporary, path);
       return true;
     } catch {
