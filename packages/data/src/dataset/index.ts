@@ -15,6 +15,9 @@ export {
   attribute,
   attributionAfter,
   attributionOf,
+  type UnitPlace,
+  type UnitWindows,
+  unitKeyOf,
 } from './attribution.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
 export { ElasticIterator, type ElasticIteratorOptions } from './elastic-iterator.js';
@@ -54,5 +57,10 @@ export {
   type ParallelMapOptions,
 } from './transforms/parallel-map.js';
 export type { RandomMapFn } from './transforms/random-map.js';
-export { permuteWindow, type WindowShuffleOptions } from './transforms/shuffle.js';
+export {
+  permuteUnitWindow,
+  permuteWindow,
+  unitWindowEnd,
+  type WindowShuffleOptions,
+} from './transforms/shuffle.js';
 export type { ReadOptions } from './transforms/to-iter-dataset.js';
