@@ -531,7 +531,7 @@ describe('TaskFeed minibatches (the batch path) and attribution', () => {
     resumeAt: number,
     read: (records: IterDataset<Uint8Array>) => IterDataset<Uint8Array[]>,
   ) {
-    const whole = training(1, 100, 600);
+    const whole = { kind: 'training', file: 1, start: 100, end: 600 } as const;
     const outputs = async (step: Step) => {
       const { feed, reader, records } = await openRecords([step], { threads: 1, batchSize: 64 });
       const out: string[] = [];
