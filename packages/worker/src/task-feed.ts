@@ -203,6 +203,8 @@ export class TaskFeed<TRecord> {
    */
   dataset(head: TaskAssignment, name: string): IterDataset<TRecord> {
     let opened = false;
+    // Each segment's datasetFn aligns the reads anew: one without a shuffle must get no replay.
+    this.#windowSize = undefined;
     return feedRecordsDataset<TRecord>({
       open: () => this.batches(head)[Symbol.asyncIterator](),
       hold: (batch) => this.#hold(batch),
