@@ -134,6 +134,9 @@ describe('TaskManager: exactly-once ranges', () => {
     expect(tm.reportTaskResult('w1', task.id, 2, 'out of memory')).toBe(true);
     const again = tm.getTask('w2')!;
     expect(again).toMatchObject({ id: task.id, start: 2, end: 4 });
+    // Its first record as created comes along (window shuffles count their windows from it).
+    expect(task.extendedConfig).toEqual({});
+    expect(again.extendedConfig).toEqual({ taskStart: String(task.start) });
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'task-recovered', taskId: task.id, remaining: 2, failures: 1 }),
     );

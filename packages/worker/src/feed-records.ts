@@ -4,11 +4,21 @@ import {
   DatasetIteratorBase,
   IterDataset,
   type JsonObject,
-  permuteWindow,
+  permuteUnitWindow,
   type RecordBatchLike,
+  type UnitPlace,
+  unitWindowEnd,
   type WindowShuffleOptions,
 } from '@edl/data';
 import { WorkerError } from './errors.js';
+
+/** Where a batch's records sit: their task's place, and the absolute position of the first. */
+export interface BatchPlace extends UnitPlace {
+  readonly start: number;
+}
+
+/** The place before the first batch. */
+export const NO_PLACE: BatchPlace = Object.freeze({ unit: -1, key: 0, origin: 0, replay: false, start: 0 });
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 const noop = (): void => {};
@@ -18,10 +28,16 @@ export interface FeedSource<TRecord> {
   /** Starts the stream of batches (on the first read). */
   readonly open: () => AsyncIterator<RecordBatchLike<TRecord>>;
   /**
-   * Called with each batch as it arrives, before any of its records is handed on; returns the unit
-   * (the task) the batch's records belong to. A batch never spans two tasks.
+   * Called with each batch as it arrives, before any of its records is handed on; returns where its
+   * records sit (their task, and the first one's position). A batch never spans two tasks.
    */
-  readonly hold: (batch: RecordBatchLike<TRecord>) => number;
+  readonly hold: (batch: RecordBatchLike<TRecord>) => BatchPlace;
+  /**
+   * Called by a window shuffle of `bufferSize` before the first read: a task re-issued from a
+   * position inside it is then read from the start of that position's window, the records before
+   * the position marked `replay` (see `UnitWindows` in @edl/data).
+   */
+  readonly align: (bufferSize: number) => void;
   /** The dataset's name, for `toString()` and errors. */
   readonly name: string;
   /** Records must keep their order within a task (prediction): no shuffle. */
@@ -42,8 +58,8 @@ class BatchCursor<TRecord> {
   batch: RecordBatchLike<TRecord> | undefined;
   /** The next record's index in {@link batch}. */
   index = 0;
-  /** The unit (task) of {@link batch}; -1 before the first. */
-  unit = -1;
+  /** Where {@link batch}'s records sit ({@link NO_PLACE} before the first). */
+  place: BatchPlace = NO_PLACE;
 
   constructor(source: FeedSource<TRecord>) {
     this.#source = source;
@@ -71,7 +87,7 @@ class BatchCursor<TRecord> {
         this.#done = true;
         return false;
       }
-      this.unit = this.#source.hold(result.value);
+      this.place = this.#source.hold(result.value);
       this.batch = result.value;
       this.index = 0;
     }
@@ -107,14 +123,20 @@ export class FeedRecordsIterator<TRecord> implements DatasetIterator<TRecord> {
   #tail: Promise<void> | undefined;
 
   constructor(source: FeedSource<TRecord>) {
-    this.#cursor = new BatchCursor(source);
+    const cursor = new BatchCursor(source);
+    this.#cursor = cursor;
     this.#name = source.name;
     attribute(this, {
       source: source.name,
-      lastUnit: () => this.#cursor.unit,
+      lastUnit: () => cursor.place.unit,
       inStep: true,
       elements: 'records',
       ordered: source.ordered,
+      windows: {
+        align: source.align,
+        lastPlace: () => cursor.place,
+        lastPosition: () => cursor.place.start + cursor.index - 1,
+      },
     });
   }
 
@@ -184,7 +206,6 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
   /** The shuffled window at hand and the next record's index in it (with a shuffle). */
   #window: TRecord[] = [];
   #windowIndex = 0;
-  #windows = 0;
 
   constructor(source: FeedSource<TRecord>, size: number, shuffle: WindowShuffleOptions | undefined) {
     super();
@@ -192,6 +213,7 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
     this.#name = source.name;
     this.#size = size;
     this.#shuffle = shuffle;
+    if (shuffle !== undefined) source.align(shuffle.bufferSize);
   }
 
   protected async advance(): Promise<IteratorResult<TRecord[]>> {
@@ -220,21 +242,35 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
     const shuffle = this.#shuffle;
     if (shuffle === undefined) return this.#cursor.fill();
     if (this.#windowIndex < this.#window.length) return true;
-    // The next window: up to bufferSize records of the task at hand, never two tasks' records.
+    // The next window: the records of the task at hand up to the end of the window (of bufferSize
+    // records from the task's first) that the first one is in; a re-issued task's first window
+    // replays the records before where it resumes, whose outputs are skipped (consumed before).
     const cursor = this.#cursor;
     const values: TRecord[] = [];
-    let unit = -1;
-    while (values.length < shuffle.bufferSize && (await cursor.fill())) {
-      if (values.length > 0 && cursor.unit !== unit) break;
-      unit = cursor.unit;
+    let first: BatchPlace | undefined;
+    let windowStart = 0;
+    let end = 0;
+    let replayed = 0;
+    while (await cursor.fill()) {
+      const place = cursor.place;
+      const position = place.start + cursor.index;
+      if (first === undefined) {
+        first = place;
+        windowStart = position;
+        end = unitWindowEnd(position, place.origin, shuffle.bufferSize);
+      } else if (place.unit !== first.unit || position >= end) {
+        break;
+      }
       const batch = cursor.batch as RecordBatchLike<TRecord>;
-      const end = cursor.index + Math.min(shuffle.bufferSize - values.length, cursor.left);
-      for (let i = cursor.index; i < end; i++) values.push(batch.get(i));
-      cursor.index = end;
+      const stop = cursor.index + Math.min(end - position, cursor.left);
+      for (let i = cursor.index; i < stop; i++) values.push(batch.get(i));
+      if (place.replay) replayed += stop - cursor.index;
+      cursor.index = stop;
     }
-    this.#window = permuteWindow(values, shuffle.seed, this.#windows++);
-    this.#windowIndex = 0;
-    return values.length > 0;
+    if (first === undefined) return false;
+    this.#window = permuteUnitWindow(values, shuffle.seed, first.key, windowStart);
+    this.#windowIndex = replayed;
+    return this.#windowIndex < this.#window.length;
   }
 
   async return(): Promise<IteratorResult<TRecord[]>> {

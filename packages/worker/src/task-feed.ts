@@ -4,10 +4,12 @@ import {
   type RecordBatchLike,
   type RecordRange,
   recordsOfBatches,
+  unitKeyOf,
+  unitWindowEnd,
 } from '@edl/data';
 import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
-import { feedRecordsDataset } from './feed-records.js';
+import { type BatchPlace, feedRecordsDataset, NO_PLACE } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection } from './master-connection.js';
 import type { Timers } from './timers.js';
@@ -22,6 +24,12 @@ export interface PendingTask {
   /** Records attributed to minibatches so far. */
   consumed: number;
 }
+
+/**
+ * The `extendedConfig` key of a re-issued task's first record as created (the master sends it when
+ * the task resumes past its start): window shuffles count their windows from there.
+ */
+export const TASK_ORIGIN_KEY = 'taskStart';
 
 /** Records `[rangeStart, rangeEnd)` of one task, at rows `[offset, offset + count)` of a minibatch. */
 export interface RecordSlice {
@@ -98,6 +106,10 @@ export class TaskFeed<TRecord> {
   readonly #unconsumed: HeldBatch[] = [];
   /** Calls of take() so far. */
   #takes = 0;
+  /** The window size a shuffle aligned the reads to (see {@link FeedSource.align}). */
+  #windowSize: number | undefined;
+  /** Where the batch being handed on sits (read by #hold). */
+  #place: BatchPlace = NO_PLACE;
 
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
@@ -191,9 +203,14 @@ export class TaskFeed<TRecord> {
    */
   dataset(head: TaskAssignment, name: string): IterDataset<TRecord> {
     let opened = false;
+    // Each segment's datasetFn aligns the reads anew: one without a shuffle must get no replay.
+    this.#windowSize = undefined;
     return feedRecordsDataset<TRecord>({
       open: () => this.batches(head)[Symbol.asyncIterator](),
       hold: (batch) => this.#hold(batch),
+      align: (bufferSize) => {
+        this.#windowSize = bufferSize;
+      },
       name,
       ordered: taskKindOf(head) === 'prediction',
       claim: () => {
@@ -262,13 +279,13 @@ export class TaskFeed<TRecord> {
 
   /**
    * Holds a batch of {@link TaskFeed.dataset} until its records are consumed (it was just read);
-   * returns the id of its task.
+   * returns where its records sit. Replayed batches are not the task's records: they are let go.
    */
-  #hold(batch: RecordBatchLike<TRecord>): number {
+  #hold(batch: RecordBatchLike<TRecord>): BatchPlace {
     const pending = this.#pending.at(-1);
-    if (pending === undefined) return -1;
-    this.#unconsumed.push({ pending, batch, end: pending.read });
-    return pending.task.id;
+    if (pending === undefined) return NO_PLACE;
+    if (!this.#place.replay) this.#unconsumed.push({ pending, batch, end: pending.read });
+    return this.#place;
   }
 
   /**
@@ -368,9 +385,56 @@ export class TaskFeed<TRecord> {
     const pending: PendingTask = { task, total, read: 0, consumed: 0 };
     this.#pending.push(pending);
     if (total === 0) return;
+    const origin = originOf(task);
+    const place = { unit: task.id, key: unitKeyOf(task.shardName, task.epoch), origin };
+    const windowStart =
+      this.#windowSize === undefined
+        ? task.start
+        : unitWindowEnd(task.start, origin, this.#windowSize) - this.#windowSize;
+    if (windowStart < task.start) {
+      // Grain's replay: the records of the resumed window before the task's start, read again so
+      // that the window is permuted as in its first issue; their outputs were consumed then.
+      let start = windowStart;
+      for await (const batch of this.#readRange(task, windowStart, task.start)) {
+        this.#place = { ...place, replay: true, start };
+        start += batch.length;
+        yield batch;
+      }
+      if (start !== task.start) {
+        throw new WorkerError(
+          'DATA_ERROR',
+          `Reader yielded ${start - windowStart} of the ${task.start - windowStart} records of ${task.shardName} [${windowStart}, ${task.start}) replayed for task ${task.id}`,
+        );
+      }
+    }
+    for await (const batch of this.#readRange(task, task.start, task.end)) {
+      if (pending.read + batch.length > total) {
+        throw new WorkerError(
+          'DATA_ERROR',
+          `Reader yielded more than the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
+        );
+      }
+      this.#place = { ...place, replay: false, start: task.start + pending.read };
+      pending.read += batch.length;
+      yield batch;
+    }
+    if (pending.read !== total) {
+      throw new WorkerError(
+        'DATA_ERROR',
+        `Reader yielded ${pending.read} of the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
+      );
+    }
+  }
+
+  /** The batches of records `[start, end)` of `task`'s shard, timed as get_batch. */
+  async *#readRange(
+    task: TaskAssignment,
+    start: number,
+    end: number,
+  ): AsyncGenerator<RecordBatchLike<TRecord>> {
     const { readerFor, timers } = this.#options;
     const reader = readerFor(task);
-    const range: RecordRange = { shardName: task.shardName, start: task.start, end: task.end };
+    const range: RecordRange = { shardName: task.shardName, start, end };
     const iterator = (
       typeof reader.readBatches === 'function'
         ? reader.readBatches(range)
@@ -382,26 +446,25 @@ export class TaskFeed<TRecord> {
         const result = await iterator.next();
         timers.add('get_batch', performance.now() - begin, task.id);
         if (result.done) break;
-        const batch = result.value;
-        if (pending.read + batch.length > total) {
-          throw new WorkerError(
-            'DATA_ERROR',
-            `Reader yielded more than the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
-          );
-        }
-        pending.read += batch.length;
-        yield batch;
+        yield result.value;
       }
     } finally {
       await iterator.return?.();
     }
-    if (pending.read !== total) {
-      throw new WorkerError(
-        'DATA_ERROR',
-        `Reader yielded ${pending.read} of the ${total} records of ${task.shardName} [${task.start}, ${task.end}) (task ${task.id})`,
-      );
-    }
   }
+}
+
+/** A task's first record as created: sent by the master when the task resumes past it. */
+function originOf(task: TaskAssignment): number {
+  const sent = task.extendedConfig[TASK_ORIGIN_KEY];
+  const origin = sent === undefined ? task.start : Number(sent);
+  if (!Number.isSafeInteger(origin) || origin > task.start) {
+    throw new WorkerError(
+      'DATA_ERROR',
+      `Expected ${TASK_ORIGIN_KEY} <= ${task.start} for task ${task.id} but received ${JSON.stringify(sent)}`,
+    );
+  }
+  return origin;
 }
 
 /** The records of a reader without `readBatches`, one per batch. */

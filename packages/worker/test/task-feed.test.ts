@@ -1,13 +1,13 @@
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DataReader, RecordIODataReader } from '@edl/data';
+import { type DataReader, type IterDataset, RecordIODataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
 import { type RecordBatch, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { minibatches } from '../src/batch-records.js';
 import type { MasterConnection } from '../src/master-connection.js';
-import { TaskFeed } from '../src/task-feed.js';
+import { TASK_ORIGIN_KEY, TaskFeed } from '../src/task-feed.js';
 import { Timers } from '../src/timers.js';
 
 let dir: string;
@@ -43,7 +43,14 @@ afterAll(async () => {
 });
 
 type Step =
-  | { kind: 'training' | 'evaluation' | 'wait'; file: number; start: number; end: number }
+  | {
+      kind: 'training' | 'evaluation' | 'wait';
+      file: number;
+      start: number;
+      end: number;
+      /** A re-issued task's first record as created (sent as the master does). */
+      origin?: number;
+    }
   | 'finished';
 
 /**
@@ -73,7 +80,7 @@ function scriptedMaster(steps: Step[], consumed: () => number) {
         modelVersion: 0,
         epoch: 0,
         leaseMs: 0,
-        extendedConfig: {},
+        extendedConfig: step.origin === undefined ? {} : { [TASK_ORIGIN_KEY]: String(step.origin) },
       },
     };
   };
@@ -513,6 +520,54 @@ describe('TaskFeed minibatches (the batch path) and attribution', () => {
     // The same seed, the same order.
     expect((await run(shuffle)).out.flat().map(hex)).toEqual(flat);
   }, 60_000);
+
+  /**
+   * A worker consumes the first `resumeAt` outputs of task [100, 600) of part-1 and dies; the master
+   * re-issues [100 + resumeAt, 600) with its first record as created. The outputs of the first
+   * issue up to `resumeAt` and of the re-issue together are the outputs of one uninterrupted run:
+   * every record once, in the same order.
+   */
+  async function runReissued(
+    resumeAt: number,
+    read: (records: IterDataset<Uint8Array>) => IterDataset<Uint8Array[]>,
+  ) {
+    const whole = { kind: 'training', file: 1, start: 100, end: 600 } as const;
+    const outputs = async (step: Step) => {
+      const { feed, reader, records } = await openRecords([step], { threads: 1, batchSize: 64 });
+      const out: string[] = [];
+      const ranges: [number, number][] = [];
+      for await (const batch of read(records)) {
+        out.push(...batch.map(hex));
+        for (const slice of feed.take(batch.length)) ranges.push([slice.rangeStart, slice.rangeEnd]);
+      }
+      await reader.close();
+      return { out, ranges };
+    };
+    const first = await outputs(whole);
+    const rest = await outputs({ ...whole, start: 100 + resumeAt, origin: 100 });
+    return { first, rest };
+  }
+
+  const shuffle = { bufferSize: 64, seed: 9 };
+  for (const [path, read] of [
+    ['minibatches', (records: IterDataset<Uint8Array>) => minibatches(records, 30, { shuffle })],
+    ['records.shuffle().batch()', (records: IterDataset<Uint8Array>) => records.shuffle(shuffle).batch(30)],
+  ] as const) {
+    it(`${path}: a task re-issued mid-window replays the window and yields exactly the outputs not yet consumed`, async () => {
+      for (const resumeAt of [100, 128, 37]) {
+        const { first, rest } = await runReissued(resumeAt, read);
+        expect([...first.out].sort()).toEqual(taskRecords[1]?.map(hex).sort());
+        expect(first.out).not.toEqual(taskRecords[1]?.map(hex));
+        // The re-issue's outputs are the first issue's from resumeAt on: nothing twice, nothing lost.
+        expect(rest.out).toEqual(first.out.slice(resumeAt));
+        // Its progress counts output positions from where it resumed, contiguously to the end.
+        expect(rest.ranges[0]?.[0]).toBe(100 + resumeAt);
+        expect(rest.ranges.at(-1)?.[1]).toBe(600);
+        for (let i = 1; i < rest.ranges.length; i++)
+          expect(rest.ranges[i]?.[0]).toBe(rest.ranges[i - 1]?.[1]);
+      }
+    }, 60_000);
+  }
 
   it('refuses, when datasetFn starts reading, a transform that would break the counting, naming it', async () => {
     const { reader, records } = await openRecords([training(0, 0, 50)], false);

@@ -1,5 +1,6 @@
 import type { DatasetIterator } from '../protocols.js';
 import { DatasetError } from './errors.js';
+import { hashIntegers } from './hash.js';
 
 /**
  * Attribution of elements to the units they were read from: the tasks of an ElasticDL worker, whose
@@ -25,6 +26,50 @@ export interface Attribution {
    * are matched to records by position): no shuffle at all.
    */
   readonly ordered: boolean;
+  /**
+   * Present where a unit can come back re-issued from a position inside it (a worker's tasks after a
+   * SIGKILL): a window shuffle over the source keeps its windows where they were, so that the
+   * re-issued rest holds exactly the outputs not yet consumed (see {@link UnitWindows}).
+   */
+  readonly windows?: UnitWindows;
+}
+
+/** Where a record of a re-issuable unit sits: what keys its window and where the window starts. */
+export interface UnitPlace {
+  /** The unit (task); -1 before the first record. */
+  readonly unit: number;
+  /** The same for every issue of the unit (its shard and epoch): keys its windows' permutations. */
+  readonly key: number;
+  /** The unit's first record as created: its windows start every `bufferSize` records from here. */
+  readonly origin: number;
+  /**
+   * True for records read only to rebuild the window a re-issued unit resumes in (Grain's replay):
+   * the outputs of the window up to where the unit resumes are dropped.
+   */
+  readonly replay: boolean;
+}
+
+/**
+ * A source whose units can be re-issued from a position counted in a window shuffle's output order:
+ * the shuffle aligns the source's reads to its windows, and the source says where each record sits.
+ */
+export interface UnitWindows {
+  /**
+   * Called by a window shuffle of `bufferSize` before it reads: a unit re-issued from position `k`
+   * is then read from the start of `k`'s window, the records before `k` marked `replay`.
+   */
+  align(bufferSize: number): void;
+  /** The place of the record returned last. */
+  lastPlace(): UnitPlace;
+  /** The absolute position (record index in its shard) of the record returned last. */
+  lastPosition(): number;
+}
+
+/** A `UnitPlace.key` for the records of shard `shardName` in epoch `epoch`. */
+export function unitKeyOf(shardName: string, epoch: number): number {
+  const words = [epoch];
+  for (let i = 0; i < shardName.length; i++) words.push(shardName.charCodeAt(i));
+  return hashIntegers(words)[0];
 }
 
 /**

@@ -15,6 +15,9 @@ export {
   attribute,
   attributionAfter,
   attributionOf,
+  type UnitPlace,
+  type UnitWindows,
+  unitKeyOf,
 } from './attribution.js';
 export * from './autotune/index.js';
 export { DatasetIteratorBase } from './dataset-iterator-base.js';
@@ -56,5 +59,10 @@ export {
   type ParallelMapOptions,
 } from './transforms/parallel-map.js';
 export type { RandomMapFn } from './transforms/random-map.js';
-export { permuteWindow, type WindowShuffleOptions } from './transforms/shuffle.js';
+export {
+  permuteUnitWindow,
+  permuteWindow,
+  unitWindowEnd,
+  type WindowShuffleOptions,
+} from './transforms/shuffle.js';
 export type { ReadOptions } from './transforms/to-iter-dataset.js';

@@ -142,8 +142,9 @@ export class LeaseTable {
 }
 
 /**
- * What a worker is sent for a task it was leased: the records from its progress on. Evaluation tasks
- * carry the version they evaluate; the others the version now.
+ * What a worker is sent for a task it was leased: the records from its progress on, and, once it
+ * resumes past its start, that start (`taskStart`). Evaluation tasks carry the version they
+ * evaluate; the others the version now.
  */
 export function assignmentOf(
   record: TaskRecord,
@@ -159,7 +160,11 @@ export function assignmentOf(
     modelVersion: record.kind === 'evaluation' ? record.modelVersion : modelVersion(),
     epoch: record.epoch,
     leaseMs,
-    extendedConfig: record.kind === 'evaluation' ? { evaluationRound: String(record.round) } : {},
+    extendedConfig: {
+      ...(record.kind === 'evaluation' ? { evaluationRound: String(record.round) } : {}),
+      // A window shuffle counts its windows from the task's first record (see TaskFeed).
+      ...(record.progress > record.start ? { taskStart: String(record.start) } : {}),
+    },
   };
 }
 

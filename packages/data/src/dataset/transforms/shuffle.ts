@@ -1,7 +1,8 @@
 import type { DatasetIterator, JsonObject } from '../../protocols.js';
-import { type Attribution, attributionOf } from '../attribution.js';
+import { type Attribution, attributionOf, type UnitPlace, type UnitWindows } from '../attribution.js';
 import { DatasetIteratorBase, DONE } from '../dataset-iterator-base.js';
 import { DatasetError } from '../errors.js';
+import { hashIntegers } from '../hash.js';
 import { epochSeed, IndexShuffler } from '../index-shuffle.js';
 import { joinIndex, type MapNode, splitIndex } from '../map-node.js';
 import type { MaybePromise } from '../maybe-promise.js';
@@ -45,6 +46,13 @@ export class ShuffleNode<T> implements MapNode<T> {
   }
 }
 
+/** An element read past the end of a window of a re-issuable source, kept for the next window. */
+interface CarriedPlace<T> {
+  readonly value: T;
+  readonly place: UnitPlace;
+  readonly position: number;
+}
+
 /** Options of `IterDataset.shuffle`. */
 export interface WindowShuffleOptions {
   /** Elements per window: each window of consecutive elements is shuffled on its own. */
@@ -65,7 +73,11 @@ export interface WindowShuffleOptions {
  *
  * Over an attributed source (a worker's records, see attribution.ts) a window also ends where the
  * source's unit (task) changes, so records never move from one task to another. Such a source
- * cannot be restored, so the state there only reports the position.
+ * cannot be restored, so the state there only reports the position. Where its units can be re-issued
+ * from a position inside them (`Attribution.windows`), windows start every `bufferSize` records from
+ * the unit's first record as created and are permuted by their place (`permuteUnitWindow`), so a
+ * re-issued rest replays its first window from the window's start and skips the outputs already
+ * consumed: every record comes out once, as Grain's replay from the window start does.
  */
 export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
   readonly #parent: DatasetIterator<T>;
@@ -80,8 +92,8 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
   /** Elements in the current window: `bufferSize`, or fewer where a unit ended it. */
   #windowEnd: number;
   readonly #units: Attribution | undefined;
-  /** The element of the next unit that ended the window being read (attributed sources only). */
-  #carried: { readonly value: T } | undefined;
+  /** The element that ended the window being read (attributed sources only), with its place. */
+  #carried: { readonly value: T } | CarriedPlace<T> | undefined;
 
   constructor(parent: DatasetIterator<T>, options: WindowShuffleOptions) {
     super();
@@ -91,6 +103,7 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
     this.#windowStart = parent.getState();
     this.#windowEnd = options.bufferSize;
     this.#units = attributionOf(parent);
+    this.#units?.windows?.align(options.bufferSize);
   }
 
   protected async advance(): Promise<IteratorResult<T>> {
@@ -109,6 +122,7 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
   }
 
   async #readWindow(): Promise<T[]> {
+    if (this.#units?.windows !== undefined) return this.#readUnitWindow(this.#units.windows);
     const values: T[] = [];
     let unit = -1;
     if (this.#carried !== undefined) {
@@ -131,6 +145,47 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
       values.push(result.value);
     }
     return permuteWindow(values, this.#seed, this.#window);
+  }
+
+  /**
+   * The next window of a re-issuable source: windows start every `bufferSize` records from their
+   * unit's origin and are permuted by their place, and the outputs of a window's replayed records
+   * (those before where a re-issued unit resumes) are skipped.
+   */
+  async #readUnitWindow(windows: UnitWindows): Promise<T[]> {
+    const values: T[] = [];
+    let first: { readonly place: UnitPlace; readonly position: number } | undefined;
+    let replayed = 0;
+    let end = 0;
+    for (;;) {
+      let value: T;
+      let place: UnitPlace;
+      let position: number;
+      if (this.#carried !== undefined) {
+        ({ value, place, position } = this.#carried as CarriedPlace<T>);
+        this.#carried = undefined;
+      } else {
+        const result = await this.#parent.next();
+        if (result.done) break;
+        value = result.value;
+        place = windows.lastPlace();
+        position = windows.lastPosition();
+      }
+      if (first === undefined) {
+        first = { place, position };
+        end = unitWindowEnd(position, place.origin, this.#bufferSize);
+      } else if (place.unit !== first.place.unit || position >= end) {
+        this.#carried = { value, place, position } satisfies CarriedPlace<T>;
+        break;
+      }
+      values.push(value);
+      if (place.replay) replayed++;
+    }
+    this.#windowEnd = values.length;
+    if (first === undefined) return values;
+    // Replayed records come first (they precede the resume point): their outputs were consumed.
+    this.#position = replayed;
+    return permuteUnitWindow(values, this.#seed, first.place.key, first.position);
   }
 
   getState(): JsonObject {
@@ -168,7 +223,28 @@ export class WindowShuffleIterator<T> extends DatasetIteratorBase<T> {
  * from `Rng.forIndex(seed, window)`), and returns them.
  */
 export function permuteWindow<T>(values: T[], seed: number, window: number): T[] {
-  const rng = Rng.forIndex(seed, window);
+  return permuteWith(values, Rng.forIndex(seed, window));
+}
+
+/**
+ * Permutes `values` in place as the window starting at record `windowStart` of a re-issuable unit
+ * keyed `unitKey` (see `UnitPlace`): a function of nothing that changes when the unit is re-issued,
+ * so a replayed window comes out in the order its first issue had.
+ */
+export function permuteUnitWindow<T>(values: T[], seed: number, unitKey: number, windowStart: number): T[] {
+  const [key] = hashIntegers([seed, unitKey]);
+  return permuteWith(values, Rng.forIndex(key, windowStart));
+}
+
+/**
+ * The end (exclusive) of the window of `bufferSize` records, counted from `origin`, that holds record
+ * `position`.
+ */
+export function unitWindowEnd(position: number, origin: number, bufferSize: number): number {
+  return origin + (Math.floor((position - origin) / bufferSize) + 1) * bufferSize;
+}
+
+function permuteWith<T>(values: T[], rng: Rng): T[] {
   for (let i = values.length - 1; i > 0; i--) {
     const j = rng.integer(i + 1);
     const kept = values[i] as T;
