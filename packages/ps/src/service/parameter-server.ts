@@ -17,6 +17,10 @@ import {
   type PushEmbeddingGradientsRequest,
   type PushEmbeddingGradientsResponse,
   parameterServerServiceDefinition,
+  type RestoreShardRequest,
+  type RestoreShardResponse,
+  type SaveShardRequest,
+  type SaveShardResponse,
   shutdownGracefully,
   tokenCheckedUnary,
   toSafeNumber,
@@ -26,6 +30,7 @@ import { type ServiceError, status, type UntypedServiceImplementation } from '@g
 import { ParameterStoreError } from '../errors.js';
 import type { RowInitializerConfig } from '../sparse/row-initializer.js';
 import { EmbeddingShard, type EmbeddingTableSpec, type JobTableSettings } from './embedding-shard.js';
+import { resetShard, restoreShardCheckpoint, saveShardCheckpoint } from './shard-checkpoint.js';
 
 /** Options of {@link startParameterServer}. */
 export interface ParameterServerOptions {
@@ -138,6 +143,15 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
       );
       for (const table of created) options.onDeclared?.(table, r.workerId);
       return { $typeName: 'edl.v1.DeclareEmbeddingTablesResponse', created };
+    }),
+    saveShard: unary((r: SaveShardRequest): SaveShardResponse => {
+      const { marker, rows } = saveShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+      return { $typeName: 'edl.v1.SaveShardResponse', marker, rows: toWireInt(rows, 'rows') };
+    }),
+    restoreShard: unary((r: RestoreShardRequest): RestoreShardResponse => {
+      if (r.reset) resetShard(shard);
+      const rows = r.reset ? 0 : restoreShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+      return { $typeName: 'edl.v1.RestoreShardResponse', rows: toWireInt(rows, 'rows') };
     }),
     describeShard: unary(
       (): DescribeShardResponse => ({
