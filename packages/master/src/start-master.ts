@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { checkInteger } from '@edl/common';
 import type { DataReader, Shard } from '@edl/data';
+import { EmbeddingClient } from '@edl/proto';
+import { shardOfId } from '@edl/ps';
 import type { MasterErrorCode } from './errors.js';
 import { type MasterServer, serveMaster } from './grpc-server.js';
 import { type LiveViewServer, serveLiveView } from './http/live-view-server.js';
@@ -159,7 +161,25 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     jobType: master.taskManager.jobType,
     workers: instances?.targetWorkers ?? 0,
   });
+  const localShards = options.localWorkers?.parameterServers;
+  const resumed = master.resumedFrom;
+  if (localShards !== undefined && resumed !== undefined) {
+    if (resumed.hasShardFiles) localShards.setRestorePoint(resumed);
+    else
+      master.logger.warn(
+        `checkpoint ${resumed.version} has no parameter-server shard files: the shards' embedding rows start from the initializer`,
+      );
+  }
   await instances?.start();
+  const shardClient =
+    localShards === undefined
+      ? undefined
+      : new EmbeddingClient({ addresses: localShards.addresses, token, shardOfId });
+  const checkpointDir = options.checkpointDir;
+  if (shardClient !== undefined && localShards !== undefined && checkpointDir !== undefined)
+    master.useParameterServers(shardClient, (version) =>
+      localShards.setRestorePoint({ dir: checkpointDir, version }),
+    );
 
   let stopping: Promise<void> | undefined;
   const stopJob = () => {
@@ -168,6 +188,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       await instances?.stop();
       await server.shutdown();
       await master.flush();
+      shardClient?.close();
       await tensorboard?.close();
     })();
     return stopping;

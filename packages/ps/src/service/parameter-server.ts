@@ -52,6 +52,11 @@ export interface ParameterServerOptions {
   readonly onDeclared?: (table: string, workerId: string) => void;
   /** Largest message received or sent, in bytes (default 64 MiB). */
   readonly maxMessageBytes?: number;
+  /**
+   * Start from this shard's rows of a checkpoint's shard files (written by any number of shards),
+   * read before the shard listens: how a relaunched or resumed job's shards get their rows back.
+   */
+  readonly restoreFrom?: { readonly dir: string; readonly version: number };
 }
 
 /** A running parameter-server shard. */
@@ -99,6 +104,8 @@ function initializerOf(wire: EmbeddingInitializer, table: string): RowInitialize
 export async function startParameterServer(options: ParameterServerOptions): Promise<ParameterServer> {
   const authorized = jobTokenCheck(options.token);
   const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables ?? [], options.job);
+  if (options.restoreFrom !== undefined)
+    restoreShardCheckpoint(shard, options.restoreFrom.dir, options.restoreFrom.version);
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
