@@ -65,6 +65,7 @@ function train(
   extra: readonly string[],
   onEvent?: (event: Record<string, unknown>) => void,
   checkpointDir = path.join(dir, `ckpt-${Math.random().toString(36).slice(2)}`),
+  onStart?: (pid: number) => void,
 ): Promise<Run> {
   const args = [
     EDL_BIN,
@@ -92,6 +93,7 @@ function train(
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) onStart?.(child.pid);
     let stdout = '';
     let stderr = '';
     const events: Record<string, unknown>[] = [];
@@ -410,6 +412,74 @@ describe('edl train --num-ps 2 checkpoints', () => {
     );
   }, 240_000);
 });
+
+describe('edl train --num-ps after a SIGKILL of the job', () => {
+  it('resumes the master and restores the shards from the checkpoint, re-sharded from 2 to 3, each record once', async () => {
+    const checkpointDir = path.join(dir, 'ckpt-master-kill');
+    const children = new Set<number>();
+    let killedAt: number | undefined;
+    let main: number | undefined;
+    const first = train(
+      ['--num-ps', '2', '--checkpoint-steps', '20'],
+      (event) => {
+        // The shards and workers outlive a SIGKILLed `edl train`: they are killed here too.
+        if (typeof event.pid === 'number' && (event.event === 'listening' || event.msg === 'progress'))
+          children.add(event.pid);
+        if (
+          killedAt === undefined &&
+          typeof event.msg === 'string' &&
+          event.msg.startsWith('checkpoint written') &&
+          (event.modelVersion as number) >= 40
+        ) {
+          killedAt = event.modelVersion as number;
+          if (main !== undefined) process.kill(main, 'SIGKILL');
+          for (const pid of children) {
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
+          }
+        }
+      },
+      checkpointDir,
+      (pid) => {
+        main = pid;
+      },
+    );
+    const killed = await first;
+    expect(killedAt, killed.stderr.slice(-3000)).toBeDefined();
+    expect(killed.code).not.toBe(0);
+    const latest = (await loadLatestVersion(checkpointDir)) as number;
+    expect(latest).toBeGreaterThanOrEqual(killedAt as number);
+    const saved = readShardMarkers(checkpointDir, latest);
+
+    const second = await train(['--num-ps', '3'], undefined, checkpointDir);
+    const summary = succeededOnce(second);
+    expect(summary.state).toBe('succeeded');
+    // Each of the 3 shards restored its share of the 2 shards' rows (RestoreShard, before the master
+    // served a task): together, all of them.
+    const restored = second.events.find(
+      (e) => e.msg === `parameter-server shards restored from checkpoint ${latest}`,
+    );
+    expect(restored, second.stderr.slice(-3000)).toBeDefined();
+    const rows = String(restored?.rows).split(',').map(Number);
+    expect(rows).toHaveLength(3);
+    expect(rows.every((r) => r > 0)).toBe(true);
+    expect(rows.reduce((a, b) => a + b, 0)).toBe(
+      saved.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0),
+    );
+  }, 300_000);
+});
+
+/** The newest committed checkpoint's version in `checkpointDir`. */
+async function loadLatestVersion(checkpointDir: string): Promise<number | undefined> {
+  const versions = (await readdir(checkpointDir))
+    .map((n) => /^checkpoint-(\d{12})\.edlckpt$/.exec(n)?.[1])
+    .filter((v): v is string => v !== undefined)
+    .map(Number);
+  return versions.length === 0 ? undefined : Math.max(...versions);
+}
 
 describe('edl worker --ps-addresses', () => {
   it('refuses an address that is not HOST:PORT, naming the shard, before anything loads', async () => {

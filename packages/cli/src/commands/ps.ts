@@ -92,6 +92,10 @@ export const command: Command = {
         ? {}
         : { restoreFrom: { dir: restoreDir, version: restoreVersion } }),
     });
+    if (restoreVersion !== undefined)
+      io.stdout.write(
+        `${JSON.stringify({ event: 'restored', shardIndex, version: restoreVersion, tables: server.shard.describe().map(({ name, rows }) => ({ name, rows })) })}\n`,
+      );
     io.stdout.write(
       `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards, pid: process.pid })}\n`,
     );

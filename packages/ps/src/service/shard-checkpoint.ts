@@ -7,6 +7,7 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -77,6 +78,14 @@ export function saveShardCheckpoint(
   checkSafeInteger(version, 'version');
   const versionDir = join(dir, shardCheckpointDirName(version));
   mkdirSync(versionDir, { recursive: true });
+  // Files another shard count left here (a job killed before it committed this version, resumed
+  // with another --num-ps) would make the set of markers mixed: they go. Same-count files are
+  // this job's shards' own, replaced as they write.
+  for (const name of readdirSync(versionDir)) {
+    const count = /^shard-\d+-of-(\d+)[-.]/.exec(name)?.[1];
+    if (count !== undefined && Number(count) !== shard.numShards)
+      rmSync(join(versionDir, name), { force: true });
+  }
   const part = `shard-${shard.shardIndex}-of-${shard.numShards}`;
   const tables = shard.tables().map((table, k) => {
     const file = `${part}-t${k}.edlemb`;
