@@ -7,12 +7,15 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '@edl/common';
+import { readCheckpoint } from '@edl/master';
+import { EmbeddingClient } from '@edl/proto';
+import { decodeEmbeddingTable, readShardMarkers, shardCheckpointDirName, shardOfId } from '@edl/ps';
 import { TFRecordWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
@@ -58,7 +61,12 @@ interface Run {
   readonly events: Record<string, unknown>[];
 }
 
-function train(extra: readonly string[], onEvent?: (event: Record<string, unknown>) => void): Promise<Run> {
+function train(
+  extra: readonly string[],
+  onEvent?: (event: Record<string, unknown>) => void,
+  checkpointDir = path.join(dir, `ckpt-${Math.random().toString(36).slice(2)}`),
+  onStart?: (pid: number) => void,
+): Promise<Run> {
   const args = [
     EDL_BIN,
     'train',
@@ -69,7 +77,7 @@ function train(extra: readonly string[], onEvent?: (event: Record<string, unknow
     '--validation-data',
     path.join(dir, 'valid.tfrecord'),
     '--checkpoint-dir',
-    path.join(dir, `ckpt-${Math.random().toString(36).slice(2)}`),
+    checkpointDir,
     '--backend',
     'cpu',
     '--num-workers',
@@ -85,6 +93,7 @@ function train(extra: readonly string[], onEvent?: (event: Record<string, unknow
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) onStart?.(child.pid);
     let stdout = '';
     let stderr = '';
     const events: Record<string, unknown>[] = [];
@@ -277,6 +286,200 @@ describe('edl train --num-ps 2', () => {
     );
   }, 120_000);
 });
+
+/** `edl ps` shards started from a checkpoint's shard files; resolves once all listen. */
+async function restoredShards(
+  numShards: number,
+  checkpointDir: string,
+  version: number,
+): Promise<{ client: EmbeddingClient; stop: () => void }> {
+  const token = 'restore-token';
+  const children = [...Array(numShards).keys()].map((shardIndex) =>
+    spawn(
+      process.execPath,
+      [
+        EDL_BIN,
+        'ps',
+        '--shard-index',
+        String(shardIndex),
+        '--num-shards',
+        String(numShards),
+        '--optimizer',
+        JSON.stringify({ type: 'adagrad', learningRate: 0.2 }),
+        '--restore-dir',
+        checkpointDir,
+        '--restore-version',
+        String(version),
+      ],
+      { env: { ...process.env, EDL_JOB_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] },
+    ),
+  );
+  const stop = () => {
+    for (const child of children) child.kill('SIGKILL');
+  };
+  const addresses = await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<string>((resolve, reject) => {
+          child.once('close', (code) => reject(new Error(`edl ps exited with ${code} before listening`)));
+          createInterface({ input: child.stdout }).on('line', (line) => {
+            if (line.startsWith('{"event":"listening"'))
+              resolve((JSON.parse(line) as { address: string }).address);
+          });
+        }),
+    ),
+  ).catch((error: unknown) => {
+    stop();
+    throw error;
+  });
+  return { client: new EmbeddingClient({ addresses, token, shardOfId }), stop };
+}
+
+/** The rows of every id the click log can hold, as the shard files of a checkpoint have them. */
+async function rowsInFiles(checkpointDir: string, version: number): Promise<Float32Array> {
+  const ids = Float64Array.from({ length: VOCABULARY }, (_, i) => i);
+  const out = new Float32Array(VOCABULARY * 8);
+  const versionDir = path.join(checkpointDir, shardCheckpointDirName(version));
+  for (const marker of readShardMarkers(checkpointDir, version)) {
+    const file = marker.tables.find((t) => t.name === 'item')?.file as string;
+    const table = decodeEmbeddingTable(new Uint8Array(await readFile(path.join(versionDir, file))), file);
+    // Ids the shard never created read as the initializer's value, as a lookup on a shard does.
+    ids.forEach((id, i) => {
+      if (shardOfId(id, marker.numShards) === marker.shardIndex)
+        out.set(table.lookup(new Float64Array([id])), i * 8);
+    });
+  }
+  return out;
+}
+
+describe('edl train --num-ps 2 checkpoints', () => {
+  it('commits the shard files with the master file, and shards restore them, re-sharded to 3', async () => {
+    const checkpointDir = path.join(dir, 'ckpt-shards');
+    const run = await train(['--num-ps', '2', '--checkpoint-steps', '40'], undefined, checkpointDir);
+    succeededOnce(run);
+    const names = await readdir(checkpointDir);
+    const versions = names
+      .map((n) => /^checkpoint-(\d{12})\.edlckpt$/.exec(n)?.[1])
+      .filter((v): v is string => v !== undefined)
+      .map(Number);
+    expect(versions.length).toBeGreaterThan(1);
+    // Every kept checkpoint has its shard files, and no shard files outlive their checkpoint.
+    expect(names.filter((n) => n.startsWith('ps-')).sort()).toEqual(
+      versions.map((v) => shardCheckpointDirName(v)).sort(),
+    );
+    const latest = Math.max(...versions);
+    const checkpoint = await readCheckpoint(
+      path.join(checkpointDir, `checkpoint-${String(latest).padStart(12, '0')}.edlckpt`),
+    );
+    expect(checkpoint.parameterServers).toEqual({ numShards: 2 });
+    const markers = readShardMarkers(checkpointDir, latest);
+    expect(markers.map((m) => m.tables.map((t) => t.name))).toEqual([['item'], ['item']]);
+    const saved = await rowsInFiles(checkpointDir, latest);
+
+    const ids = Float64Array.from({ length: VOCABULARY }, (_, i) => i);
+    for (const numShards of [2, 3]) {
+      const shards = await restoredShards(numShards, checkpointDir, latest);
+      try {
+        const described = await shards.client.describe();
+        expect(described.reduce((n, d) => n + (d.tables[0]?.rows ?? 0), 0)).toBe(
+          markers.reduce((n, m) => n + (m.tables[0]?.rows ?? 0), 0),
+        );
+        expect(await shards.client.pull('item', ids, { create: false })).toEqual(saved);
+      } finally {
+        shards.client.close();
+        shards.stop();
+      }
+    }
+  }, 240_000);
+
+  it('relaunches a SIGKILLed shard from the last committed checkpoint, each record once', async () => {
+    let killed: number | undefined;
+    let committed = false;
+    const listening: Record<string, unknown>[] = [];
+    const run = await train(['--num-ps', '2', '--checkpoint-steps', '20'], (event) => {
+      if (event.event === 'listening') listening.push(event);
+      if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
+      const shard1 = listening.find((e) => e.shardIndex === 1);
+      if (killed === undefined && committed && typeof shard1?.pid === 'number') {
+        killed = shard1.pid;
+        process.kill(shard1.pid, 'SIGKILL');
+      }
+    });
+    expect(killed).toBeDefined();
+    succeededOnce(run);
+    expect(run.stderr).toMatch(
+      /warning: Parameter-server shard 1 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\. Its embedding rows restart from the checkpoint of model version \d+ in /,
+    );
+  }, 240_000);
+});
+
+describe('edl train --num-ps after a SIGKILL of the job', () => {
+  it('resumes the master and restores the shards from the checkpoint, re-sharded from 2 to 3, each record once', async () => {
+    const checkpointDir = path.join(dir, 'ckpt-master-kill');
+    const children = new Set<number>();
+    let killedAt: number | undefined;
+    let main: number | undefined;
+    const first = train(
+      ['--num-ps', '2', '--checkpoint-steps', '20'],
+      (event) => {
+        // The shards and workers outlive a SIGKILLed `edl train`: they are killed here too.
+        if (typeof event.pid === 'number' && (event.event === 'listening' || event.msg === 'progress'))
+          children.add(event.pid);
+        if (
+          killedAt === undefined &&
+          typeof event.msg === 'string' &&
+          event.msg.startsWith('checkpoint written') &&
+          (event.modelVersion as number) >= 40
+        ) {
+          killedAt = event.modelVersion as number;
+          if (main !== undefined) process.kill(main, 'SIGKILL');
+          for (const pid of children) {
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
+          }
+        }
+      },
+      checkpointDir,
+      (pid) => {
+        main = pid;
+      },
+    );
+    const killed = await first;
+    expect(killedAt, killed.stderr.slice(-3000)).toBeDefined();
+    expect(killed.code).not.toBe(0);
+    const latest = (await loadLatestVersion(checkpointDir)) as number;
+    expect(latest).toBeGreaterThanOrEqual(killedAt as number);
+    const saved = readShardMarkers(checkpointDir, latest);
+
+    const second = await train(['--num-ps', '3'], undefined, checkpointDir);
+    const summary = succeededOnce(second);
+    expect(summary.state).toBe('succeeded');
+    // Each of the 3 shards restored its share of the 2 shards' rows (RestoreShard, before the master
+    // served a task): together, all of them.
+    const restored = second.events.find(
+      (e) => e.msg === `parameter-server shards restored from checkpoint ${latest}`,
+    );
+    expect(restored, second.stderr.slice(-3000)).toBeDefined();
+    const rows = String(restored?.rows).split(',').map(Number);
+    expect(rows).toHaveLength(3);
+    expect(rows.every((r) => r > 0)).toBe(true);
+    expect(rows.reduce((a, b) => a + b, 0)).toBe(
+      saved.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0),
+    );
+  }, 300_000);
+});
+
+/** The newest committed checkpoint's version in `checkpointDir`. */
+async function loadLatestVersion(checkpointDir: string): Promise<number | undefined> {
+  const versions = (await readdir(checkpointDir))
+    .map((n) => /^checkpoint-(\d{12})\.edlckpt$/.exec(n)?.[1])
+    .filter((v): v is string => v !== undefined)
+    .map(Number);
+  return versions.length === 0 ? undefined : Math.max(...versions);
+}
 
 describe('edl worker --ps-addresses', () => {
   it('refuses an address that is not HOST:PORT, naming the shard, before anything loads', async () => {

@@ -7,6 +7,7 @@ import {
   encodeStoreCheckpoint,
   type ParameterStoreSnapshot,
   type StoreCheckpointHeader,
+  shardCheckpointDirName,
 } from '@edl/ps';
 import { openWriter } from '@edl/storage';
 import { CheckpointError } from './errors.js';
@@ -24,6 +25,16 @@ export interface Checkpoint {
   readonly store: ParameterStoreSnapshot;
   readonly optimizer: OptimizerConfig;
   readonly taskManager: TaskManagerState;
+  /**
+   * Present when the job's embedding rows live on parameter-server shards: the checkpoint's shard
+   * files (`ps-<version>/` beside it, docs/master.md) were all written before this file.
+   */
+  readonly parameterServers?: CheckpointShards;
+}
+
+/** The parameter-server shards that wrote a checkpoint's shard files. */
+export interface CheckpointShards {
+  readonly numShards: number;
 }
 
 const MAGIC = Buffer.from('EDLCKPT1', 'latin1');
@@ -34,6 +45,8 @@ interface Header extends StoreCheckpointHeader {
   readonly format: 'edl-checkpoint/1';
   readonly createdAt: string;
   readonly taskManager: TaskManagerState;
+  /** Only in a checkpoint of a job with parameter-server shards. */
+  readonly parameterServers?: CheckpointShards;
   /** CRC-32 of the float32 payload. */
   readonly payloadCrc32: number;
 }
@@ -56,6 +69,7 @@ function encodeCheckpoint(checkpoint: Checkpoint): { readonly version: number; r
     variables: store.variables,
     slots: store.slots,
     taskManager: checkpoint.taskManager,
+    ...(checkpoint.parameterServers === undefined ? {} : { parameterServers: checkpoint.parameterServers }),
     payloadCrc32: crc32(payload),
   };
   const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
@@ -95,6 +109,7 @@ export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, keep 
   const versions = await listCheckpoints(dir);
   for (const old of versions.slice(0, Math.max(0, versions.length - keep))) {
     await rm(join(dir, checkpointFileName(old)), { force: true });
+    await rm(join(dir, shardCheckpointDirName(old)), { recursive: true, force: true });
   }
   return finalPath;
 }
@@ -145,7 +160,11 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
   const payload = bytes.subarray(12 + headerLength);
   if (payload.length % 4 !== 0) fail(`payload of ${payload.length} bytes is not float32 data`);
   if (crc32(payload) !== header.payloadCrc32) fail('payload CRC-32 mismatch');
-  return { ...decodeStoreCheckpoint(header, payload, fail), taskManager: header.taskManager };
+  return {
+    ...decodeStoreCheckpoint(header, payload, fail),
+    taskManager: header.taskManager,
+    ...(header.parameterServers === undefined ? {} : { parameterServers: header.parameterServers }),
+  };
 }
 
 /**

@@ -133,6 +133,11 @@ export class LocalInstanceManager implements InstanceManager {
     return out;
   }
 
+  /** The job's parameter-server shards, when it has any (`--num-ps`). */
+  get parameterServers(): LocalParameterServers | undefined {
+    return this.#options.parameterServers;
+  }
+
   async start(): Promise<void> {
     const servers = this.#options.parameterServers;
     if (servers !== undefined && this.#psAddresses === undefined) {

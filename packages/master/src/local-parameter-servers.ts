@@ -66,8 +66,8 @@ function freePort(host: string): Promise<number> {
  * The parameter-server shards of a local job (`--num-ps N`): N `edl ps` processes, each on a port
  * picked before it starts, so that workers can be given every address (`--ps-addresses`) at once
  * and retry until the shards listen. A shard that exits while the job runs is relaunched on the
- * same address; until checkpoints cover the shards it starts from the initializer, which
- * {@link LocalParameterServersOptions.onWarning} says.
+ * same address, from the shard files of the last committed checkpoint (or the initializer before
+ * the first), which {@link LocalParameterServersOptions.onWarning} says.
  */
 export class LocalParameterServers {
   readonly #o: LocalParameterServersOptions;
@@ -75,6 +75,7 @@ export class LocalParameterServers {
   readonly #maxRestarts: number;
   readonly #shards: Shard[] = [];
   #stopped = false;
+  #restorePoint: { readonly dir: string; readonly version: number } | undefined;
   #failed: ((reason: string) => void) | undefined;
 
   constructor(options: LocalParameterServersOptions) {
@@ -89,6 +90,15 @@ export class LocalParameterServers {
   get addresses(): string[] {
     const host = this.#host.includes(':') ? `[${this.#host}]` : this.#host;
     return this.#shards.map((s) => `${host}:${s.port}`);
+  }
+
+  /**
+   * The committed checkpoint whose shard files a shard launched from now on starts from (`edl ps
+   * --restore-dir --restore-version`); undefined: from the initializer. The master sets it when it
+   * resumes and after each checkpoint it commits.
+   */
+  setRestorePoint(point: { readonly dir: string; readonly version: number } | undefined): void {
+    this.#restorePoint = point;
   }
 
   /** Process ids of the running shards, by shard index (for tests and status pages). */
@@ -157,6 +167,14 @@ export class LocalParameterServers {
         JSON.stringify(o.optimizer),
         '--seed',
         String(o.seed),
+        ...(this.#restorePoint === undefined
+          ? []
+          : [
+              '--restore-dir',
+              this.#restorePoint.dir,
+              '--restore-version',
+              String(this.#restorePoint.version),
+            ]),
       ],
       {
         cwd: o.cwd,
@@ -216,8 +234,9 @@ export class LocalParameterServers {
       return;
     }
     shard.restarts++;
+    const point = this.#restorePoint;
     this.#o.onWarning?.(
-      `Parameter-server shard ${shard.index} (${address}) ${how}: relaunched on the same address. Its embedding rows restart from the initializer (seeded): shard checkpoints are not written yet, so what it had learnt is lost`,
+      `Parameter-server shard ${shard.index} (${address}) ${how}: relaunched on the same address. ${point === undefined ? 'Its embedding rows restart from the initializer (seeded): no checkpoint was committed yet' : `Its embedding rows restart from the checkpoint of model version ${point.version} in ${point.dir}`}`,
     );
     this.#launch(shard);
   }

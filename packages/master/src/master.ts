@@ -24,6 +24,7 @@ import { type EvaluationResult, EvaluationService } from './evaluation-service.j
 import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
+import { isObjectStoreLocation } from './object-store-checkpoint.js';
 import { TaskManager } from './task-manager.js';
 import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
 import type { TaskManagerEvent, TaskManagerOptions, TaskManagerStatus } from './tasks/types.js';
@@ -66,6 +67,24 @@ const FAILURE_RANK: Record<number, number> = {
   [GradientStatus.TASK_NOT_HELD]: 3,
 };
 
+/**
+ * The job's parameter-server shards as the master's checkpoints reach them (an EmbeddingClient of
+ * @edl/proto is one): every shard writes its tables as the shard files of a model version.
+ */
+export interface ShardCheckpointWriter {
+  readonly numShards: number;
+  /** Resolves once every shard wrote its part of the checkpoint of `version` in `dir`. */
+  saveShards(version: number, dir: string): Promise<unknown>;
+}
+
+/** The checkpoint a master resumed from. */
+export interface ResumedCheckpoint {
+  readonly dir: string;
+  readonly version: number;
+  /** Whether parameter-server shards wrote shard files for it. */
+  readonly hasShardFiles: boolean;
+}
+
 /** How a job ended. */
 export interface JobResult {
   readonly state: 'succeeded' | 'failed';
@@ -97,6 +116,8 @@ export class Master implements ParameterEndpoints {
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
   #lastCheckpoint: string | undefined;
+  #shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void } | undefined;
+  #resumedFrom: ResumedCheckpoint | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
   #ended = false;
@@ -142,6 +163,11 @@ export class Master implements ParameterEndpoints {
       );
       if (found !== undefined) {
         master.restore(found.checkpoint);
+        master.#resumedFrom = {
+          dir: options.checkpointDir,
+          version: found.checkpoint.store.version,
+          hasShardFiles: found.checkpoint.parameterServers !== undefined,
+        };
         master.logger.info(`resumed from checkpoint ${found.path}`, {
           modelVersion: found.checkpoint.store.version,
           recordsDone: found.checkpoint.taskManager.recordsDone,
@@ -338,6 +364,20 @@ export class Master implements ParameterEndpoints {
     return this.#enqueueCheckpoint(dir);
   }
 
+  /** The checkpoint this master resumed from, if it did. */
+  get resumedFrom(): ResumedCheckpoint | undefined {
+    return this.#resumedFrom;
+  }
+
+  /**
+   * Makes every later checkpoint cover the job's parameter-server shards: each shard writes its
+   * shard files first, and the master's own file, written last, commits them; `onCommitted` hears
+   * each committed version (a relaunched shard starts from it).
+   */
+  useParameterServers(writer: ShardCheckpointWriter, onCommitted: (version: number) => void): void {
+    this.#shards = { writer, onCommitted };
+  }
+
   /** Resolves when queued checkpoint and metrics writes are on disk. */
   async flush(): Promise<void> {
     await this.#checkpointWrites;
@@ -372,9 +412,34 @@ export class Master implements ParameterEndpoints {
       optimizer: this.store.optimizer.config,
       taskManager: this.taskManager.toJSON(),
     };
-    const write = this.#checkpointWrites.then(() =>
-      writeCheckpoint(dir, snapshot, this.#options.keepCheckpoints ?? 3),
-    );
+    const shards = this.#shards;
+    const version = snapshot.store.version;
+    // Asked now, in the tick of the snapshot, not after the writes queued before: the shards'
+    // cut is then the rows as of this version, less only row pushes still on the wire.
+    const shardFiles =
+      shards === undefined
+        ? undefined
+        : isObjectStoreLocation(dir)
+          ? Promise.reject(
+              new MasterStateError(
+                'NO_CHECKPOINT_DIR',
+                `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
+              ),
+            )
+          : shards.writer.saveShards(version, dir);
+    shardFiles?.catch(() => {});
+    const write = this.#checkpointWrites.then(async () => {
+      if (shards === undefined || shardFiles === undefined)
+        return writeCheckpoint(dir, snapshot, this.#options.keepCheckpoints ?? 3);
+      await shardFiles;
+      const path = await writeCheckpoint(
+        dir,
+        { ...snapshot, parameterServers: { numShards: shards.writer.numShards } },
+        this.#options.keepCheckpoints ?? 3,
+      );
+      shards.onCommitted(version);
+      return path;
+    });
     this.#checkpointWrites = write.then(
       (path) => {
         this.#lastCheckpoint = path;

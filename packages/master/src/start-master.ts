@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { checkInteger } from '@edl/common';
 import type { DataReader, Shard } from '@edl/data';
+import { EmbeddingClient } from '@edl/proto';
+import { shardOfId } from '@edl/ps';
 import type { MasterErrorCode } from './errors.js';
 import { type MasterServer, serveMaster } from './grpc-server.js';
 import { type LiveViewServer, serveLiveView } from './http/live-view-server.js';
@@ -8,6 +10,7 @@ import { createJobMetrics } from './http/metrics.js';
 import type { InstanceManager } from './instance-manager.js';
 import { JobStatusTracker } from './job-status.js';
 import { LocalInstanceManager, type LocalInstanceManagerOptions } from './local-instance-manager.js';
+import type { LocalParameterServers } from './local-parameter-servers.js';
 import { type JobResult, Master, type MasterOptions } from './master.js';
 import { TensorBoardWriter } from './tensorboard.js';
 
@@ -100,6 +103,9 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     ...(predictionShards ? { predictionShards } : {}),
   });
   const token = options.token ?? randomBytes(32).toString('hex');
+  const localShards = options.localWorkers?.parameterServers;
+  const earlyShardClient =
+    localShards === undefined ? undefined : await restoreLocalShards(master, localShards, token);
   const jobId = options.jobId ?? randomBytes(4).toString('hex');
   const tracker = new JobStatusTracker(master, { jobId });
   const liveView =
@@ -160,6 +166,15 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     workers: instances?.targetWorkers ?? 0,
   });
   await instances?.start();
+  const shardClient =
+    localShards === undefined
+      ? undefined
+      : (earlyShardClient ?? new EmbeddingClient({ addresses: localShards.addresses, token, shardOfId }));
+  const checkpointDir = options.checkpointDir;
+  if (shardClient !== undefined && localShards !== undefined && checkpointDir !== undefined)
+    master.useParameterServers(shardClient, (version) =>
+      localShards.setRestorePoint({ dir: checkpointDir, version }),
+    );
 
   let stopping: Promise<void> | undefined;
   const stopJob = () => {
@@ -168,6 +183,7 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       await instances?.stop();
       await server.shutdown();
       await master.flush();
+      shardClient?.close();
       await tensorboard?.close();
     })();
     return stopping;
@@ -201,4 +217,34 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
     wait: () => finished,
     stop,
   };
+}
+
+/**
+ * Points the job's local shards at the checkpoint the master resumed from: shards launched from
+ * now on restore it as they start, and shards the job runner launched already (before the master)
+ * restore it now, before the master serves a task, so no worker pulls or pushes a row before.
+ * Returns the client made for that, if one was.
+ */
+async function restoreLocalShards(
+  master: Master,
+  shards: LocalParameterServers,
+  token: string,
+): Promise<EmbeddingClient | undefined> {
+  const resumed = master.resumedFrom;
+  if (resumed === undefined) return undefined;
+  if (!resumed.hasShardFiles) {
+    master.logger.warn(
+      `checkpoint ${resumed.version} has no parameter-server shard files: the shards' embedding rows start from the initializer`,
+    );
+    return undefined;
+  }
+  shards.setRestorePoint(resumed);
+  if (shards.addresses.length === 0) return undefined;
+  await shards.ready();
+  const client = new EmbeddingClient({ addresses: shards.addresses, token, shardOfId });
+  const rows = await client.restoreShards(resumed.version, resumed.dir);
+  master.logger.info(`parameter-server shards restored from checkpoint ${resumed.version}`, {
+    rows: rows.join(','),
+  });
+  return client;
 }

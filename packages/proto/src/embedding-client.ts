@@ -266,6 +266,42 @@ export class EmbeddingClient {
   }
 
   /**
+   * Has every shard write its part of the checkpoint of model `version` in `dir` (SaveShard), in
+   * parallel; resolves to each shard's marker path, in shard order, once all are written.
+   */
+  async saveShards(version: number, dir: string): Promise<string[]> {
+    const answers = await Promise.all(
+      this.#addresses.map((_, shard) =>
+        this.#call('saveShard', shard, {
+          $typeName: 'edl.v1.SaveShardRequest',
+          version: toWireInt(version, 'version'),
+          dir,
+        }),
+      ),
+    );
+    return answers.map((a) => a.marker);
+  }
+
+  /**
+   * Has every shard replace its rows by its share of the checkpoint of `version` in `dir`
+   * (RestoreShard), or, with `version` undefined, empty its tables (the job's initial state);
+   * resolves to the rows each shard holds then.
+   */
+  async restoreShards(version: number | undefined, dir: string): Promise<number[]> {
+    const answers = await Promise.all(
+      this.#addresses.map((_, shard) =>
+        this.#call('restoreShard', shard, {
+          $typeName: 'edl.v1.RestoreShardRequest',
+          version: toWireInt(version ?? 0, 'version'),
+          dir,
+          reset: version === undefined,
+        }),
+      ),
+    );
+    return answers.map((a) => toSafeNumber(a.rows, 'rows'));
+  }
+
+  /**
    * Every shard's description, in shard order, after checking that shard i says it is shard i of
    * this many: a shard started with another index or count would hold rows this client never asks
    * it for.

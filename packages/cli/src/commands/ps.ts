@@ -27,7 +27,9 @@ Options:
                         "seed", "initializer"?: {"type": "uniform", "scale"} | {"type": "normal",
                         "stddev"}}; without it, only declared tables
   --port N              port to listen on (default 0: any free port)
-  --host HOST           interface to listen on (default 127.0.0.1)`;
+  --host HOST           interface to listen on (default 127.0.0.1)
+  --restore-dir DIR     start from this shard's rows of the shard files of a checkpoint in DIR
+  --restore-version V   ... the checkpoint of model version V (both or neither)`;
 
 /** `edl ps`: one parameter-server shard process. */
 export const command: Command = {
@@ -42,7 +44,13 @@ export const command: Command = {
       seed: { type: 'integer', min: 0 },
       port: { type: 'integer', min: 0, max: 65_535 },
       host: { type: 'string' },
+      'restore-dir': { type: 'string' },
+      'restore-version': { type: 'integer', min: 0 },
     });
+    const restoreDir = values['restore-dir'];
+    const restoreVersion = values['restore-version'];
+    if ((restoreDir === undefined) !== (restoreVersion === undefined))
+      throw new UsageError('--restore-dir and --restore-version go together');
     const shardIndex = values['shard-index'];
     const numShards = values['num-shards'];
     if (shardIndex === undefined) throw new UsageError('--shard-index is required');
@@ -80,7 +88,14 @@ export const command: Command = {
         io.stdout.write(`${JSON.stringify({ event: 'table_declared', table, workerId, shardIndex })}\n`),
       ...(values.port === undefined ? {} : { port: values.port }),
       ...(values.host === undefined ? {} : { host: values.host }),
+      ...(restoreDir === undefined || restoreVersion === undefined
+        ? {}
+        : { restoreFrom: { dir: restoreDir, version: restoreVersion } }),
     });
+    if (restoreVersion !== undefined)
+      io.stdout.write(
+        `${JSON.stringify({ event: 'restored', shardIndex, version: restoreVersion, tables: server.shard.describe().map(({ name, rows }) => ({ name, rows })) })}\n`,
+      );
     io.stdout.write(
       `${JSON.stringify({ event: 'listening', address: server.address, shardIndex, numShards, pid: process.pid })}\n`,
     );

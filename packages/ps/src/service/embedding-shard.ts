@@ -228,6 +228,28 @@ export class EmbeddingShard {
     return { pushes: entry.pushes, rows: entry.table.rowCount };
   }
 
+  /** The tables, in the order they were made: what a shard checkpoint writes. */
+  tables(): EmbeddingTable[] {
+    return [...this.#tables.values()].map((e) => e.table);
+  }
+
+  /**
+   * Replaces every table by those given (a checkpoint's rows, or empty tables for the job's
+   * initial state), keeping their optimizers' types for DescribeShard; push accounting restarts.
+   * A table restored must hold only this shard's ids, which is checked before anything changes.
+   */
+  replaceTables(tables: readonly EmbeddingTable[]): void {
+    for (const table of tables) for (const view of table.slabViews()) this.#checkOwned(table.name, view.ids);
+    this.#tables.clear();
+    for (const table of tables)
+      this.#tables.set(table.name, {
+        table,
+        optimizerType: table.optimizer.config.type,
+        pushes: 0,
+        maxModelVersion: 0,
+      });
+  }
+
   /** Each table's size and accounting, in the order the tables were given. */
   describe(): ShardTableInfo[] {
     return [...this.#tables.values()].map((e) => ({

@@ -15,3 +15,11 @@ export {
   type ParameterServerOptions,
   startParameterServer,
 } from './parameter-server.js';
+export {
+  readShardMarkers,
+  resetShard,
+  restoreShardCheckpoint,
+  type ShardCheckpointMarker,
+  saveShardCheckpoint,
+  shardCheckpointDirName,
+} from './shard-checkpoint.js';

@@ -17,6 +17,10 @@ import {
   type PushEmbeddingGradientsRequest,
   type PushEmbeddingGradientsResponse,
   parameterServerServiceDefinition,
+  type RestoreShardRequest,
+  type RestoreShardResponse,
+  type SaveShardRequest,
+  type SaveShardResponse,
   shutdownGracefully,
   tokenCheckedUnary,
   toSafeNumber,
@@ -26,6 +30,7 @@ import { type ServiceError, status, type UntypedServiceImplementation } from '@e
 import { ParameterStoreError } from '../errors.js';
 import type { RowInitializerConfig } from '../sparse/row-initializer.js';
 import { EmbeddingShard, type EmbeddingTableSpec, type JobTableSettings } from './embedding-shard.js';
+import { resetShard, restoreShardCheckpoint, saveShardCheckpoint } from './shard-checkpoint.js';
 
 /** Options of {@link startParameterServer}. */
 export interface ParameterServerOptions {
@@ -47,6 +52,11 @@ export interface ParameterServerOptions {
   readonly onDeclared?: (table: string, workerId: string) => void;
   /** Largest message received or sent, in bytes (default 64 MiB). */
   readonly maxMessageBytes?: number;
+  /**
+   * Start from this shard's rows of a checkpoint's shard files (written by any number of shards),
+   * read before the shard listens: how a relaunched or resumed job's shards get their rows back.
+   */
+  readonly restoreFrom?: { readonly dir: string; readonly version: number };
 }
 
 /** A running parameter-server shard. */
@@ -94,6 +104,8 @@ function initializerOf(wire: EmbeddingInitializer, table: string): RowInitialize
 export async function startParameterServer(options: ParameterServerOptions): Promise<ParameterServer> {
   const authorized = jobTokenCheck(options.token);
   const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables ?? [], options.job);
+  if (options.restoreFrom !== undefined)
+    restoreShardCheckpoint(shard, options.restoreFrom.dir, options.restoreFrom.version);
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
@@ -138,6 +150,15 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
       );
       for (const table of created) options.onDeclared?.(table, r.workerId);
       return { $typeName: 'edl.v1.DeclareEmbeddingTablesResponse', created };
+    }),
+    saveShard: unary((r: SaveShardRequest): SaveShardResponse => {
+      const { marker, rows } = saveShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+      return { $typeName: 'edl.v1.SaveShardResponse', marker, rows: toWireInt(rows, 'rows') };
+    }),
+    restoreShard: unary((r: RestoreShardRequest): RestoreShardResponse => {
+      if (r.reset) resetShard(shard);
+      const rows = r.reset ? 0 : restoreShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+      return { $typeName: 'edl.v1.RestoreShardResponse', rows: toWireInt(rows, 'rows') };
     }),
     describeShard: unary(
       (): DescribeShardResponse => ({

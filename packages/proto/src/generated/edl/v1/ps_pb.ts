@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/ps.proto.
  */
 export const file_edl_v1_ps: GenFile = /*@__PURE__*/
-  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8iQwoURW1iZWRkaW5nSW5pdGlhbGl6ZXISDAoEdHlwZRgBIAEoCRINCgVzY2FsZRgCIAEoARIOCgZzdGRkZXYYAyABKAEifgoZRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIMCgRuYW1lGAEgASgJEgsKA2RpbRgCIAEoDRI2Cgtpbml0aWFsaXplchgDIAEoCzIcLmVkbC52MS5FbWJlZGRpbmdJbml0aWFsaXplckgAiAEBQg4KDF9pbml0aWFsaXplciJlCh1EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBIxCgZ0YWJsZXMYASADKAsyIS5lZGwudjEuRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIRCgl3b3JrZXJfaWQYAiABKAkiMQoeRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEg8KB2NyZWF0ZWQYASADKAkyiQMKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2USZwoWRGVjbGFyZUVtYmVkZGluZ1RhYmxlcxIlLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBomLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8iQwoURW1iZWRkaW5nSW5pdGlhbGl6ZXISDAoEdHlwZRgBIAEoCRINCgVzY2FsZRgCIAEoARIOCgZzdGRkZXYYAyABKAEifgoZRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIMCgRuYW1lGAEgASgJEgsKA2RpbRgCIAEoDRI2Cgtpbml0aWFsaXplchgDIAEoCzIcLmVkbC52MS5FbWJlZGRpbmdJbml0aWFsaXplckgAiAEBQg4KDF9pbml0aWFsaXplciJlCh1EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBIxCgZ0YWJsZXMYASADKAsyIS5lZGwudjEuRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIRCgl3b3JrZXJfaWQYAiABKAkiMQoeRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEg8KB2NyZWF0ZWQYASADKAkiMAoQU2F2ZVNoYXJkUmVxdWVzdBIPCgd2ZXJzaW9uGAEgASgDEgsKA2RpchgCIAEoCSIxChFTYXZlU2hhcmRSZXNwb25zZRIOCgZtYXJrZXIYASABKAkSDAoEcm93cxgCIAEoAyJCChNSZXN0b3JlU2hhcmRSZXF1ZXN0Eg8KB3ZlcnNpb24YASABKAMSCwoDZGlyGAIgASgJEg0KBXJlc2V0GAMgASgIIiQKFFJlc3RvcmVTaGFyZFJlc3BvbnNlEgwKBHJvd3MYASABKAMylgQKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2USZwoWRGVjbGFyZUVtYmVkZGluZ1RhYmxlcxIlLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBomLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVzcG9uc2USQAoJU2F2ZVNoYXJkEhguZWRsLnYxLlNhdmVTaGFyZFJlcXVlc3QaGS5lZGwudjEuU2F2ZVNoYXJkUmVzcG9uc2USSQoMUmVzdG9yZVNoYXJkEhsuZWRsLnYxLlJlc3RvcmVTaGFyZFJlcXVlc3QaHC5lZGwudjEuUmVzdG9yZVNoYXJkUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message edl.v1.PullEmbeddingsRequest
@@ -354,6 +354,100 @@ export const DeclareEmbeddingTablesResponseSchema: GenMessage<DeclareEmbeddingTa
   messageDesc(file_edl_v1_ps, 10);
 
 /**
+ * @generated from message edl.v1.SaveShardRequest
+ */
+export type SaveShardRequest = Message<"edl.v1.SaveShardRequest"> & {
+  /**
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * A local directory: the job's checkpoint directory.
+   *
+   * @generated from field: string dir = 2;
+   */
+  dir: string;
+};
+
+/**
+ * Describes the message edl.v1.SaveShardRequest.
+ * Use `create(SaveShardRequestSchema)` to create a new message.
+ */
+export const SaveShardRequestSchema: GenMessage<SaveShardRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 11);
+
+/**
+ * @generated from message edl.v1.SaveShardResponse
+ */
+export type SaveShardResponse = Message<"edl.v1.SaveShardResponse"> & {
+  /**
+   * The shard's marker file, written after its table files.
+   *
+   * @generated from field: string marker = 1;
+   */
+  marker: string;
+
+  /**
+   * @generated from field: int64 rows = 2;
+   */
+  rows: bigint;
+};
+
+/**
+ * Describes the message edl.v1.SaveShardResponse.
+ * Use `create(SaveShardResponseSchema)` to create a new message.
+ */
+export const SaveShardResponseSchema: GenMessage<SaveShardResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 12);
+
+/**
+ * @generated from message edl.v1.RestoreShardRequest
+ */
+export type RestoreShardRequest = Message<"edl.v1.RestoreShardRequest"> & {
+  /**
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: string dir = 2;
+   */
+  dir: string;
+
+  /**
+   * Empty every table instead (rows start from the initializer again); version and dir unused.
+   *
+   * @generated from field: bool reset = 3;
+   */
+  reset: boolean;
+};
+
+/**
+ * Describes the message edl.v1.RestoreShardRequest.
+ * Use `create(RestoreShardRequestSchema)` to create a new message.
+ */
+export const RestoreShardRequestSchema: GenMessage<RestoreShardRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 13);
+
+/**
+ * @generated from message edl.v1.RestoreShardResponse
+ */
+export type RestoreShardResponse = Message<"edl.v1.RestoreShardResponse"> & {
+  /**
+   * @generated from field: int64 rows = 1;
+   */
+  rows: bigint;
+};
+
+/**
+ * Describes the message edl.v1.RestoreShardResponse.
+ * Use `create(RestoreShardResponseSchema)` to create a new message.
+ */
+export const RestoreShardResponseSchema: GenMessage<RestoreShardResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 14);
+
+/**
  * @generated from service edl.v1.ParameterServerService
  */
 export const ParameterServerService: GenService<{
@@ -399,6 +493,30 @@ export const ParameterServerService: GenService<{
     methodKind: "unary";
     input: typeof DeclareEmbeddingTablesRequestSchema;
     output: typeof DeclareEmbeddingTablesResponseSchema;
+  },
+  /**
+   * Writes this shard's tables, with their optimizer state, as the shard files of the checkpoint
+   * of model version `version` under `dir` (docs/master.md). The shard applies no push while it
+   * writes, so the files are one cut; the master commits the checkpoint once every shard answered.
+   *
+   * @generated from rpc edl.v1.ParameterServerService.SaveShard
+   */
+  saveShard: {
+    methodKind: "unary";
+    input: typeof SaveShardRequestSchema;
+    output: typeof SaveShardResponseSchema;
+  },
+  /**
+   * Replaces this shard's tables by the rows of the shard files of checkpoint `version` under
+   * `dir` that belong to it (written by any number of shards: rows are re-sharded by id hash), or,
+   * with `reset`, by empty tables: the job's initial state.
+   *
+   * @generated from rpc edl.v1.ParameterServerService.RestoreShard
+   */
+  restoreShard: {
+    methodKind: "unary";
+    input: typeof RestoreShardRequestSchema;
+    output: typeof RestoreShardResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_edl_v1_ps, 0);

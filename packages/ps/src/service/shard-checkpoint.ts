@@ -1,0 +1,191 @@
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { checkNonEmptyString, checkSafeInteger } from '@edl/common';
+import { EmbeddingTable } from '../sparse/embedding-table.js';
+import { shardOfId } from '../sparse/placement.js';
+import { decodeEmbeddingTable, encodeEmbeddingTable } from '../sparse/table-codec.js';
+import type { EmbeddingShard } from './embedding-shard.js';
+
+/**
+ * The marker of one shard's part of a checkpoint, `shard-<i>-of-<N>.json`, written after its table
+ * files: a part without it was cut short and is never read.
+ */
+export interface ShardCheckpointMarker {
+  readonly format: 'edl-ps-shard/1';
+  readonly version: number;
+  readonly shardIndex: number;
+  readonly numShards: number;
+  /** Each table's file (relative to the version's directory) and row count. */
+  readonly tables: readonly { readonly name: string; readonly file: string; readonly rows: number }[];
+}
+
+const MARKER_PATTERN = /^shard-(\d+)-of-(\d+)\.json$/;
+
+/** The directory, under a checkpoint directory, of the shard files of model version `version`. */
+export function shardCheckpointDirName(version: number): string {
+  return `ps-${String(version).padStart(12, '0')}`;
+}
+
+/** Writes `chunks` to `path` whole or not at all: a temporary file, fsync, rename. */
+function writeAtomically(path: string, chunks: readonly Uint8Array[]): void {
+  const temporary = `${path}.tmp-${process.pid}`;
+  const fd = openSync(temporary, 'w');
+  try {
+    for (const chunk of chunks) {
+      let written = 0;
+      while (written < chunk.length) written += writeSync(fd, chunk, written);
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, path);
+}
+
+function fsyncDirectory(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `shard`'s tables as its part of the checkpoint of `version` in `dir` (a local directory):
+ * `ps-<version>/shard-<i>-of-<N>-t<k>.edlemb` per table (the layout of encodeEmbeddingTable), then
+ * the marker. Synchronous on purpose: no push or pull runs on the shard while its rows are written,
+ * so the files are one cut, and the row chunks written are views of memory nothing changes meanwhile.
+ * Returns the marker's path and the rows written.
+ */
+export function saveShardCheckpoint(
+  shard: EmbeddingShard,
+  dir: string,
+  version: number,
+): { marker: string; rows: number } {
+  checkNonEmptyString(dir, 'dir');
+  checkSafeInteger(version, 'version');
+  const versionDir = join(dir, shardCheckpointDirName(version));
+  mkdirSync(versionDir, { recursive: true });
+  // Files another shard count left here (a job killed before it committed this version, resumed
+  // with another --num-ps) would make the set of markers mixed: they go. Same-count files are
+  // this job's shards' own, replaced as they write.
+  for (const name of readdirSync(versionDir)) {
+    const count = /^shard-\d+-of-(\d+)[-.]/.exec(name)?.[1];
+    if (count !== undefined && Number(count) !== shard.numShards)
+      rmSync(join(versionDir, name), { force: true });
+  }
+  const part = `shard-${shard.shardIndex}-of-${shard.numShards}`;
+  const tables = shard.tables().map((table, k) => {
+    const file = `${part}-t${k}.edlemb`;
+    writeAtomically(join(versionDir, file), encodeEmbeddingTable(table));
+    return { name: table.name, file, rows: table.rowCount };
+  });
+  const marker: ShardCheckpointMarker = {
+    format: 'edl-ps-shard/1',
+    version,
+    shardIndex: shard.shardIndex,
+    numShards: shard.numShards,
+    tables,
+  };
+  const markerPath = join(versionDir, `${part}.json`);
+  writeAtomically(markerPath, [new TextEncoder().encode(JSON.stringify(marker))]);
+  fsyncDirectory(versionDir);
+  return { marker: markerPath, rows: tables.reduce((sum, t) => sum + t.rows, 0) };
+}
+
+/**
+ * The markers of the checkpoint of `version` in `dir`, checked to be one complete set: every shard
+ * of the count they name, all of the same version. A missing or extra part is an error naming it.
+ */
+export function readShardMarkers(dir: string, version: number): ShardCheckpointMarker[] {
+  const versionDir = join(dir, shardCheckpointDirName(version));
+  if (!existsSync(versionDir))
+    throw new Error(`Checkpoint ${version} has no parameter-server shard files: ${versionDir} is missing`);
+  const markers = readdirSync(versionDir)
+    .filter((name) => MARKER_PATTERN.test(name))
+    .map((name) => {
+      const path = join(versionDir, name);
+      let marker: ShardCheckpointMarker;
+      try {
+        marker = JSON.parse(readFileSync(path, 'utf8')) as ShardCheckpointMarker;
+      } catch (error) {
+        throw new Error(`Shard checkpoint marker ${path} is not JSON: ${(error as Error).message}`);
+      }
+      if (marker.format !== 'edl-ps-shard/1' || marker.version !== version || !Array.isArray(marker.tables))
+        throw new Error(
+          `Shard checkpoint marker ${path} is not an edl-ps-shard/1 marker of version ${version}`,
+        );
+      return marker;
+    })
+    .sort((a, b) => a.shardIndex - b.shardIndex);
+  const count = markers[0]?.numShards;
+  if (
+    count === undefined ||
+    markers.length !== count ||
+    markers.some((m, i) => m.shardIndex !== i || m.numShards !== count)
+  )
+    throw new Error(
+      `Checkpoint ${version} in ${versionDir} has shard markers [${markers.map((m) => `${m.shardIndex}/${m.numShards}`).join(', ')}], not one of each of its shards`,
+    );
+  return markers;
+}
+
+/**
+ * Replaces `shard`'s tables by its rows of the checkpoint of `version` in `dir`: every shard file of
+ * every table is read and keeps the ids `shardOfId` gives this shard, so a checkpoint written by
+ * another number of shards re-shards. Returns the rows restored.
+ */
+export function restoreShardCheckpoint(shard: EmbeddingShard, dir: string, version: number): number {
+  const markers = readShardMarkers(dir, version);
+  const versionDir = join(dir, shardCheckpointDirName(version));
+  const keepRow = (id: number) => shardOfId(id, shard.numShards) === shard.shardIndex;
+  const restored = new Map<string, EmbeddingTable>();
+  for (const marker of markers) {
+    for (const entry of marker.tables) {
+      const path = join(versionDir, entry.file);
+      const file = readFileSync(path);
+      // A plain Uint8Array over the same memory: the decoder's slice() must copy, and Buffer's does not.
+      const bytes = new Uint8Array(file.buffer, file.byteOffset, file.byteLength);
+      const part = decodeEmbeddingTable(bytes, path, { keepRow });
+      const table = restored.get(part.name);
+      if (table === undefined) {
+        restored.set(part.name, part);
+        continue;
+      }
+      for (const view of part.slabViews()) table.restoreRows(view.ids, view.records, view.rowSteps);
+    }
+  }
+  // A table declared since the checkpoint stays, empty: workers that declared it keep using it.
+  for (const table of shard.tables())
+    if (!restored.has(table.name)) restored.set(table.name, emptyCopy(table));
+  const tables = [...restored.values()];
+  shard.replaceTables(tables);
+  return tables.reduce((sum, t) => sum + t.rowCount, 0);
+}
+
+/** Empties every table of `shard`, keeping its settings: each row starts from the initializer again. */
+export function resetShard(shard: EmbeddingShard): void {
+  shard.replaceTables(shard.tables().map(emptyCopy));
+}
+
+function emptyCopy(table: EmbeddingTable): EmbeddingTable {
+  return new EmbeddingTable({
+    name: table.name,
+    dim: table.dim,
+    seed: table.seed,
+    optimizer: table.optimizer.config,
+    initializer: table.initializer.config,
+  });
+}
