@@ -206,6 +206,18 @@ export function loadNativeAddon(options: LoadAddonOptions = {}): NativeAddon {
   });
 }
 
+/** The `engines` floor of every package (README, "Requirements"). */
+const ENGINES_FLOOR = '22.12';
+
+/**
+ * npm installs no optional dependency whose `engines` the running Node.js fails, so on an older
+ * Node the platform package is silently left out: say so rather than send the user hunting.
+ */
+function belowEnginesFloor(): boolean {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  return major < 22 || (major === 22 && minor < 12);
+}
+
 interface FixContext {
   readonly overridden: boolean;
   readonly pkg: string;
@@ -229,7 +241,9 @@ function loadError(attempts: LoadAttempt[], causes: unknown[], context: FixConte
   } else {
     fixes =
       `install the prebuilt package for this platform: npm install ${pkg}@${version} (an optional dependency ` +
-      'of @edl/recordio, left out by --omit=optional or by a lockfile made on another platform); ' +
+      (belowEnginesFloor()
+        ? `of @edl/recordio, which npm leaves out on Node.js ${process.version}, below the engines floor ${ENGINES_FLOOR}: use Node.js ${ENGINES_FLOOR} or later); `
+        : 'of @edl/recordio, left out by --omit=optional or by a lockfile made on another platform); ') +
       `or ${fromSource}; ${inRepo}`;
   }
   return new RecordIOError(
