@@ -37,9 +37,10 @@ describe('edl demo', () => {
     expect(summary.records.total).toBe(1024);
     expect(summary.workers).toHaveLength(2);
     expect(summary.evaluations.at(-1)?.records).toBe(2000);
-    // Real handwriting: well above chance (0.1) after one pass over 1,024 digits.
+    // Real handwriting: well above chance (0.1) after one pass over 1,024 digits, with the
+    // learning rate decaying to 0 over that one short pass (the demo's cosine decay).
     const accuracy = summary.evaluations.at(-1)?.metrics.accuracy as number;
-    expect(accuracy).toBeGreaterThan(0.6);
+    expect(accuracy).toBeGreaterThan(0.5);
     expect(run.stdout).toContain(
       `test accuracy: ${(accuracy * 100).toFixed(2)}% on 2,000 held-out MNIST digits`,
     );

@@ -31,8 +31,13 @@ describe('edl without @kubernetes/client-node', () => {
     );
   }, 180_000);
 
+  // --no-deprecation: Node 26 deprecates this test's own hiding hook (`module.register`, DEP0205),
+  // and the assertions compare stderr whole.
   const edl = (args: string[]) =>
-    spawnSync(process.execPath, ['--import', hide, edlBin, ...args], { encoding: 'utf8', timeout: 60_000 });
+    spawnSync(process.execPath, ['--no-deprecation', '--import', hide, edlBin, ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
 
   it('edl k8s exits 1 and names the package and the command that installs it', () => {
     // Its arguments are checked first (and its --help needs nothing); the client loads to do the work.

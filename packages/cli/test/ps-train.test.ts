@@ -179,21 +179,24 @@ describe('edl train --num-ps 2', () => {
 
   it('keeps exactly-once task accounting when a worker is SIGKILLed mid-job', async () => {
     let killed: number | undefined;
+    let killedWorker: string | undefined;
     const run = await train(['--num-ps', '2'], (event) => {
+      // Whichever worker first has 100 records: on a fast machine one worker can take nearly the
+      // whole job before the other reports any progress.
       if (
         killed === undefined &&
         event.msg === 'progress' &&
-        event.worker === 'worker-1' &&
-        ((event.records as number | undefined) ?? 0) >= 200 &&
+        ((event.records as number | undefined) ?? 0) >= 100 &&
         typeof event.pid === 'number'
       ) {
         killed = event.pid;
+        killedWorker = event.worker as string;
         process.kill(event.pid, 'SIGKILL');
       }
     });
     expect(killed).toBeDefined();
     const summary = succeededOnce(run);
-    expect(summary.workers.filter((w) => w.lost).map((w) => w.workerId)).toEqual(['worker-1']);
+    expect(summary.workers.filter((w) => w.lost).map((w) => w.workerId)).toEqual([killedWorker]);
     expect(shardsAtStop(run).size).toBe(2);
   }, 180_000);
 
@@ -205,7 +208,7 @@ describe('edl train --num-ps 2', () => {
       if (event.event === 'listening') listening.push(event);
       if (event.msg === 'progress') progressSinceStart++;
       const shard0 = listening.find((e) => e.shardIndex === 0);
-      if (killed === undefined && progressSinceStart >= 4 && typeof shard0?.pid === 'number') {
+      if (killed === undefined && progressSinceStart >= 2 && typeof shard0?.pid === 'number') {
         killed = shard0.pid;
         process.kill(shard0.pid, 'SIGKILL');
       }
