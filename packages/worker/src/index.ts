@@ -54,10 +54,10 @@ export {
   NON_TRAINABLE_FILE,
   saveNonTrainableWeights,
 } from './non-trainable-file.js';
+export { SHARED_PACKAGES, shareWorkerPackages } from './package-sharing.js';
 export { JsonLinesPredictionWriter } from './prediction-writer.js';
 export { prefetch } from './prefetch.js';
 export { type RetryOptions, withRetries } from './retrying-master.js';
-export { SHARED_PACKAGES, shareWorkerPackages } from './shared-packages.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
 export {
   formatTimerTable,

@@ -5,7 +5,7 @@ import { describeValue, OPTIMIZER_TYPES } from '@edl/common';
 import { assertSingleTfjs } from './duplicate-tfjs.js';
 import { WorkerError } from './errors.js';
 import type { ModelDefinition } from './model-definition.js';
-import { shareWorkerPackages } from './shared-packages.js';
+import { shareWorkerPackages } from './package-sharing.js';
 
 const OPTIMIZERS: readonly string[] = OPTIMIZER_TYPES;
 const BUILTIN_METRICS = ['accuracy', 'auc', 'mse'];

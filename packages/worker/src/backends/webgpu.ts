@@ -1,5 +1,5 @@
 import { tf } from '../../hooks/tfjs-commonjs.mjs';
-import { shareWorkerPackages } from '../shared-packages.js';
+import { shareWorkerPackages } from '../package-sharing.js';
 
 /** What was found when the WebGPU backend was tried. */
 export interface WebGpuProbe {
