@@ -5,12 +5,14 @@ import type { FatalTaskErrorCode } from '@edl/proto';
  * Stable codes of {@link MasterError} and its subclasses. Programs branch on these, never on messages.
  *
  * - Job failures ({@link JobFailedError}): `TASK_FAILED` (a task failed too often),
- *   `WORKER_RESTARTS_EXHAUSTED`, `WORKER_RELAUNCHES_EXHAUSTED`, `POD_CREATE_FAILED` (the instance
- *   manager gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
+ *   `WORKER_RESTARTS_EXHAUSTED`, `WORKER_RELAUNCHES_EXHAUSTED`, `PS_RESTARTS_EXHAUSTED` (a
+ *   parameter-server shard could not be kept running), `POD_CREATE_FAILED` (the instance manager
+ *   gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
  * - Checkpoints ({@link CheckpointError}): `NO_CHECKPOINT_DIR`, `NOT_FOUND`, `READ_FAILED`,
  *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`.
- * - State ({@link MasterStateError}): `ALREADY_STARTED`, `NOT_INITIALIZED`, `VERSION_UNAVAILABLE`,
- *   `ROUND_NOT_OPEN`, `TASK_NOT_HELD`, `WRONG_TASK_TYPE`.
+ * - State ({@link MasterStateError}): `ALREADY_STARTED`, `ROUND_NOT_OPEN`, `TASK_NOT_HELD`,
+ *   `WRONG_TASK_TYPE`. A model that is not initialized or a version that is gone is the parameter
+ *   store's `ParameterStoreError` (@edl/ps), not a master code.
  */
 export type MasterErrorCode =
   | 'TASK_FAILED'
@@ -27,8 +29,6 @@ export type MasterErrorCode =
   | 'DATA_MISMATCH'
   | 'OPTIMIZER_MISMATCH'
   | 'ALREADY_STARTED'
-  | 'NOT_INITIALIZED'
-  | 'VERSION_UNAVAILABLE'
   | 'ROUND_NOT_OPEN'
   | 'TASK_NOT_HELD'
   | 'WRONG_TASK_TYPE';
@@ -56,7 +56,7 @@ export class CheckpointError extends MasterError {
   }
 }
 
-/** A request the master cannot honour in its current state (no model yet, unknown variable). */
+/** A request the master cannot honour in its current state (a task not held, a round not open). */
 export class MasterStateError extends MasterError {
   override readonly name = 'MasterStateError';
 }
