@@ -90,7 +90,12 @@ export type AttributionEffect =
   | 'reorders-in-unit'
   | { readonly refused: string };
 
-const ATTRIBUTION: unique symbol = Symbol('edl.attribution');
+/**
+ * In the global symbol registry, so that a second copy of @edl/data in the process (a model file
+ * that imports the packages by a path of its own) still sees, and keeps checking, the attribution
+ * that the worker's copy put on its records.
+ */
+const ATTRIBUTION: unique symbol = Symbol.for('edl.attribution/1');
 
 interface Attributed {
   [ATTRIBUTION]?: Attribution;

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attribute } from '../../src/dataset/attribution.js';
 import { DatasetIteratorBase, DONE } from '../../src/dataset/dataset-iterator-base.js';
 import { IterDataset } from '../../src/dataset/iter-dataset.js';
@@ -155,4 +159,60 @@ describe("records attributed to their units (a worker's tasks)", () => {
     expect(out.slice(0, 4).sort()).toEqual([0, 1, 2, 3]);
     expect(out.slice(4, 8).sort()).toEqual([4, 5, 6, 7]);
   });
+});
+
+// A model file that imports @edl/data (or @edl/worker) by a path of its own loads a second copy of
+// the package beside the worker's. The built package copied to a second folder inside the package
+// (so that its own imports resolve as before) is such a copy, loaded beside the first in one child
+// process: the worker's copy marks the records, the model's copy must still refuse a transform that
+// breaks their counting.
+describe('attribution across two copies of @edl/data in one process', () => {
+  const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+  const packageDir = fileURLToPath(new URL('../../', import.meta.url));
+  let secondCopy = '';
+  const child = `
+const workers = await import(process.argv[1]);
+const models = await import(process.argv[2]);
+if (workers.IterDataset === models.IterDataset) throw new Error('one copy only');
+const records = workers.IterDataset.fromIterator(() => {
+  let next = 0;
+  const iterator = { next: async () => next < 4 ? { done: false, value: next++ } : { done: true, value: undefined } };
+  return workers.attribute(iterator, { source: 'TaskFeed(training)', lastUnit: () => 0, inStep: true, elements: 'records', ordered: false });
+}, 'Records');
+const seen = models.attributionOf(records.iterator());
+try {
+  await models.IterDataset.zip([records, records]).toArray();
+  console.log(JSON.stringify({ seen: seen?.source ?? null, code: null }));
+} catch (error) {
+  console.log(JSON.stringify({ seen: seen?.source ?? null, code: error.code, message: error.message }));
+}
+`;
+
+  beforeAll(() => {
+    const build = spawnSync('pnpm', ['exec', 'tsc', '-b', 'packages/data'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
+    expect(build.status, build.stdout + build.stderr).toBe(0);
+    secondCopy = mkdtempSync(join(packageDir, '.second-copy-'));
+    cpSync(join(packageDir, 'dist'), join(secondCopy, 'dist'), { recursive: true });
+    writeFileSync(join(secondCopy, 'package.json'), '{"type":"module"}');
+  }, 180_000);
+
+  afterAll(() => {
+    if (secondCopy !== '') rmSync(secondCopy, { recursive: true, force: true });
+  });
+
+  it("the model's copy reads the worker's attribution and refuses zip with ERR_ATTRIBUTION", () => {
+    const urls = [join(packageDir, 'dist'), join(secondCopy, 'dist')].map(
+      (dir) => pathToFileURL(join(dir, 'dataset', 'index.js')).href,
+    );
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', child, ...urls], {
+      encoding: 'utf8',
+    });
+    const result = JSON.parse(out) as { seen: string | null; code: string | null; message?: string };
+    expect(result.seen).toBe('TaskFeed(training)');
+    expect(result.code).toBe('ERR_ATTRIBUTION');
+    expect(result.message).toMatch(/^Zip over TaskFeed\(training\)/);
+  }, 60_000);
 });
