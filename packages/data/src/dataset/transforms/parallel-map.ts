@@ -178,7 +178,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
         apply: (settings) => {
           this.#workers = settings.parallelism;
           this.#bufferSize = settings.bufferSize;
-          this.#pool.grow(settings.parallelism);
+          this.#pool.resize(settings.parallelism);
           this.#startFilling();
         },
       });
