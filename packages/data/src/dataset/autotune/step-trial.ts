@@ -9,7 +9,7 @@ import type { StageSettings } from './model.js';
  */
 
 /** Returns measured per window: enough to average over a slow request or a scheduler hiccup. */
-export const RATE_WINDOW = 32;
+export const RATE_WINDOW = 64;
 /**
  * A thread is kept when it raised throughput by at least this share: one that does not pay for
  * itself (the stage was not the bottleneck after all, or the thread competes for a busy core)
