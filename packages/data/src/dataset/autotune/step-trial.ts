@@ -55,7 +55,7 @@ export interface Trial {
   readonly previous: StageSettings;
   /** Returns per second before the change. */
   readonly before: number;
-  /** Returns still to skip before measuring: the elements already in flight at the change. */
+  /** Returns still to skip before measuring: those in flight at the change, and the new thread's start. */
   skip: number;
 }
 

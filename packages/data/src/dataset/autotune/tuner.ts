@@ -115,8 +115,9 @@ export class TunedStage {
   change(settings: StageSettings): void {
     const before = this.#window.perSecond();
     if (settings.parallelism > this.settings.parallelism && before !== undefined) {
-      // The elements in flight were handed out under the old settings: they are not measured.
-      this.#trial = { previous: this.settings, before, skip: this.settings.bufferSize };
+      // Not measured: the elements in flight at the change (handed out under the old settings) and
+      // the next buffer's worth, among which the new thread's first, which waits for its start.
+      this.#trial = { previous: this.settings, before, skip: this.settings.bufferSize + settings.bufferSize };
       this.#window.clear();
     }
     this.settings = settings;

@@ -112,8 +112,9 @@ describe('the measured step', () => {
     const { stage, applied, returns } = measuredStage();
     expect(stage.maxParallelism).toBe(2);
     stage.change({ parallelism: 2, bufferSize: 4 });
-    // The two elements in flight at the change, then a window at the same rate.
-    returns(2 + RATE_WINDOW + 1, 1);
+    // The 2 elements in flight at the change and the new buffer's 4 (the new thread starts), then a
+    // window at the same rate.
+    returns(2 + 4 + RATE_WINDOW + 1, 1);
     expect(applied).toEqual([
       { parallelism: 2, bufferSize: 4 },
       { parallelism: 1, bufferSize: 2 },
@@ -128,7 +129,7 @@ describe('the measured step', () => {
     const { stage, applied, returns } = measuredStage();
     stage.change({ parallelism: 2, bufferSize: 4 });
     expect(stage.maxParallelism).toBe(2);
-    returns(2 + RATE_WINDOW + 1, 0.5);
+    returns(2 + 4 + RATE_WINDOW + 1, 0.5);
     expect(applied).toEqual([{ parallelism: 2, bufferSize: 4 }]);
     expect(stage.maxParallelism).toBe(3);
     stage.unregister();
