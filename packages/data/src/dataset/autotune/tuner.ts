@@ -5,7 +5,7 @@ import { type ClimbStage, hillClimb, stageBytes } from './hill-climb.js';
 import type { StageRates, StageSettings } from './model.js';
 import { defaultCpuBudget, defaultDataRamBudget } from './ram-budget.js';
 import { StageMeter } from './stage-meter.js';
-import { changeDidNotPay, RateWindow, type Trial } from './step-trial.js';
+import { changeDidNotPay, RATE_WINDOW, RateWindow, type Trial } from './step-trial.js';
 
 /** Options of {@link configureAutotune}. */
 export interface AutotuneOptions {
@@ -71,6 +71,10 @@ const LEND_BELOW_BUSY = 0.5;
 /** Shortest interval (ms) over which the thread's busy share is measured. */
 const MIN_UTILIZATION_MS = 20;
 
+/** A thread stepped back is tried again after this many rate windows of elements, then 4x later each time. */
+const RETRY_AFTER_WINDOWS = 8;
+const RETRY_GROWTH = 4;
+
 /** First pause between two tuning rounds; it grows by half each round up to the longest. */
 const FIRST_PERIOD_MS = 10;
 const LONGEST_PERIOD_MS = 1000;
@@ -86,8 +90,11 @@ export class TunedStage {
   readonly #window = new RateWindow();
   /** A parallelism change under measurement. */
   #trial: Trial | undefined;
-  /** Threads at most: those before a change that was stepped back. */
+  /** Threads at most: those before a change that was stepped back, until element `#retryAt`. */
   parallelismCap = Number.POSITIVE_INFINITY;
+  #retryAt = 0;
+  /** Elements before the next try after a step back; grows with each step back. */
+  #retryAfter = RETRY_AFTER_WINDOWS * RATE_WINDOW;
 
   constructor(spec: TunedStageSpec) {
     this.spec = spec;
@@ -106,9 +113,10 @@ export class TunedStage {
    * rate under the current ones is measured (a full window) and no change is being measured.
    */
   get maxParallelism(): number {
-    return this.#trial === undefined && this.#window.full
-      ? Math.min(this.parallelismCap, this.settings.parallelism + 1)
-      : this.settings.parallelism;
+    if (this.#trial !== undefined || !this.#window.full) return this.settings.parallelism;
+    // A step back may have been noise (a busy machine): the thread is tried again, ever later.
+    if (this.meter.elements >= this.#retryAt) this.parallelismCap = Number.POSITIVE_INFINITY;
+    return Math.min(this.parallelismCap, this.settings.parallelism + 1);
   }
 
   /** Applies new settings; more threads start a trial against the rate measured before. */
@@ -139,6 +147,8 @@ export class TunedStage {
     autotuner.soon();
     if (!changeDidNotPay(trial.before, after)) return;
     this.parallelismCap = trial.previous.parallelism;
+    this.#retryAt = this.meter.elements + this.#retryAfter;
+    this.#retryAfter *= RETRY_GROWTH;
     this.#window.clear();
     this.change(trial.previous);
   }

@@ -108,7 +108,7 @@ describe('the measured step', () => {
     return { stage, applied, returns };
   }
 
-  it('takes back a thread that left the output rate where it was, and tries no more', () => {
+  it('takes back a thread that left the output rate where it was, and tries it again only much later', () => {
     const { stage, applied, returns } = measuredStage();
     expect(stage.maxParallelism).toBe(2);
     stage.change({ parallelism: 2, bufferSize: 4 });
@@ -122,6 +122,9 @@ describe('the measured step', () => {
     expect(stage.settings).toEqual({ parallelism: 1, bufferSize: 2 });
     returns(2 * RATE_WINDOW, 1);
     expect(stage.maxParallelism).toBe(1);
+    // 8 windows after the step back, the thread may be tried again.
+    returns(6 * RATE_WINDOW, 1);
+    expect(stage.maxParallelism).toBe(2);
     stage.unregister();
   });
 
