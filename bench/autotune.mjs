@@ -17,8 +17,8 @@
  *   inline, batched by 64, then `prefetch(P)`; the consumer spends 6 ms per batch. Epoch 40,000
  *   records. Grid: P in 1, 4, 16.
  *
- * Sized so that the three pipelines, 3 runs of each configuration, take about 3 minutes on an idle
- * 2-core machine (8 at most on a busy one).
+ * Sized so that the three pipelines, 3 runs of each configuration, fit well within 8 minutes on an
+ * idle 2-core machine: about 3 by the epochs' expected times (not yet timed at full scale).
  *
  * Every run is its own process (`--run <json>`), so its peak RSS (`maxRSS`) is its own; the RSS
  * before the pipeline starts is reported beside it (Node.js itself, the module graph), and the
