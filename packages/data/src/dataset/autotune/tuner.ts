@@ -91,7 +91,7 @@ export class TunedStage {
   /** A parallelism change under measurement. */
   #trial: Trial | undefined;
   /** Threads at most: those before a change that was stepped back, until element `#retryAt`. */
-  parallelismCap = Number.POSITIVE_INFINITY;
+  #parallelismCap = Number.POSITIVE_INFINITY;
   #retryAt = 0;
   /** Elements before the next try after a step back; grows with each step back. */
   #retryAfter = RETRY_AFTER_WINDOWS * RATE_WINDOW;
@@ -115,8 +115,8 @@ export class TunedStage {
   get maxParallelism(): number {
     if (this.#trial !== undefined || !this.#window.full) return this.settings.parallelism;
     // A step back may have been noise (a busy machine): the thread is tried again, ever later.
-    if (this.meter.elements >= this.#retryAt) this.parallelismCap = Number.POSITIVE_INFINITY;
-    return Math.min(this.parallelismCap, this.settings.parallelism + 1);
+    if (this.meter.elements >= this.#retryAt) this.#parallelismCap = Number.POSITIVE_INFINITY;
+    return Math.min(this.#parallelismCap, this.settings.parallelism + 1);
   }
 
   /** Applies new settings; more threads start a trial against the rate measured before. */
@@ -146,7 +146,7 @@ export class TunedStage {
     // Measured: the next change may be tried at the next round.
     autotuner.soon();
     if (!changeDidNotPay(trial.before, after)) return;
-    this.parallelismCap = trial.previous.parallelism;
+    this.#parallelismCap = trial.previous.parallelism;
     this.#retryAt = this.meter.elements + this.#retryAfter;
     this.#retryAfter *= RETRY_GROWTH;
     this.#window.clear();
