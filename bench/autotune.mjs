@@ -7,20 +7,26 @@
  * Goals: auto >= 0.95x the best grid point, never over budget, converged within the first 5%.
  *
  * - cheap: a cheap map over RecordIO (~100-byte text records: their byte sum), inline, batched by
- *   256, then `prefetch(P)`; the consumer spends 1 ms per batch. Grid: P.
+ *   256, then `prefetch(P)`; the consumer spends 1 ms per batch. Epoch 150,000 records. Grid: P in
+ *   1, 4, 16 (the earlier grid's 2 and 8 were never best nor worst).
  * - expensive: a CPU-bound map (EDL_BENCH_SPIN_MS of busy work per element, default 1) by
- *   `mapParallel({ workers: W, bufferSize: B })`, then `prefetch(P)`. Grid: W x B x P.
+ *   `mapParallel({ workers: W, bufferSize: B })`, then `prefetch(P)`. Epoch 5,000 elements. Grid:
+ *   W in 1, cores; (B, P) in (2W, 2), (8W, 8).
  * - delayed: records read from a local RecordIO file with an injected delay per 64-record chunk
  *   (1 ms, and 40 ms for one chunk in 16: a slow request's tail, as a remote read sees), mapped
- *   inline, batched by 64, then `prefetch(P)`; the consumer spends 6 ms per batch. Grid: P.
+ *   inline, batched by 64, then `prefetch(P)`; the consumer spends 6 ms per batch. Epoch 40,000
+ *   records. Grid: P in 1, 4, 16.
+ *
+ * Sized so that the three pipelines, 3 runs of each configuration, fit well within 8 minutes on an
+ * idle 2-core machine: about 3 by the epochs' expected times (not yet timed at full scale).
  *
  * Every run is its own process (`--run <json>`), so its peak RSS (`maxRSS`) is its own; the RSS
  * before the pipeline starts is reported beside it (Node.js itself, the module graph), and the
  * budget bounds what the tuned stages hold on top. Runs go round-robin over the configurations.
  *
- * Environment: EDL_BENCH_RECORDS (epoch length in records, default 200000; e.g. 20000 for a small
- * run), EDL_BENCH_REPEAT (runs per configuration, median kept, default 3), EDL_BENCH_BUDGET (RAM
- * budget in bytes, default 256 MiB), EDL_BENCH_SPIN_MS (default 1), EDL_BENCH_PIPELINES (default
+ * Environment: EDL_BENCH_SCALE (every epoch times this, default 1; 0.1 for a small run),
+ * EDL_BENCH_REPEAT (runs per configuration, median kept, default 3), EDL_BENCH_BUDGET (RAM budget
+ * in bytes, default 256 MiB), EDL_BENCH_SPIN_MS (default 1), EDL_BENCH_PIPELINES (default
  * "cheap,expensive,delayed").
  */
 import { spawnSync } from 'node:child_process';
@@ -32,7 +38,10 @@ import { machineLine } from './lib/machine.mjs';
 import { inputFile, median, spin } from './lib/prefetch-input.mjs';
 
 const FNS = new URL('../packages/data/test/dataset/fixtures/autotune-fns.mjs', import.meta.url);
-const records = Number(process.env.EDL_BENCH_RECORDS ?? 200_000);
+const scale = Number(process.env.EDL_BENCH_SCALE ?? 1);
+/** Epoch lengths at scale 1: records of the RecordIO pipelines, elements of the expensive one. */
+const EPOCH = { cheap: 150_000, expensive: 5_000, delayed: 40_000 };
+const epochOf = (pipeline) => Math.max(64, Math.round(EPOCH[pipeline] * scale));
 const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 3);
 const budget = Number(process.env.EDL_BENCH_BUDGET ?? 256 * 2 ** 20);
 const spinMs = Number(process.env.EDL_BENCH_SPIN_MS ?? 1);
@@ -51,10 +60,10 @@ function byteSum(record) {
 }
 
 /** The first `records` records of the text file, sequentially. */
-async function textSource() {
+async function textSource(records) {
   const source = await RecordIODataSource.open([inputFile('text', 'none', FILE_BYTES)]);
   if (source.length < records)
-    throw new Error(`EDL_BENCH_RECORDS ${records} > the ${source.length} records of the input`);
+    throw new Error(`an epoch of ${records} records > the ${source.length} records of the input`);
   return MapDataset.source(source).slice(0, records);
 }
 
@@ -64,34 +73,35 @@ async function textSource() {
  */
 const PIPELINES = {
   cheap: {
-    grid: [1, 2, 4, 8, 16].map((prefetch) => ({ prefetch })),
+    grid: [1, 4, 16].map((prefetch) => ({ prefetch })),
     auto: { prefetch: 'auto' },
     consumerMs: 1,
     async dataset({ prefetch }) {
-      return (await textSource()).toIterDataset().map(byteSum).batch(256).prefetch(prefetch);
+      return (await textSource(epochOf('cheap'))).toIterDataset().map(byteSum).batch(256).prefetch(prefetch);
     },
   },
   expensive: {
-    grid: [...new Set([1, 2, Math.max(1, cores - 1), cores])].flatMap((workers) =>
-      [2 * workers, 8 * workers].flatMap((bufferSize) =>
-        [2, 8].map((prefetch) => ({ workers, bufferSize, prefetch })),
-      ),
+    grid: [...new Set([1, cores])].flatMap((workers) =>
+      [
+        [2 * workers, 2],
+        [8 * workers, 8],
+      ].map(([bufferSize, prefetch]) => ({ workers, bufferSize, prefetch })),
     ),
     auto: { workers: 'auto', bufferSize: 'auto', prefetch: 'auto' },
     consumerMs: 0,
     async dataset({ workers, bufferSize, prefetch }) {
-      return MapDataset.range(Math.ceil(records / 20))
+      return MapDataset.range(epochOf('expensive'))
         .toIterDataset()
         .mapParallel({ module: FNS, export: 'spin', args: { ms: spinMs }, workers, bufferSize })
         .prefetch(prefetch);
     },
   },
   delayed: {
-    grid: [1, 2, 4, 8, 16, 32].map((prefetch) => ({ prefetch })),
+    grid: [1, 4, 16].map((prefetch) => ({ prefetch })),
     auto: { prefetch: 'auto' },
     consumerMs: 6,
     async dataset({ prefetch }) {
-      const source = await textSource();
+      const source = await textSource(epochOf('delayed'));
       const reads = IterDataset.fromIterable(async function* () {
         for (let i = 0; i < source.length; i++) {
           // A chunk of 64 records arrives after a delay; one chunk in 16 is a slow request.
@@ -120,7 +130,8 @@ async function runOne({ pipeline, setting }) {
     if (elements % 16 === 0) last = autotuneSnapshot();
   }
   const seconds = (performance.now() - started) / 1000;
-  // When the tuner last changed a setting, as a share of the epoch (the latest over the stages).
+  // When the tuner last changed a setting, as a share of the epoch (the latest over the stages),
+  // and in seconds from the start (the share of the stage's elements, of the run's time).
   const converged = Math.max(
     0,
     ...(last?.stages ?? []).map((s) => s.lastChangeAtElement / Math.max(1, s.elements)),
@@ -134,6 +145,7 @@ async function runOne({ pipeline, setting }) {
       peakRss: process.resourceUsage().maxRSS * 1024,
       modelledBytes: last?.modelledBytes ?? 0,
       converged,
+      convergedSeconds: converged * seconds,
       settings,
     }),
   );
@@ -160,8 +172,9 @@ const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 
 async function main() {
   console.log(`# autotune: ${machineLine()}`);
+  const startedAt = performance.now();
   console.log(
-    `# epoch ${records} records, ${repeat} runs per configuration (median), RAM budget ${mib(budget)}, load ${os
+    `# epoch scale ${scale}, ${repeat} runs per configuration (median), RAM budget ${mib(budget)}, load ${os
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}`,
@@ -184,7 +197,8 @@ async function main() {
     const best = grid.reduce((a, b) => (b.rate > a.rate ? b : a));
     const auto = rows.at(-1);
     const epoch = auto.runs[0].elements;
-    console.log(`\n## ${pipeline} (epoch: ${records} records, ${epoch} elements at the consumer)`);
+    const unit = pipeline === 'expensive' ? 'elements' : 'records';
+    console.log(`\n## ${pipeline} (epoch: ${epochOf(pipeline)} ${unit}, ${epoch} elements at the consumer)`);
     for (const row of rows) {
       const mark = row === best ? '  <- best grid point' : row === auto ? '  <- auto' : '';
       console.log(`${label(row.setting).padEnd(40)} ${row.rate.toFixed(1).padStart(10)} elements/s${mark}`);
@@ -192,11 +206,12 @@ async function main() {
     const peak = Math.max(...auto.runs.map((x) => x.peakRss));
     const before = Math.max(...auto.runs.map((x) => x.rssBefore));
     const converged = median(auto.runs.map((x) => x.converged));
+    const convergedSeconds = median(auto.runs.map((x) => x.convergedSeconds));
     const modelled = Math.max(...auto.runs.map((x) => x.modelledBytes));
     console.log(
       `auto / best grid point (${label(best.setting)}): ${(auto.rate / best.rate).toFixed(3)}x; ` +
         `peak RSS ${mib(peak)} (${mib(before)} before the pipeline started; +${mib(peak - before)}) against a budget of ${mib(budget)}, ` +
-        `tuned stages modelled at ${(modelled / 1024).toFixed(0)} KiB; last setting change at ${(100 * converged).toFixed(1)}% of the epoch; ` +
+        `tuned stages modelled at ${(modelled / 1024).toFixed(0)} KiB; last setting change at ${(100 * converged).toFixed(1)}% of the epoch (~${convergedSeconds.toFixed(2)} s); ` +
         `settings: ${auto.runs[0].settings}`,
     );
     summary.push({
@@ -207,7 +222,7 @@ async function main() {
     });
   }
   console.log(
-    '\n## goals: auto >= 0.95x best grid point, within budget, converged in the first 5% of the epoch',
+    `\n## goals (${((performance.now() - startedAt) / 60_000).toFixed(1)} minutes in all): auto >= 0.95x best grid point, within budget, converged in the first 5% of the epoch`,
   );
   for (const s of summary) {
     console.log(

@@ -11,6 +11,11 @@ export interface ClimbStage {
   readonly fixedBytes: number;
   /** Bytes each thread of the stage costs (a worker thread's heap). */
   readonly threadBytes: number;
+  /**
+   * Threads the climb may give the stage at most (default unbounded): the tuner lets a stage gain
+   * one thread per measured change, and none past a change it stepped back.
+   */
+  readonly maxParallelism?: number;
 }
 
 /** The budgets of one process. */
@@ -109,7 +114,7 @@ function minBuffer(stage: ClimbStage, settings: StageSettings): number {
 function candidates(stage: ClimbStage, current: StageSettings): StageSettings[] {
   const out: StageSettings[] = [];
   if (stage.tuneBuffer) out.push({ ...current, bufferSize: current.bufferSize + 1 });
-  if (stage.tuneParallelism) {
+  if (stage.tuneParallelism && current.parallelism < (stage.maxParallelism ?? Number.POSITIVE_INFINITY)) {
     const parallelism = current.parallelism + 1;
     // A new thread needs elements to work on: the buffer follows when it is tuned too.
     const bufferSize = stage.tuneBuffer

@@ -1,15 +1,22 @@
+import { availableParallelism } from 'node:os';
+import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { checkInteger, checkOptions } from '@edl/common';
 import { type ClimbStage, hillClimb, stageBytes } from './hill-climb.js';
 import type { StageRates, StageSettings } from './model.js';
 import { defaultCpuBudget, defaultDataRamBudget } from './ram-budget.js';
 import { StageMeter } from './stage-meter.js';
+import { changeDidNotPay, RATE_WINDOW, RateWindow, type Trial } from './step-trial.js';
 
 /** Options of {@link configureAutotune}. */
 export interface AutotuneOptions {
   /** Bytes the tuned buffers, threads and read-ahead of this process may hold (default: {@link defaultDataRamBudget}). */
   readonly ramBudgetBytes?: number;
-  /** Threads the tuned stages of this process may run together (default: {@link defaultCpuBudget}). */
-  readonly cpuBudget?: number;
+  /**
+   * Threads the tuned stages of this process may run together, a hard cap. `'auto'` (the default):
+   * {@link defaultCpuBudget}, which leaves the consumer's thread its core, plus that core while the
+   * thread is measured idle most of the time (it waits for the pipeline, so its core is unused).
+   */
+  readonly cpuBudget?: number | 'auto';
 }
 
 /** What a stage tells the tuner when it registers. */
@@ -59,6 +66,15 @@ export interface AutotuneSnapshot {
   readonly endedStages: readonly TunedStageSnapshot[];
 }
 
+/** The consumer's thread lends its core to the tuned stages while busy less than this share of the time. */
+const LEND_BELOW_BUSY = 0.5;
+/** Shortest interval (ms) over which the thread's busy share is measured. */
+const MIN_UTILIZATION_MS = 20;
+
+/** A thread stepped back is tried again after this many rate windows of elements, then 4x later each time. */
+const RETRY_AFTER_WINDOWS = 8;
+const RETRY_GROWTH = 4;
+
 /** First pause between two tuning rounds; it grows by half each round up to the longest. */
 const FIRST_PERIOD_MS = 10;
 const LONGEST_PERIOD_MS = 1000;
@@ -70,6 +86,15 @@ export class TunedStage {
   settings: StageSettings;
   rates: StageRates | undefined;
   lastChangeAtElement = 0;
+  /** The stage's output rate under its current settings (since the last parallelism change). */
+  readonly #window = new RateWindow();
+  /** A parallelism change under measurement. */
+  #trial: Trial | undefined;
+  /** Threads at most: those before a change that was stepped back, until element `#retryAt`. */
+  #parallelismCap = Number.POSITIVE_INFINITY;
+  #retryAt = 0;
+  /** Elements before the next try after a step back; grows with each step back. */
+  #retryAfter = RETRY_AFTER_WINDOWS * RATE_WINDOW;
 
   constructor(spec: TunedStageSpec) {
     this.spec = spec;
@@ -79,7 +104,53 @@ export class TunedStage {
   /** The stage returned an element: counts it and lets the tuner run a round when one is due. */
   elementReturned(now: number): void {
     this.meter.elements++;
+    this.#measure(now);
     autotuner.maybeTune(now);
+  }
+
+  /**
+   * The threads the next round may give the stage at most: one more than now, once the output
+   * rate under the current ones is measured (a full window) and no change is being measured.
+   */
+  get maxParallelism(): number {
+    if (this.#trial !== undefined || !this.#window.full) return this.settings.parallelism;
+    // A step back may have been noise (a busy machine): the thread is tried again, ever later.
+    if (this.meter.elements >= this.#retryAt) this.#parallelismCap = Number.POSITIVE_INFINITY;
+    return Math.min(this.#parallelismCap, this.settings.parallelism + 1);
+  }
+
+  /** Applies new settings; more threads start a trial against the rate measured before. */
+  change(settings: StageSettings): void {
+    const before = this.#window.perSecond();
+    if (settings.parallelism > this.settings.parallelism && before !== undefined) {
+      // Not measured: the elements in flight at the change (handed out under the old settings) and
+      // the next buffer's worth, among which the new thread's first, which waits for its start.
+      this.#trial = { previous: this.settings, before, skip: this.settings.bufferSize + settings.bufferSize };
+      this.#window.clear();
+    }
+    this.settings = settings;
+    this.lastChangeAtElement = this.meter.elements;
+    this.spec.apply(settings);
+  }
+
+  #measure(now: number): void {
+    const trial = this.#trial;
+    if (trial !== undefined && trial.skip > 0) {
+      trial.skip--;
+      return;
+    }
+    this.#window.add(now);
+    const after = trial === undefined ? undefined : this.#window.perSecond();
+    if (trial === undefined || after === undefined) return;
+    this.#trial = undefined;
+    // Measured: the next change may be tried at the next round.
+    autotuner.soon();
+    if (!changeDidNotPay(trial.before, after)) return;
+    this.#parallelismCap = trial.previous.parallelism;
+    this.#retryAt = this.meter.elements + this.#retryAfter;
+    this.#retryAfter *= RETRY_GROWTH;
+    this.#window.clear();
+    this.change(trial.previous);
   }
 
   /** Leaves the tuner (the stage ended or closed); its budget is free for the others. */
@@ -96,12 +167,40 @@ export class TunedStage {
 class Autotuner {
   ramBudgetBytes = defaultDataRamBudget();
   cpuBudget = defaultCpuBudget();
+  /** `cpuBudget: 'auto'`: the consumer's core is lent while its thread is mostly idle. */
+  lendConsumerCore = true;
   readonly #stages = new Set<WeakRef<TunedStage>>();
   /** The last stages that left (ended or closed), oldest first, as they were then. */
   readonly #ended: TunedStageSnapshot[] = [];
   #nextRoundAt = 0;
   #periodMs = FIRST_PERIOD_MS;
   rounds = 0;
+  /** The consumer thread's event-loop utilization at the last round, and its busy share since. */
+  #eluAt: EventLoopUtilization = performance.eventLoopUtilization();
+  #threadBusy = 1;
+
+  /** Runs a round at the next element (a change was measured and another may be tried). */
+  soon(): void {
+    this.#nextRoundAt = 0;
+  }
+
+  /**
+   * Threads the tuned stages may run now: the CPU budget, which leaves the consumer's thread its
+   * core, plus that core while the thread is measured idle most of the time (it waits for the
+   * pipeline: its core would stay unused), when the host has that core.
+   */
+  #cpuThreads(): number {
+    const now = performance.eventLoopUtilization();
+    const since = performance.eventLoopUtilization(now, this.#eluAt);
+    // Short intervals (the first rounds come 10 ms apart) keep the last measure.
+    if (since.idle + since.active >= MIN_UTILIZATION_MS) {
+      this.#threadBusy = since.utilization;
+      this.#eluAt = now;
+    }
+    const lend =
+      this.lendConsumerCore && this.#threadBusy < LEND_BELOW_BUSY && this.cpuBudget < availableParallelism();
+    return this.cpuBudget + (lend ? 1 : 0);
+  }
 
   register(spec: TunedStageSpec): TunedStage {
     const stage = new TunedStage(spec);
@@ -109,6 +208,8 @@ class Autotuner {
     // A new stage is measured from scratch: tune soon, and often again for a while.
     this.#periodMs = FIRST_PERIOD_MS;
     this.#nextRoundAt = 0;
+    this.#eluAt = performance.eventLoopUtilization();
+    this.#threadBusy = 1;
     return stage;
   }
 
@@ -154,7 +255,7 @@ class Autotuner {
       ramBytes:
         this.ramBudgetBytes - unmeasured.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
       cpuThreads:
-        this.cpuBudget -
+        this.#cpuThreads() -
         unmeasured.reduce(
           (sum, s) => sum + (s.spec.fixedThreads ?? (s.spec.tuneParallelism ? s.settings.parallelism : 0)),
           0,
@@ -167,9 +268,7 @@ class Autotuner {
         settings.bufferSize === stage.settings.bufferSize
       )
         return;
-      stage.settings = settings;
-      stage.lastChangeAtElement = stage.meter.elements;
-      stage.spec.apply(settings);
+      stage.change(settings);
     });
   }
 
@@ -215,6 +314,7 @@ function toClimbStage(stage: TunedStage): ClimbStage {
     tuneBuffer: spec.tuneBuffer,
     fixedBytes: spec.fixedBytes ?? 0,
     threadBytes: spec.threadBytes ?? 0,
+    maxParallelism: stage.maxParallelism,
   };
 }
 
@@ -263,8 +363,13 @@ export function configureAutotune(options: AutotuneOptions): void {
   const o = checkOptions(options, 'options', ['ramBudgetBytes', 'cpuBudget']);
   if (o.ramBudgetBytes !== undefined)
     autotuner.ramBudgetBytes = checkInteger(o.ramBudgetBytes, 'options.ramBudgetBytes', 1);
-  if (o.cpuBudget !== undefined)
+  if (o.cpuBudget === 'auto') {
+    autotuner.cpuBudget = defaultCpuBudget();
+    autotuner.lendConsumerCore = true;
+  } else if (o.cpuBudget !== undefined) {
     autotuner.cpuBudget = checkInteger(o.cpuBudget, 'options.cpuBudget', 1, 4096);
+    autotuner.lendConsumerCore = false;
+  }
 }
 
 /** The tuner's budgets and the settings and measured rates of every live `'auto'` stage. */

@@ -1,6 +1,7 @@
 // The program of one `mapParallel` thread, loaded by path (compiled by tsc to dist/). It imports the
 // user's module once, calls the export for each job, and transfers the ArrayBuffers of each result
 // back.
+import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { notAFunctionMessage, type ThreadData, type ThreadJob, type ThreadReply } from './messages.js';
 import { packForTransfer } from './transferables.js';
@@ -22,10 +23,12 @@ loaded.catch(() => undefined);
 port.on('message', async (job: ThreadJob) => {
   try {
     const fn = await loaded;
+    const start = performance.now();
     const transfer = new Set<ArrayBuffer>();
     const value = packForTransfer(await fn(job.value, data.args, { index: job.index }), true, transfer);
+    const workMs = performance.now() - start;
     // Inside the try: a result that cannot be cloned is a failure of this element, not of the thread.
-    port.postMessage({ id: job.id, ok: true, value } satisfies ThreadReply, [...transfer]);
+    port.postMessage({ id: job.id, ok: true, value, workMs } satisfies ThreadReply, [...transfer]);
   } catch (error) {
     const e = error instanceof Error ? error : new Error(String(error));
     const reply: ThreadReply = {

@@ -16,7 +16,13 @@ export interface ThreadJob {
 
 /** A job's answer from a thread. */
 export type ThreadReply =
-  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | {
+      readonly id: number;
+      readonly ok: true;
+      readonly value: unknown;
+      /** Time (ms) the thread spent on the job: the call and packing its result, not the queue. */
+      readonly workMs: number;
+    }
   | {
       readonly id: number;
       readonly ok: false;

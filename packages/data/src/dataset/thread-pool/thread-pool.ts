@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { sep } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DatasetError } from '../errors.js';
@@ -38,12 +37,12 @@ class PoolThread {
   readonly #jobs = new Map<number, Job>();
   #nextId = 0;
   #failure: DatasetError | undefined;
-  /** When the thread last went from idle to busy (undefined while idle), and its busy time before. */
-  #busySince: number | undefined;
-  #busyMs = 0;
-  /** Jobs answered after the first (which also pays for the thread's start and import). */
+  /**
+   * Time the thread spent on its jobs (as it measured them: the call and packing the result, not
+   * the thread's start, its import or the time a job queued), and the jobs it answered so.
+   */
+  workMs = 0;
   completed = 0;
-  #started = false;
 
   constructor(data: ThreadData, describeFn: string) {
     programPath ??= threadProgramPath();
@@ -54,16 +53,11 @@ class PoolThread {
       const job = this.#jobs.get(reply.id);
       if (job === undefined) return;
       this.#jobs.delete(reply.id);
-      if (this.#started) this.completed++;
-      else {
-        this.#started = true;
-        this.#busyMs = 0;
-        this.#busySince = performance.now();
+      if (reply.ok) {
+        this.workMs += reply.workMs;
+        this.completed++;
       }
-      if (this.#jobs.size === 0) {
-        this.#worker.unref();
-        this.#idle();
-      }
+      if (this.#jobs.size === 0) this.#worker.unref();
       if (reply.ok) job.resolve(reply.value);
       else {
         const cause = Object.assign(new Error(reply.error.message), reply.error);
@@ -87,16 +81,6 @@ class PoolThread {
     };
     this.#worker.on('error', (error) => fail(error, `thread failed: ${error.message}`));
     this.#worker.on('exit', (code) => fail(undefined, `thread exited with code ${code}`));
-  }
-
-  #idle(): void {
-    if (this.#busySince !== undefined) this.#busyMs += performance.now() - this.#busySince;
-    this.#busySince = undefined;
-  }
-
-  /** Time the thread had jobs, up to now (ms): its work, messages included. */
-  get busyMs(): number {
-    return this.#busyMs + (this.#busySince === undefined ? 0 : performance.now() - this.#busySince);
   }
 
   /** Jobs sent and not answered yet. */
@@ -128,10 +112,7 @@ class PoolThread {
         return;
       }
       this.#jobs.set(id, { index, resolve, reject });
-      if (this.#jobs.size === 1) {
-        this.#worker.ref();
-        this.#busySince = performance.now();
-      }
+      if (this.#jobs.size === 1) this.#worker.ref();
     });
   }
 
@@ -167,7 +148,7 @@ export class ThreadPool {
   readonly #options: ThreadPoolOptions;
   /** Threads at most (the tuner's with `workers: 'auto'`). */
   #size: number;
-  /** Busy time and jobs answered of threads already closed, and what `takeWork` reported so far. */
+  /** Work time and jobs answered of threads already closed, and what `takeWork` reported so far. */
   #closedWork = { ms: 0, count: 0 };
   #reported = { ms: 0, count: 0 };
   readonly #describeFn: string;
@@ -187,17 +168,20 @@ export class ThreadPool {
     return this.#box.threads.length;
   }
 
-  /** Raises the threads at most to `size` (the tuner only adds threads); they start on demand. */
-  grow(size: number): void {
-    this.#size = Math.max(this.#size, size);
+  /**
+   * Sets the threads at most to `size` (the tuner's). New threads start on demand; threads past
+   * `size` (the tuner stepped a change back) take no new job and end once they are idle.
+   */
+  resize(size: number): void {
+    this.#size = Math.max(1, size);
   }
 
-  /** Busy thread time (ms) and jobs answered since the last call: the per-element cost of the work. */
+  /** Thread work time (ms) and jobs answered since the last call: the per-element cost of the work. */
   takeWork(): { ms: number; count: number } {
     let ms = this.#closedWork.ms;
     let count = this.#closedWork.count;
     for (const thread of this.#box.threads) {
-      ms += thread.busyMs;
+      ms += thread.workMs;
       count += thread.completed;
     }
     const delta = { ms: ms - this.#reported.ms, count: count - this.#reported.count };
@@ -211,11 +195,26 @@ export class ThreadPool {
     const { moduleUrl, exportName, args } = this.#options;
     while (threads.length < this.#size)
       threads.push(new PoolThread({ moduleUrl, exportName, args }, this.#describeFn));
+    this.#retireSurplus();
     let thread = threads[0] as PoolThread;
-    for (const candidate of threads) if (candidate.load < thread.load) thread = candidate;
+    for (const candidate of threads.slice(0, this.#size))
+      if (candidate.load < thread.load) thread = candidate;
     const transfer = new Set<ArrayBuffer>();
     const packed = packForTransfer(value, this.#options.transferInputs, transfer);
     return thread.run(index, packed, [...transfer]);
+  }
+
+  /** Ends the idle threads past the size; busy ones finish their jobs first. */
+  #retireSurplus(): void {
+    const { threads } = this.#box;
+    for (let i = threads.length - 1; i >= this.#size; i--) {
+      const thread = threads[i] as PoolThread;
+      if (thread.load > 0) continue;
+      threads.splice(i, 1);
+      this.#closedWork.ms += thread.workMs;
+      this.#closedWork.count += thread.completed;
+      void thread.terminate();
+    }
   }
 
   /** Terminates the threads (their pending jobs reject); a later `run()` starts new ones. */
@@ -223,7 +222,7 @@ export class ThreadPool {
     const threads = this.#box.threads;
     this.#box.threads = [];
     for (const thread of threads) {
-      this.#closedWork.ms += thread.busyMs;
+      this.#closedWork.ms += thread.workMs;
       this.#closedWork.count += thread.completed;
     }
     await Promise.all(threads.map((thread) => thread.terminate()));

@@ -35,8 +35,9 @@ export interface ParallelMapOptions {
   /** Output order; only `true` (deterministic, checkpointable) is supported. */
   readonly ordered?: boolean;
   /**
-   * Elements read ahead and in flight at most (default 2 * workers, at least 2; unused with 0
-   * workers). `'auto'`: set by the tuner within the RAM budget, at least two per thread.
+   * Elements read ahead and in flight at most (default 2 * workers, at least 2, and `'auto'` with
+   * `'auto'` workers; unused with 0 workers). `'auto'`: set by the tuner within the RAM budget, at
+   * least two per thread.
    */
   readonly bufferSize?: number | 'auto';
   /**
@@ -67,6 +68,13 @@ interface Resolved {
   readonly transferInputs: boolean;
 }
 
+/**
+ * `workers` when not given: the cores less one. Making `'auto'` the default (after an idle run of
+ * bench/autotune.mjs shows it never worse, docs/datasets.md "Autotuning") is this one line; the
+ * buffer then follows (`bufferSize` not given is `'auto'` with `'auto'` workers).
+ */
+const DEFAULT_WORKERS: number | 'auto' = Math.max(1, availableParallelism() - 1);
+
 /** Memory charged per map thread against the RAM budget: a worker thread's own heap and isolate. */
 const THREAD_BYTES = 16 * 2 ** 20;
 
@@ -91,11 +99,11 @@ export function resolveParallelMapOptions(options: ParallelMapOptions): Resolved
     argsJson = undefined;
   }
   if (argsJson === undefined) invalidArgument('plain JSON', 'options.args', args);
-  const autoWorkers = options.workers === 'auto';
-  const autoBuffer = options.bufferSize === 'auto';
-  const workers = autoWorkers
-    ? 1
-    : checkInteger(options.workers ?? Math.max(1, availableParallelism() - 1), 'options.workers', 0, 1024);
+  const requestedWorkers = options.workers ?? DEFAULT_WORKERS;
+  const autoWorkers = requestedWorkers === 'auto';
+  // A fixed buffer would cap the threads the tuner may add: it follows 'auto' workers unless given.
+  const autoBuffer = options.bufferSize === 'auto' || (options.bufferSize === undefined && autoWorkers);
+  const workers = autoWorkers ? 1 : checkInteger(requestedWorkers, 'options.workers', 0, 1024);
   const bufferSize = autoBuffer
     ? SLOTS_PER_THREAD * workers
     : checkInteger(options.bufferSize ?? Math.max(2, 2 * workers), 'options.bufferSize', 1);
@@ -178,7 +186,7 @@ export class ParallelMapIterator<T, U> extends DatasetIteratorBase<U> {
         apply: (settings) => {
           this.#workers = settings.parallelism;
           this.#bufferSize = settings.bufferSize;
-          this.#pool.grow(settings.parallelism);
+          this.#pool.resize(settings.parallelism);
           this.#startFilling();
         },
       });
