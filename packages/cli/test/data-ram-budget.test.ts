@@ -21,6 +21,8 @@ describe('edl train --data-ram-budget', () => {
     );
     expect(workerFlag(['--data-ram-budget', '3GiB'], '--data-ram-budget')).toBe(String(3 * 2 ** 30));
     expect(Number(workerFlag(['--num-workers', '2'], '--data-cpu-budget'))).toBeGreaterThanOrEqual(1);
+    // A lone worker keeps its own 'auto' CPU budget (it may lend its consumer's idle core).
+    expect(workerFlag(['--num-workers', '1'], '--data-cpu-budget')).toBeUndefined();
   });
 
   it("defaults to half of this host's memory (or its cgroup limit), split between the workers", () => {

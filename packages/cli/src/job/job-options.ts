@@ -361,7 +361,9 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   add('--prefetch', options.prefetch);
   // The workers of a local job share this host: each tunes its data pipeline within its share.
   add('--data-ram-budget', Math.max(2 ** 20, Math.floor(options.dataRamBudget / options.numWorkers)));
-  add('--data-cpu-budget', defaultCpuBudget({ processes: options.numWorkers }));
+  // One worker keeps the default 'auto' budget, which may lend its consumer's core to its map
+  // threads while that core idles; several split the host's cores as hard caps.
+  if (options.numWorkers > 1) add('--data-cpu-budget', defaultCpuBudget({ processes: options.numWorkers }));
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
   add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
   add('--mirror-updates', options.mirrorUpdates ?? 'on');
