@@ -1,0 +1,102 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RecordIODataReader } from '@edl/data';
+import { type GetTaskResult, TaskType } from '@edl/proto';
+import { RecordIOWriter } from '@edl/recordio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { minibatches } from '../src/batch-records.js';
+import type { MasterConnection } from '../src/master-connection.js';
+import { TaskFeed } from '../src/task-feed.js';
+import { Timers } from '../src/timers.js';
+
+let dir: string;
+let file: string;
+const RECORDS = 3000;
+const TASK = 600;
+
+/** Record `i`: its index in its first four bytes, then bytes of its own, 40 to 239 long. */
+function record(i: number): Uint8Array {
+  const r = Uint8Array.from({ length: 40 + ((i * 37) % 200) }, (_, b) => (i * 7 + b * 3) & 0xff);
+  new DataView(r.buffer).setUint32(0, i);
+  return r;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edl-minibatch-reuse-'));
+  file = join(dir, 'part-0.rio');
+  const writer = await RecordIOWriter.create(file, { compressor: 'gzip', maxChunkBytes: 8000 });
+  for (let i = 0; i < RECORDS; i++) writer.write(record(i));
+  writer.close();
+}, 60_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A master that hands out the file as training tasks of TASK records, then ends the job. */
+function master(): MasterConnection {
+  let next = 0;
+  let id = 0;
+  const getTask = async (): Promise<GetTaskResult> => {
+    if (next >= RECORDS) return { jobFinished: true, jobError: '' };
+    const start = next;
+    next = Math.min(RECORDS, next + TASK);
+    id += 1;
+    const task = {
+      id,
+      type: TaskType.TRAINING,
+      shardName: file,
+      start,
+      end: next,
+      modelVersion: 0,
+      epoch: 0,
+      leaseMs: 0,
+      extendedConfig: {},
+    };
+    return { jobFinished: false, jobError: '', task };
+  };
+  return { getTask } as unknown as MasterConnection;
+}
+
+describe('minibatches over a feed that hands consumed batches back (reuseRecordMemory)', () => {
+  it('keeps every record of a shuffle window intact while the window spans batches the feed released', async () => {
+    // Batches of 50 records against windows of 64: most windows go on past the end of a batch,
+    // which the feed releases (and the prefetcher refills) before the window is through.
+    const reader = await RecordIODataReader.open({
+      files: [file],
+      prefetch: { threads: 1, batchSize: 20, maxBufferedBytes: 16_000 },
+    });
+    const feed = new TaskFeed<Uint8Array>({
+      master: master(),
+      workerId: 'w',
+      readerFor: () => reader,
+      timers: new Timers(),
+      reuseBatches: true,
+    });
+    const seen: number[] = [];
+    const wrong: number[] = [];
+    for (;;) {
+      const head = await feed.nextHead();
+      if (head === undefined) break;
+      const shuffle = { bufferSize: 128, seed: 11 };
+      for await (const rows of minibatches(feed.dataset(head, 'TaskFeed(training)'), 8, { shuffle })) {
+        // What a datasetFn that decodes each minibatch as it comes sees.
+        for (const row of rows) {
+          const i = new DataView(row.buffer, row.byteOffset, row.byteLength).getUint32(0);
+          seen.push(i);
+          if (i >= RECORDS || !Buffer.from(row).equals(Buffer.from(record(i)))) wrong.push(i);
+        }
+        feed.take(rows.length);
+        // Lets the prefetcher's thread assemble the next batches into the blocks handed back.
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    }
+    const recycled = reader.prefetchStats?.batchesRecycled;
+    await reader.close();
+    expect(wrong).toEqual([]);
+    expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
+    expect(seen).not.toEqual(Array.from({ length: RECORDS }, (_, i) => i));
+    expect(recycled).toBeGreaterThan(0);
+  }, 60_000);
+});
