@@ -12,7 +12,7 @@ import { Timers } from '../src/timers.js';
 
 let dir: string;
 let file: string;
-const RECORDS = 3000;
+const RECORDS = 1800;
 const TASK = 600;
 
 /** Record `i`: its index in its first four bytes, then bytes of its own, 40 to 239 long. */
@@ -34,11 +34,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A master that hands out the file as training tasks of TASK records, then ends the job. */
-function master(): MasterConnection {
+/**
+ * A master that hands out the file as training tasks of TASK records, then ends the job. Its
+ * answers after the first wait for `open()`: the feed asks for the next task when it starts
+ * reading one, and the test decides when that task arrives (and is announced to the reader).
+ */
+function gatedMaster(): { master: MasterConnection; open: () => void } {
   let next = 0;
   let id = 0;
+  let opened: (() => void) | undefined;
+  let gate = Promise.resolve();
   const getTask = async (): Promise<GetTaskResult> => {
+    if (id > 0) await gate;
+    gate = new Promise((resolve) => {
+      opened = resolve;
+    });
     if (next >= RECORDS) return { jobFinished: true, jobError: '' };
     const start = next;
     next = Math.min(RECORDS, next + TASK);
@@ -56,19 +66,21 @@ function master(): MasterConnection {
     };
     return { jobFinished: false, jobError: '', task };
   };
-  return { getTask } as unknown as MasterConnection;
+  return { master: { getTask } as unknown as MasterConnection, open: () => opened?.() };
 }
 
 describe('minibatches over a feed that hands consumed batches back (reuseRecordMemory)', () => {
   it('keeps every record of a shuffle window intact while the window spans batches the feed released', async () => {
-    // Batches of 50 records against windows of 64: most windows go on past the end of a batch,
-    // which the feed releases (and the prefetcher refills) before the window is through.
+    // Batches of 20 records against windows of 128 cut into minibatches of 8: a window goes on
+    // past the end of the batches it starts in, which the feed releases a few minibatches later.
+    // The spare blocks of the prefetcher can hold every batch of a task.
     const reader = await RecordIODataReader.open({
       files: [file],
-      prefetch: { threads: 1, batchSize: 20, maxBufferedBytes: 16_000 },
+      prefetch: { threads: 1, batchSize: 20, maxBufferedBytes: 400_000 },
     });
+    const { master, open } = gatedMaster();
     const feed = new TaskFeed<Uint8Array>({
-      master: master(),
+      master,
       workerId: 'w',
       readerFor: () => reader,
       timers: new Timers(),
@@ -76,10 +88,10 @@ describe('minibatches over a feed that hands consumed batches back (reuseRecordM
     });
     const seen: number[] = [];
     const wrong: number[] = [];
+    const shuffle = { bufferSize: 128, seed: 11 };
     for (;;) {
       const head = await feed.nextHead();
       if (head === undefined) break;
-      const shuffle = { bufferSize: 128, seed: 11 };
       for await (const rows of minibatches(feed.dataset(head, 'TaskFeed(training)'), 8, { shuffle })) {
         // What a datasetFn that decodes each minibatch as it comes sees.
         for (const row of rows) {
@@ -88,9 +100,15 @@ describe('minibatches over a feed that hands consumed batches back (reuseRecordM
           if (i >= RECORDS || !Buffer.from(row).equals(Buffer.from(record(i)))) wrong.push(i);
         }
         feed.take(rows.length);
-        // Lets the prefetcher's thread assemble the next batches into the blocks handed back.
-        await new Promise((resolve) => setTimeout(resolve, 1));
+        // Six minibatches into a task, its batch of records [0, 20) has been released while the
+        // first window [0, 128) still holds some of them: the next task arrives now, and the
+        // prefetcher's thread assembles its batches into the blocks handed back.
+        if (seen.length % TASK === 6 * 8) {
+          open();
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       }
+      open();
     }
     const recycled = reader.prefetchStats?.batchesRecycled;
     await reader.close();
