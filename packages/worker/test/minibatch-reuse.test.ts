@@ -50,21 +50,11 @@ function gatedMaster(): { master: MasterConnection; open: () => void } {
       opened = resolve;
     });
     if (next >= RECORDS) return { jobFinished: true, jobError: '' };
-    const start = next;
-    next = Math.min(RECORDS, next + TASK);
     id += 1;
-    const task = {
-      id,
-      type: TaskType.TRAINING,
-      shardName: file,
-      start,
-      end: next,
-      modelVersion: 0,
-      epoch: 0,
-      leaseMs: 0,
-      extendedConfig: {},
-    };
-    return { jobFinished: false, jobError: '', task };
+    next += TASK;
+    const range = { id, shardName: file, start: next - TASK, end: next };
+    const assignment = { type: TaskType.TRAINING, modelVersion: 0, epoch: 0, leaseMs: 0, extendedConfig: {} };
+    return { jobFinished: false, jobError: '', task: { ...range, ...assignment } };
   };
   return { master: { getTask } as unknown as MasterConnection, open: () => opened?.() };
 }
