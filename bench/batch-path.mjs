@@ -21,7 +21,9 @@
  * task ranges followed by the same decode (`decodeMnistBatch` per minibatch of 64) in a plain
  * loop, in records per CPU-second. Goal >= 0.8 without the shuffle buffer; the definition's default
  * (a 512-record window shuffle per task) and the record-at-a-time path it replaced (`batchRecords`
- * over the records dataset) are printed for the record. Records are synthetic 785-byte MNIST
+ * over the records dataset, whose batches are not handed back) are printed for the record. The
+ * TaskFeed hands consumed batches back to the reader as the worker does for a definition that sets
+ * `reuseRecordMemory` (the MNIST one does). Records are synthetic 785-byte MNIST
  * records (label + 28x28 pixels), EDL_BENCH_MNIST_RECORDS of them (default 60,000), in tasks of
  * 1,024; the tensors are made on the cpu backend.
  *
@@ -42,7 +44,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { RecordIODataReader } from '@edl/data';
 import { RecordIOReader, RecordIOWriter } from '@edl/recordio';
-import { decodeMnistBatch, mnistDatasetFnWith } from '../packages/model-zoo/dist/index.js';
+import { decodeMnistBatch, mnistDatasetFnWith, mnistDefinition } from '../packages/model-zoo/dist/index.js';
 import { TaskType } from '../packages/proto/dist/index.js';
 import { batchRecords, minibatches, selectBackend, tf } from '../packages/worker/dist/index.js';
 import { TaskFeed } from '../packages/worker/dist/task-feed.js';
@@ -353,13 +355,14 @@ function mnistReadSyncPass(reader, total) {
  * their tensors disposed. Tasks of 1,024 are multiples of 64, so every path decodes the same
  * minibatches (a shuffled one holds the same records in another order).
  */
-function mnistFeedPass(reader, path, total, datasetFn) {
+function mnistFeedPass(reader, path, total, datasetFn, reuseBatches) {
   return measure(async () => {
     const feed = new TaskFeed({
       master: scriptedMaster(path, total, MNIST_TASK_RECORDS),
       workerId: 'bench',
       readerFor: () => reader,
       timers: new Timers(),
+      reuseBatches,
     });
     let records = 0;
     let check = 0;
@@ -389,20 +392,23 @@ if (mnistRecords > 0) {
   const path = mnistFile(mnistRecords);
   const syncMnist = RecordIOReader.openSync(path);
   const mnistReader = await RecordIODataReader.open({ files: [path] });
+  // The worker hands consumed batches back to the reader when the definition allows it.
+  const reuse = mnistDefinition().reuseRecordMemory === true;
   const mnistPaths = [
-    ['MNIST datasetFn, batch path, no shuffle', mnistDatasetFnWith(0)],
-    ['MNIST datasetFn (default: shuffle 512)', mnistDatasetFnWith()],
-    ['record at a time (batchRecords), before', recordAtATimeDatasetFn],
+    ['MNIST datasetFn, batch path, no shuffle', mnistDatasetFnWith(0), reuse],
+    ['MNIST datasetFn (default: shuffle 512)', mnistDatasetFnWith(), reuse],
+    ['record at a time (batchRecords), before', recordAtATimeDatasetFn, false],
   ];
   const mnistRuns = { readSync: [], ...Object.fromEntries(mnistPaths.map(([name]) => [name, []])) };
   for (let k = 0; k < Math.min(3, repeat); k++) {
     await mnistReadSyncPass(syncMnist, mnistRecords);
-    for (const [, fn] of mnistPaths) await mnistFeedPass(mnistReader, path, mnistRecords, fn);
+    for (const [, fn, reuseBatches] of mnistPaths)
+      await mnistFeedPass(mnistReader, path, mnistRecords, fn, reuseBatches);
   }
   for (let k = 0; k < repeat; k++) {
     mnistRuns.readSync.push(await mnistReadSyncPass(syncMnist, mnistRecords));
-    for (const [name, fn] of mnistPaths)
-      mnistRuns[name].push(await mnistFeedPass(mnistReader, path, mnistRecords, fn));
+    for (const [name, fn, reuseBatches] of mnistPaths)
+      mnistRuns[name].push(await mnistFeedPass(mnistReader, path, mnistRecords, fn, reuseBatches));
   }
   syncMnist.close();
   await mnistReader.close();

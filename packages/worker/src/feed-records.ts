@@ -251,6 +251,8 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
     let windowStart = 0;
     let end = 0;
     let replayed = 0;
+    /** Where in `values` the records of the last batch read (not replayed) begin, -1 for none. */
+    let lastBatchFrom = -1;
     while (await cursor.fill()) {
       const place = cursor.place;
       const position = place.start + cursor.index;
@@ -261,8 +263,12 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
       } else if (place.unit !== first.unit || position >= end) {
         break;
       }
+      // The window goes on past the end of the batch before: copy its records out of it (see
+      // copyRecords).
+      if (lastBatchFrom >= 0) copyRecords(values, lastBatchFrom);
       const batch = cursor.batch as RecordBatchLike<TRecord>;
       const stop = cursor.index + Math.min(end - position, cursor.left);
+      lastBatchFrom = place.replay ? -1 : values.length;
       for (let i = cursor.index; i < stop; i++) values.push(batch.get(i));
       if (place.replay) replayed += stop - cursor.index;
       cursor.index = stop;
@@ -289,6 +295,32 @@ export class FeedMinibatchIterator<TRecord> extends DatasetIteratorBase<TRecord[
 
   toString(): string {
     return `${this.#name} -> Minibatches(${this.#size})`;
+  }
+}
+
+/**
+ * Replaces the byte records of `values` from `from` on, views into one batch of the feed, with
+ * copies in one fresh buffer. A shuffle window that goes on past the end of a batch hands that
+ * batch's records out in any of its minibatches, while the feed counts the batch consumed (and,
+ * with `reuseBatches`, hands its memory back to the reader) once as many records as it held were
+ * taken: the copies keep a `datasetFn` that decodes each minibatch as it comes (and so may set
+ * `reuseRecordMemory`) safe with a shuffle. Windows usually end where batches do (both are cut
+ * from the task's first record), so this is rare. Records of other kinds are left as they are.
+ */
+function copyRecords<TRecord>(values: TRecord[], from: number): void {
+  let bytes = 0;
+  for (let i = from; i < values.length; i++) {
+    const value = values[i];
+    if (!(value instanceof Uint8Array)) return;
+    bytes += value.length;
+  }
+  const copy = new Uint8Array(bytes);
+  let offset = 0;
+  for (let i = from; i < values.length; i++) {
+    const value = values[i] as Uint8Array;
+    copy.set(value, offset);
+    values[i] = copy.subarray(offset, offset + value.length) as TRecord;
+    offset += value.length;
   }
 }
 
