@@ -6,6 +6,7 @@ import {
   recordsOfBatches,
   unitKeyOf,
   unitWindowEnd,
+  wantsAnotherRangeAhead,
 } from '@edl/data';
 import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
@@ -55,10 +56,18 @@ export interface TaskFeedOptions<TRecord> {
   /**
    * Read ahead across tasks (default true): each task's range is announced to its reader's
    * `prefetch` as soon as the task arrives, and, while a task is read from a reader that can read
-   * ahead, the next task is asked for, so that its records are decoded before the current task runs
-   * out. Tasks are still read and reported in the order received. `false`: one task at a time.
+   * ahead, the next tasks are asked for, so that their records are fetched and decoded before the
+   * current task runs out: one task ahead, or, for a reader with a read-ahead budget (remote data),
+   * tasks while the announced, unread bytes are below its budget, up to `maxTasksAhead`. Tasks are
+   * still read and reported in the order received. `false`: one task at a time.
    */
   readonly readAhead?: boolean;
+  /**
+   * Tasks held ahead of the one being read, at most, for a reader with a read-ahead budget (default
+   * 16, `DEFAULT_MAX_RANGES_AHEAD`): the master leases them to this worker, so a bigger cap leaves
+   * less of an epoch's tail to the other workers.
+   */
+  readonly maxTasksAhead?: number;
   /**
    * Hand the batches of {@link TaskFeed.dataset} back to their reader for reuse once their records
    * are consumed (default false). Only for consumers that keep no record (a view into the batch)
@@ -98,8 +107,13 @@ export class TaskFeed<TRecord> {
   readonly #logger: WorkerLogger;
   readonly #pending: PendingTask[] = [];
   #held: TaskAssignment | undefined;
-  /** get_task sent while the current task was read, not yet taken (it rejects as get_task would). */
-  #ahead: Promise<TaskAssignment | undefined> | undefined;
+  /**
+   * Answers of get_task sent while the current task was read, oldest first, not yet taken (each
+   * rejects as get_task would). Only the last may be a WAIT or the end of the job.
+   */
+  readonly #ahead: Promise<TaskAssignment | undefined>[] = [];
+  /** Whether get_task is being sent ahead now (one call at a time, so answers keep their order). */
+  #fetchingAhead = false;
   #finished = false;
   #jobError = '';
   /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
@@ -141,8 +155,8 @@ export class TaskFeed<TRecord> {
       this.#held = undefined;
       return task;
     }
-    if (this.#ahead !== undefined) {
-      // A segment that ended early (a failure, a stop) leaves the task fetched ahead: it comes next.
+    // A segment that ended early (a failure, a stop) leaves the tasks fetched ahead: they come next.
+    while (this.#ahead.length > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
@@ -168,7 +182,7 @@ export class TaskFeed<TRecord> {
   async *batches(head: TaskAssignment): AsyncGenerator<RecordBatchLike<TRecord>> {
     let task: TaskAssignment | undefined = head;
     while (task !== undefined) {
-      if (this.#readsAhead(task)) this.#fetchAhead();
+      this.#fetchAhead(task);
       yield* this.#readTask(task);
       const next = await this.#next();
       if (next === undefined || taskKindOf(next) === 'wait') return;
@@ -304,29 +318,42 @@ export class TaskFeed<TRecord> {
     if (n > 0) this.#unconsumed.splice(0, n);
   }
 
-  /** Whether to ask for the next task while `task` is read: its reader can read ahead. */
-  #readsAhead(task: TaskAssignment): boolean {
-    return (
-      this.#options.readAhead !== false &&
-      this.#ahead === undefined &&
-      typeof this.#options.readerFor(task).prefetch === 'function'
-    );
+  /**
+   * While `task` is read: asks for the next tasks, one call at a time, while its reader wants
+   * another range announced ({@link wantsAnotherRangeAhead}); the answers wait in #ahead, each
+   * announced to its reader on arrival. Stops at a WAIT, the end of the job, a failed call or a task
+   * of another segment. Called again at each task, as reading frees the reader's budget.
+   */
+  #fetchAhead(task: TaskAssignment): void {
+    if (this.#options.readAhead === false || this.#fetchingAhead) return;
+    const reader = this.#options.readerFor(task);
+    const maxAhead = this.#options.maxTasksAhead;
+    if (!wantsAnotherRangeAhead(reader, this.#ahead.length, maxAhead)) return;
+    this.#fetchingAhead = true;
+    void (async () => {
+      try {
+        do {
+          // Untimed: the call overlaps the reading (and computing) of the tasks before; only the
+          // wait for its answer, if any, counts as get_task (in #takeAhead).
+          const ahead = this.#fetch(false);
+          // Rejections are rethrown where the answer is taken, exactly where a late get_task would.
+          ahead.catch(() => {});
+          this.#ahead.push(ahead);
+          const next = await ahead;
+          if (next === undefined || taskKindOf(next) === 'wait' || !sameSegment(task, next)) return;
+        } while (!this.#finished && wantsAnotherRangeAhead(reader, this.#ahead.length, maxAhead));
+      } catch {
+        // Taken from #ahead and thrown there.
+      } finally {
+        this.#fetchingAhead = false;
+      }
+    })();
   }
 
-  /** Sends get_task now; the answer waits in #ahead (announced to its reader on arrival). */
-  #fetchAhead(): void {
-    // Untimed: the call overlaps the reading (and computing) of the task before; only the wait for
-    // its answer, if any, counts as get_task (in #takeAhead).
-    const ahead = this.#fetch(false);
-    // Rejections are rethrown where the answer is taken, exactly where a late get_task would throw.
-    ahead.catch(() => {});
-    this.#ahead = ahead;
-  }
-
+  /** The oldest answer fetched ahead (the caller checks there is one). */
   async #takeAhead(): Promise<TaskAssignment | undefined> {
-    const ahead = this.#ahead;
-    this.#ahead = undefined;
-    return ahead === undefined ? undefined : this.#options.timers.time('get_task', () => ahead);
+    const ahead = this.#ahead.shift() as Promise<TaskAssignment | undefined>;
+    return this.#options.timers.time('get_task', () => ahead);
   }
 
   /**
@@ -335,7 +362,7 @@ export class TaskFeed<TRecord> {
    * have been without read-ahead.
    */
   async #next(): Promise<TaskAssignment | undefined> {
-    if (this.#ahead !== undefined) {
+    while (this.#ahead.length > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
