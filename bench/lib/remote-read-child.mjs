@@ -44,7 +44,7 @@ async function readAll(origin) {
     }
   }
   // Tasks are announced as the worker's TaskFeed announces them: each as it arrives, and, while
-  // one is read, the next ones, one get_task (here a turn of the event loop) at a time, while the
+  // one is read, the next ones, one get_task at a time (a turn of the event loop after each), while the
   // reader wants another range ahead (`ahead` caps the tasks held: the TaskFeed's maxTasksAhead).
   let announced = 0;
   let reading = 0;
@@ -59,9 +59,10 @@ async function readAll(origin) {
           announced < tasks.length &&
           wantsAnotherRangeAhead(reader, announced - reading - 1, job.ahead)
         ) {
-          await new Promise(setImmediate);
           reader.prefetch?.(tasks[announced++]);
           mostAhead = Math.max(mostAhead, announced - reading - 1);
+          // As the TaskFeed does after each task it fetches ahead: the reader plans it meanwhile.
+          await new Promise(setImmediate);
         }
       } finally {
         filling = false;

@@ -341,6 +341,9 @@ export class TaskFeed<TRecord> {
           this.#ahead.push(ahead);
           const next = await ahead;
           if (next === undefined || taskKindOf(next) === 'wait' || !sameSegment(task, next)) return;
+          // The reader plans an announced range asynchronously: a turn of the event loop lets it
+          // count this task in its budget (once its file is open) before another is asked for.
+          await new Promise<void>((resolve) => setImmediate(resolve));
         } while (!this.#finished && wantsAnotherRangeAhead(reader, this.#ahead.length, maxAhead));
       } catch {
         // Taken from #ahead and thrown there.
