@@ -19,6 +19,7 @@ import {
   type S3rverProcess,
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
+import { appliedIdsPerEpoch, expectEachIdOncePerEpoch } from './helpers/applied-ids.js';
 import { EDL_BIN } from './helpers/run-edl.js';
 
 const model = fileURLToPath(new URL('./fixtures/tfrecord-id-model.mjs', import.meta.url));
@@ -60,7 +61,9 @@ describe('edl worker reading s3:// with tasks held ahead', () => {
     expect(shards.map((shard) => shard.count)).toEqual(Array(FILES).fill(PER_FILE));
 
     // For every accepted gradient: the ids it carries, listed under the epoch the master is in.
-    const applied = new Map<number, number[]>();
+    const { applied, onGradientApplied } = appliedIdsPerEpoch(
+      () => handle?.master.taskManager.status().epoch ?? 0,
+    );
     const output: string[] = [];
     let handle: MasterHandle | undefined;
     handle = await startMaster({
@@ -72,15 +75,7 @@ describe('edl worker reading s3:// with tasks held ahead', () => {
       leaseMs: 5_000,
       parameterStore: { optimizer: { type: 'sgd', learningRate: 1 } },
       logger: silentLogger,
-      onGradientApplied: (gradient) => {
-        const epoch = handle?.master.taskManager.status().epoch ?? 0;
-        const ids = applied.get(epoch) ?? [];
-        applied.set(epoch, ids);
-        gradient.gradients[0]?.values.forEach((value, id) => {
-          // d(sum of outputs)/d(weight id): how many times record id is in the minibatch.
-          for (let n = 0; n < Math.round(value); n++) ids.push(id);
-        });
-      },
+      onGradientApplied,
       workers: {
         args: [
           EDL_BIN,
@@ -138,9 +133,7 @@ describe('edl worker reading s3:// with tasks held ahead', () => {
     expect(killed, output.slice(-20).join('\n')).toBeDefined();
     expect(heldAtKill.length).toBeGreaterThanOrEqual(6);
     // Per epoch, the ids applied (repeats kept) are each record's id exactly once.
-    const everyId = Array.from({ length: RECORDS }, (_, id) => id);
-    expect([...applied.keys()].sort()).toEqual(Array.from({ length: EPOCHS }, (_, epoch) => epoch));
-    for (const ids of applied.values()) expect(ids.sort((a, b) => a - b)).toEqual(everyId);
+    expectEachIdOncePerEpoch(applied, RECORDS, EPOCHS);
     // Weight i is minus the times record i was in an applied gradient: EPOCHS for every record.
     const weights = handle.master.store.getModel().variables[0]?.values;
     expect(Array.from(new Set(Array.from(weights ?? [], (w) => -w)))).toEqual([EPOCHS]);
