@@ -25,7 +25,8 @@
  * - the most tasks announced ahead at once, the most fetched, undecoded bytes the reader held, the
  *   reading process's peak RSS before reading (code, S3 client, index) and the RSS bound it should
  *   stay within: that peak plus `readAheadBytes` plus the pieces of a read in progress (one
- *   `partBytes` piece; two for CSV, the scanned one and the next);
+ *   `partBytes` piece; two for CSV, the scanned one and the next) plus the largest batch decoded
+ *   from one;
  * - the CPU used meanwhile by the s3rver process and by this process (the proxy; it does nothing
  *   else while a child reads), as a share of one core.
  *
@@ -280,11 +281,13 @@ try {
       row('local', localRun);
       // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
       // own peak before it reads (its code, the S3 client, the index), plus the read-ahead budget,
-      // plus the pieces of the read in progress (a text read holds the piece it scans and the next).
+      // plus the pieces of the read in progress (a text read holds the piece it scans and the next)
+      // and the batch decoded from one (the largest the read saw; none for text).
       const rssBound =
         remote.indexRssBytes +
         (remoteOptions.readAheadBytes ?? 64 * MIB) +
-        (set === 'csv' ? 2 : 1) * (remoteOptions.partBytes ?? 8 * MIB);
+        (set === 'csv' ? 2 : 1) * (remoteOptions.partBytes ?? 8 * MIB) +
+        remote.largestBatchBytes;
       row(
         's3',
         remote,

@@ -71,6 +71,8 @@ async function readAll(origin) {
   };
   let records = 0;
   let check = 0;
+  // The memory behind the largest batch (decoded records, or the fetched piece they view).
+  let largestBatchBytes = 0;
   for (let i = 0; i < tasks.length; i++) {
     reading = i;
     if (announced <= i) reader.prefetch?.(tasks[announced++]);
@@ -79,6 +81,10 @@ async function readAll(origin) {
       for await (const batch of reader.readBatches(tasks[i])) {
         records += batch.length;
         check += touch(batch);
+        largestBatchBytes = Math.max(
+          largestBatchBytes,
+          batch.data.buffer.byteLength + batch.bounds.byteLength,
+        );
         batch.release?.();
       }
     } else {
@@ -105,6 +111,7 @@ async function readAll(origin) {
     dataRequests: files.reduce((sum, file) => sum + file.dataRequests, 0),
     peakBufferedBytes: remote?.peakBufferedBytes ?? 0,
     mostAhead,
+    largestBatchBytes,
   };
 }
 
