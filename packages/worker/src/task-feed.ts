@@ -6,13 +6,13 @@ import {
   recordsOfBatches,
   unitKeyOf,
   unitWindowEnd,
-  wantsAnotherRangeAhead,
 } from '@edl/data';
 import { type TaskAssignment, taskKindOf } from '@edl/proto';
 import { WorkerError } from './errors.js';
 import { type BatchPlace, feedRecordsDataset, NO_PLACE } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection } from './master-connection.js';
+import { sameSegment, TasksAhead } from './tasks-ahead.js';
 import type { Timers } from './timers.js';
 
 /** A task whose records the feed has started to read, with how many the model has consumed. */
@@ -107,13 +107,8 @@ export class TaskFeed<TRecord> {
   readonly #logger: WorkerLogger;
   readonly #pending: PendingTask[] = [];
   #held: TaskAssignment | undefined;
-  /**
-   * Answers of get_task sent while the current task was read, oldest first, not yet taken (each
-   * rejects as get_task would). Only the last may be a WAIT or the end of the job.
-   */
-  readonly #ahead: Promise<TaskAssignment | undefined>[] = [];
-  /** Whether get_task is being sent ahead now (one call at a time, so answers keep their order). */
-  #fetchingAhead = false;
+  /** get_task answers fetched while the current task was read. */
+  readonly #ahead: TasksAhead;
   #finished = false;
   #jobError = '';
   /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
@@ -128,6 +123,7 @@ export class TaskFeed<TRecord> {
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
+    this.#ahead = new TasksAhead(() => this.#fetch(false), options.maxTasksAhead);
   }
 
   /** True once get_task said the job is over. */
@@ -156,7 +152,7 @@ export class TaskFeed<TRecord> {
       return task;
     }
     // A segment that ended early (a failure, a stop) leaves the tasks fetched ahead: they come next.
-    while (this.#ahead.length > 0) {
+    while (this.#ahead.size > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
@@ -182,7 +178,7 @@ export class TaskFeed<TRecord> {
   async *batches(head: TaskAssignment): AsyncGenerator<RecordBatchLike<TRecord>> {
     let task: TaskAssignment | undefined = head;
     while (task !== undefined) {
-      this.#fetchAhead(task);
+      if (this.#options.readAhead !== false) this.#ahead.fill(task, this.#options.readerFor(task));
       yield* this.#readTask(task);
       const next = await this.#next();
       if (next === undefined || taskKindOf(next) === 'wait') return;
@@ -318,44 +314,9 @@ export class TaskFeed<TRecord> {
     if (n > 0) this.#unconsumed.splice(0, n);
   }
 
-  /**
-   * While `task` is read: asks for the next tasks, one call at a time, while its reader wants
-   * another range announced ({@link wantsAnotherRangeAhead}); the answers wait in #ahead, each
-   * announced to its reader on arrival. Stops at a WAIT, the end of the job, a failed call or a task
-   * of another segment. Called again at each task, as reading frees the reader's budget.
-   */
-  #fetchAhead(task: TaskAssignment): void {
-    if (this.#options.readAhead === false || this.#fetchingAhead) return;
-    const reader = this.#options.readerFor(task);
-    const maxAhead = this.#options.maxTasksAhead;
-    if (!wantsAnotherRangeAhead(reader, this.#ahead.length, maxAhead)) return;
-    this.#fetchingAhead = true;
-    void (async () => {
-      try {
-        do {
-          // Untimed: the call overlaps the reading (and computing) of the tasks before; only the
-          // wait for its answer, if any, counts as get_task (in #takeAhead).
-          const ahead = this.#fetch(false);
-          // Rejections are rethrown where the answer is taken, exactly where a late get_task would.
-          ahead.catch(() => {});
-          this.#ahead.push(ahead);
-          const next = await ahead;
-          if (next === undefined || taskKindOf(next) === 'wait' || !sameSegment(task, next)) return;
-          // The reader plans an announced range asynchronously: a turn of the event loop lets it
-          // count this task in its budget (once its file is open) before another is asked for.
-          await new Promise<void>((resolve) => setImmediate(resolve));
-        } while (!this.#finished && wantsAnotherRangeAhead(reader, this.#ahead.length, maxAhead));
-      } catch {
-        // Taken from #ahead and thrown there.
-      } finally {
-        this.#fetchingAhead = false;
-      }
-    })();
-  }
-
-  /** The oldest answer fetched ahead (the caller checks there is one). */
+  /** The oldest answer fetched ahead (the caller checks there is one); only its wait counts as get_task. */
   async #takeAhead(): Promise<TaskAssignment | undefined> {
-    const ahead = this.#ahead.shift() as Promise<TaskAssignment | undefined>;
+    const ahead = this.#ahead.take() as Promise<TaskAssignment | undefined>;
     return this.#options.timers.time('get_task', () => ahead);
   }
 
@@ -365,7 +326,7 @@ export class TaskFeed<TRecord> {
    * have been without read-ahead.
    */
   async #next(): Promise<TaskAssignment | undefined> {
-    while (this.#ahead.length > 0) {
+    while (this.#ahead.size > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
@@ -505,9 +466,4 @@ async function* singleRecordBatches<TRecord>(
   for await (const record of reader.readRecords(range)) {
     yield { length: 1, get: () => record, release: () => {} };
   }
-}
-
-function sameSegment(head: TaskAssignment, next: TaskAssignment): boolean {
-  if (taskKindOf(next) !== taskKindOf(head)) return false;
-  return taskKindOf(head) !== 'evaluation' || next.modelVersion === head.modelVersion;
 }
