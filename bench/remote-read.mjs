@@ -8,8 +8,10 @@
  *
  * Each measurement runs in its own process (lib/remote-read-child.mjs) with one decode thread
  * (`UV_THREADPOOL_SIZE=1`, `prefetch.threads: 1`), so that the other core is left to s3rver and the
- * proxy. It reads every record in tasks of `EDL_BENCH_TASK_RECORDS`, announcing `EDL_BENCH_AHEAD`
- * tasks beyond the current one as the worker's TaskFeed does. Per file set and latency it prints:
+ * proxy. It reads every record in tasks of `EDL_BENCH_TASK_RECORDS`, announcing tasks beyond the
+ * current one as the worker's TaskFeed does (`wantsAnotherRangeAhead`: while the reader's announced,
+ * unread bytes are below `readAheadBytes`, at most `EDL_BENCH_AHEAD` tasks, the TaskFeed's
+ * `maxTasksAhead`; one task for local files). Per file set and latency it prints:
  *
  * - records/s of the reading after the index is built, and its ratio to the local read of the same
  *   round (each round reads locally again, so a ratio compares reads seconds apart: on a loaded
@@ -20,14 +22,17 @@
  *   proxy saw them (the LIST apart), and how long `createShards` took;
  * - bytes fetched / bytes used: every body byte the S3 byte source received (indexes included), and
  *   the data GETs' bytes alone, over the data files' size;
- * - the reading process's peak RSS and the most fetched, undecoded bytes the reader held, and the
- *   RSS bound it should stay within: the local read's peak plus `readAheadBytes` plus `partBytes`;
+ * - the most tasks announced ahead at once, the most fetched, undecoded bytes the reader held, the
+ *   reading process's peak RSS before reading (code, S3 client, index) and the RSS bound it should
+ *   stay within: that peak plus `readAheadBytes` plus the pieces of a read in progress (one
+ *   `partBytes` piece; two for CSV, the scanned one and the next) plus the largest batch decoded
+ *   from one;
  * - the CPU used meanwhile by the s3rver process and by this process (the proxy; it does nothing
  *   else while a child reads), as a share of one core.
  *
  * Prints the machine and the load average before and after. Environment: EDL_BENCH_BYTES,
  * EDL_BENCH_LATENCIES (`0,10,50`), EDL_BENCH_SETS (`recordio,tfrecord,csv`), EDL_BENCH_TASK_RECORDS
- * (4096), EDL_BENCH_AHEAD (1), EDL_BENCH_REMOTE (JSON `remote` options of the S3 reads, default
+ * (4096), EDL_BENCH_AHEAD (16), EDL_BENCH_REMOTE (JSON `remote` options of the S3 reads, default
  * `{}`), EDL_BENCH_NODE_ARGS (Node.js flags of the reading processes, e.g. `--cpu-prof`). Inputs
  * are generated once under bench/data/remote-read/.
  */
@@ -37,6 +42,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '@edl/common';
+import { DEFAULT_MAX_RANGES_AHEAD } from '@edl/data';
 import { buildLocalSidecarIndex, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
 import { ensureFile, RECORD_SETS } from './lib/generate.mjs';
 import { machineLine } from './lib/machine.mjs';
@@ -54,7 +60,8 @@ const bytes = Number(process.env.EDL_BENCH_BYTES ?? 256 * MIB);
 const latencies = (process.env.EDL_BENCH_LATENCIES ?? '0,10,50').split(',').map(Number);
 const sets = (process.env.EDL_BENCH_SETS ?? 'recordio,tfrecord,csv').split(',').filter((s) => s !== '');
 const taskRecords = Number(process.env.EDL_BENCH_TASK_RECORDS ?? 4096);
-const ahead = Number(process.env.EDL_BENCH_AHEAD ?? 1);
+/** The cap on tasks announced ahead (the TaskFeed's `maxTasksAhead`); its default when unset. */
+const ahead = process.env.EDL_BENCH_AHEAD === undefined ? undefined : Number(process.env.EDL_BENCH_AHEAD);
 /** `remote` options of the S3 readers (RemoteReadOptions as JSON), for trying other settings. */
 const remoteOptions = JSON.parse(process.env.EDL_BENCH_REMOTE ?? '{}');
 const TFRECORD_FILES = 64;
@@ -214,7 +221,8 @@ try {
   await upload(server.endpoint);
   console.log(
     `s3rver ${server.version} behind a delaying proxy; one decode thread; tasks of ${taskRecords} records, ` +
-      `${ahead} announced ahead; input ${(bytes / MIB).toFixed(0)} MiB`,
+      `announced ahead as the worker's TaskFeed does (at most ${ahead ?? DEFAULT_MAX_RANGES_AHEAD} tasks within the read-ahead budget, one for local files); ` +
+      `input ${(bytes / MIB).toFixed(0)} MiB`,
   );
   for (const set of sets) {
     const { size, files } = layout(set);
@@ -271,18 +279,21 @@ try {
                 `  reader CPU ${fmt(run.cpuSeconds, 2)} s  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
             );
       row('local', localRun);
-      // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the local read's own
-      // peak plus the read-ahead budget plus one piece being read.
+      // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
+      // own peak before it reads (its code, the S3 client, the index), plus the read-ahead budget,
+      // plus the pieces of the read in progress (a text read holds the piece it scans and the next)
+      // and the batch decoded from one (the largest the read saw; none for text).
       const rssBound =
-        localRun.maxRssBytes +
+        remote.indexRssBytes +
         (remoteOptions.readAheadBytes ?? 64 * MIB) +
-        (remoteOptions.partBytes ?? 8 * MIB);
+        (set === 'csv' ? 2 : 1) * (remoteOptions.partBytes ?? 8 * MIB) +
+        remote.largestBatchBytes;
       row(
         's3',
         remote,
         remote.error === undefined
           ? `  fetched/used ${fmt(remote.sourceBytes / size, 3)} (data GETs ${fmt(remote.dataBytes / size, 3)}, ${remote.dataRequests} GETs)` +
-              `  held <= ${fmt(remote.peakBufferedBytes / MIB, 1)} MiB  RSS bound ${fmt(rssBound / MIB)} MiB` +
+              `  ahead <= ${remote.mostAhead} tasks  held <= ${fmt(remote.peakBufferedBytes / MIB, 1)} MiB  RSS before reading ${fmt(remote.indexRssBytes / MIB)} MiB, bound ${fmt(rssBound / MIB)} MiB` +
               `${remote.maxRssBytes > rssBound ? ' EXCEEDED' : ''}  index ${fmt(remote.indexMs)} ms`
           : '',
       );

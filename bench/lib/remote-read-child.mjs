@@ -4,8 +4,9 @@
  *
  * Jobs: `{ mode: 'read', origin, type, taskRecords, ahead }` opens a reader on `origin` (a local
  * folder or an `s3://` prefix), cuts its shards (the index) and reads every record in tasks of
- * `taskRecords`, announcing `ahead` tasks beyond the current one as a worker's TaskFeed does (it
- * holds one task ahead); `mode: 'index'` stops after the shards; `mode: 'download'` first downloads
+ * `taskRecords`, announcing tasks beyond the current one as a worker's TaskFeed does
+ * (`wantsAnotherRangeAhead`: while the reader's read-ahead budget has room, at most `ahead` tasks;
+ * one task for a local file); `mode: 'index'` stops after the shards; `mode: 'download'` first downloads
  * every object under `bucket`/`prefix` whole with the S3 client (`parallel` at once) into a temp
  * folder, then reads that folder as `read` does, and times both.
  */
@@ -13,7 +14,7 @@ import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createDataReader } from '@edl/data';
+import { createDataReader, wantsAnotherRangeAhead } from '@edl/data';
 import { byteSourceFor } from '../../packages/storage/dist/index.js';
 import { touch } from './prefetch-input.mjs';
 import { loadS3Client, s3Client } from './s3-bench-server.mjs';
@@ -27,10 +28,13 @@ async function readAll(origin) {
   const started = performance.now();
   const shards = await reader.createShards();
   const indexMs = performance.now() - started;
+  // The process's peak before reading: the reader, its S3 client and the index build (a CSV
+  // object's streaming pass) included; what reading adds is on top of it.
+  const indexRssBytes = process.resourceUsage().maxRSS * 1024;
   const index = remoteFiles(reader).map((file) => file.index);
   if (job.mode === 'index') {
     await reader.close?.();
-    return { indexMs, index, files: shards.length };
+    return { indexMs, indexRssBytes, index, files: shards.length };
   }
   const tasks = [];
   for (const shard of shards) {
@@ -39,18 +43,48 @@ async function readAll(origin) {
       tasks.push({ shardName: shard.name, start, end });
     }
   }
-  const announce = (i) => {
-    if (i < tasks.length) reader.prefetch?.(tasks[i]);
+  // Tasks are announced as the worker's TaskFeed announces them: each as it arrives, and, while
+  // one is read, the next ones, one get_task at a time (a turn of the event loop after each), while the
+  // reader wants another range ahead (`ahead` caps the tasks held: the TaskFeed's maxTasksAhead).
+  let announced = 0;
+  let reading = 0;
+  let filling = false;
+  let mostAhead = 0;
+  const fill = () => {
+    if (filling) return;
+    filling = true;
+    void (async () => {
+      try {
+        while (
+          announced < tasks.length &&
+          wantsAnotherRangeAhead(reader, announced - reading - 1, job.ahead)
+        ) {
+          reader.prefetch?.(tasks[announced++]);
+          mostAhead = Math.max(mostAhead, announced - reading - 1);
+          // As the TaskFeed does after each task it fetches ahead: the reader plans it meanwhile.
+          await new Promise(setImmediate);
+        }
+      } finally {
+        filling = false;
+      }
+    })();
   };
-  for (let i = 0; i <= job.ahead; i++) announce(i);
   let records = 0;
   let check = 0;
+  // The memory behind the largest batch (decoded records, or the fetched piece they view).
+  let largestBatchBytes = 0;
   for (let i = 0; i < tasks.length; i++) {
-    if (i > 0) announce(i + job.ahead);
+    reading = i;
+    if (announced <= i) reader.prefetch?.(tasks[announced++]);
+    fill();
     if (reader.readBatches !== undefined) {
       for await (const batch of reader.readBatches(tasks[i])) {
         records += batch.length;
         check += touch(batch);
+        largestBatchBytes = Math.max(
+          largestBatchBytes,
+          batch.data.buffer.byteLength + batch.bounds.byteLength,
+        );
         batch.release?.();
       }
     } else {
@@ -66,6 +100,7 @@ async function readAll(origin) {
   await reader.close?.();
   return {
     indexMs,
+    indexRssBytes,
     readMs,
     records,
     check,
@@ -75,6 +110,8 @@ async function readAll(origin) {
     dataBytes: files.reduce((sum, file) => sum + file.dataBytes, 0),
     dataRequests: files.reduce((sum, file) => sum + file.dataRequests, 0),
     peakBufferedBytes: remote?.peakBufferedBytes ?? 0,
+    mostAhead,
+    largestBatchBytes,
   };
 }
 

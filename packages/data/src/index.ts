@@ -7,11 +7,13 @@ export type {
   JsonObject,
   JsonValue,
   RandomAccessDataSource,
+  ReadAheadBudget,
   ReaderDescription,
   ReaderMetadata,
   RecordBatchLike,
   RecordRange,
   Shard,
 } from './protocols.js';
+export { DEFAULT_MAX_RANGES_AHEAD, wantsAnotherRangeAhead } from './read-ahead.js';
 export * from './readers/index.js';
 export { recordsOfBatches } from './records-of-batches.js';

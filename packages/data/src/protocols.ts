@@ -78,9 +78,29 @@ export interface DataReader<TRecord = Uint8Array> {
    * and only ranges they will read.
    */
   prefetch?(range: RecordRange): void;
+  /**
+   * Optional, beside `prefetch`: what the reader holds of the ranges announced to it against what
+   * it can fetch ahead. A consumer that reads ranges in announce order (the worker's TaskFeed)
+   * announces another range while `announcedBytes` is below `budgetBytes`, up to a cap of ranges
+   * (`wantsAnotherRangeAhead`); a reader without it is announced one range ahead. Present
+   * on the file and text readers when their data is remote (S3, HTTP), where a round trip per
+   * range is the cost to hide; local files keep one range ahead.
+   */
+  readAheadBudget?(): ReadAheadBudget;
   readonly metadata: ReaderMetadata;
   describe(): ReaderDescription;
   close?(): Promise<void>;
+}
+
+/** What a reader that fetches ahead holds of the ranges announced to it (see DataReader.readAheadBudget). */
+export interface ReadAheadBudget {
+  /** Bytes the reader fetches ahead of its reads at most (e.g. `remote.readAheadBytes`). */
+  readonly budgetBytes: number;
+  /**
+   * Bytes of the ranges announced and not read yet. A range counts once the reader has planned it
+   * (a remote file's index is loaded first), so a consumer also caps how many ranges it announces.
+   */
+  readonly announcedBytes: number;
 }
 
 /** A plain description from which `createDataReader` re-creates a reader in another process. */

@@ -12,6 +12,7 @@ import { WorkerError } from './errors.js';
 import { type BatchPlace, feedRecordsDataset, NO_PLACE } from './feed-records.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
 import { fetchTask, type MasterConnection } from './master-connection.js';
+import { sameSegment, TasksAhead } from './tasks-ahead.js';
 import type { Timers } from './timers.js';
 
 /** A task whose records the feed has started to read, with how many the model has consumed. */
@@ -55,10 +56,18 @@ export interface TaskFeedOptions<TRecord> {
   /**
    * Read ahead across tasks (default true): each task's range is announced to its reader's
    * `prefetch` as soon as the task arrives, and, while a task is read from a reader that can read
-   * ahead, the next task is asked for, so that its records are decoded before the current task runs
-   * out. Tasks are still read and reported in the order received. `false`: one task at a time.
+   * ahead, the next tasks are asked for, so that their records are fetched and decoded before the
+   * current task runs out: one task ahead, or, for a reader with a read-ahead budget (remote data),
+   * tasks while the announced, unread bytes are below its budget, up to `maxTasksAhead`. Tasks are
+   * still read and reported in the order received. `false`: one task at a time.
    */
   readonly readAhead?: boolean;
+  /**
+   * Tasks held ahead of the one being read, at most, for a reader with a read-ahead budget (default
+   * 16, `DEFAULT_MAX_RANGES_AHEAD`): the master leases them to this worker, so a bigger cap leaves
+   * less of an epoch's tail to the other workers.
+   */
+  readonly maxTasksAhead?: number;
   /**
    * Hand the batches of {@link TaskFeed.dataset} back to their reader for reuse once their records
    * are consumed (default false). Only for consumers that keep no record (a view into the batch)
@@ -98,8 +107,8 @@ export class TaskFeed<TRecord> {
   readonly #logger: WorkerLogger;
   readonly #pending: PendingTask[] = [];
   #held: TaskAssignment | undefined;
-  /** get_task sent while the current task was read, not yet taken (it rejects as get_task would). */
-  #ahead: Promise<TaskAssignment | undefined> | undefined;
+  /** get_task answers fetched while the current task was read. */
+  readonly #ahead: TasksAhead;
   #finished = false;
   #jobError = '';
   /** Batches of {@link TaskFeed.dataset} not yet fully consumed, in reading order. */
@@ -114,6 +123,7 @@ export class TaskFeed<TRecord> {
   constructor(options: TaskFeedOptions<TRecord>) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
+    this.#ahead = new TasksAhead(() => this.#fetch(false), options.maxTasksAhead);
   }
 
   /** True once get_task said the job is over. */
@@ -141,8 +151,8 @@ export class TaskFeed<TRecord> {
       this.#held = undefined;
       return task;
     }
-    if (this.#ahead !== undefined) {
-      // A segment that ended early (a failure, a stop) leaves the task fetched ahead: it comes next.
+    // A segment that ended early (a failure, a stop) leaves the tasks fetched ahead: they come next.
+    while (this.#ahead.size > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
@@ -168,7 +178,7 @@ export class TaskFeed<TRecord> {
   async *batches(head: TaskAssignment): AsyncGenerator<RecordBatchLike<TRecord>> {
     let task: TaskAssignment | undefined = head;
     while (task !== undefined) {
-      if (this.#readsAhead(task)) this.#fetchAhead();
+      if (this.#options.readAhead !== false) this.#ahead.fill(task, this.#options.readerFor(task));
       yield* this.#readTask(task);
       const next = await this.#next();
       if (next === undefined || taskKindOf(next) === 'wait') return;
@@ -304,29 +314,10 @@ export class TaskFeed<TRecord> {
     if (n > 0) this.#unconsumed.splice(0, n);
   }
 
-  /** Whether to ask for the next task while `task` is read: its reader can read ahead. */
-  #readsAhead(task: TaskAssignment): boolean {
-    return (
-      this.#options.readAhead !== false &&
-      this.#ahead === undefined &&
-      typeof this.#options.readerFor(task).prefetch === 'function'
-    );
-  }
-
-  /** Sends get_task now; the answer waits in #ahead (announced to its reader on arrival). */
-  #fetchAhead(): void {
-    // Untimed: the call overlaps the reading (and computing) of the task before; only the wait for
-    // its answer, if any, counts as get_task (in #takeAhead).
-    const ahead = this.#fetch(false);
-    // Rejections are rethrown where the answer is taken, exactly where a late get_task would throw.
-    ahead.catch(() => {});
-    this.#ahead = ahead;
-  }
-
+  /** The oldest answer fetched ahead (the caller checks there is one); only its wait counts as get_task. */
   async #takeAhead(): Promise<TaskAssignment | undefined> {
-    const ahead = this.#ahead;
-    this.#ahead = undefined;
-    return ahead === undefined ? undefined : this.#options.timers.time('get_task', () => ahead);
+    const ahead = this.#ahead.take() as Promise<TaskAssignment | undefined>;
+    return this.#options.timers.time('get_task', () => ahead);
   }
 
   /**
@@ -335,7 +326,7 @@ export class TaskFeed<TRecord> {
    * have been without read-ahead.
    */
   async #next(): Promise<TaskAssignment | undefined> {
-    if (this.#ahead !== undefined) {
+    while (this.#ahead.size > 0) {
       const task = await this.#takeAhead();
       if (task === undefined || taskKindOf(task) !== 'wait') return task;
     }
@@ -475,9 +466,4 @@ async function* singleRecordBatches<TRecord>(
   for await (const record of reader.readRecords(range)) {
     yield { length: 1, get: () => record, release: () => {} };
   }
-}
-
-function sameSegment(head: TaskAssignment, next: TaskAssignment): boolean {
-  if (taskKindOf(next) !== taskKindOf(head)) return false;
-  return taskKindOf(head) !== 'evaluation' || next.modelVersion === head.modelVersion;
 }

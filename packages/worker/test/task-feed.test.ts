@@ -1,10 +1,21 @@
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DataReader, type IterDataset, RecordIODataReader } from '@edl/data';
+import { type DataReader, type IterDataset, RecordIODataReader, TFRecordDataReader } from '@edl/data';
 import { type GetTaskResult, TaskType } from '@edl/proto';
-import { type RecordBatch, RecordIOError, RecordIOReader, RecordIOWriter } from '@edl/recordio';
+import {
+  type RecordBatch,
+  RecordIOError,
+  RecordIOReader,
+  RecordIOWriter,
+  TFRecordWriter,
+} from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  S3RVER_CREDENTIALS,
+  type S3rverProcess,
+  startS3rver,
+} from '../../storage/test/support/s3rver-process.js';
 import { minibatches } from '../src/batch-records.js';
 import type { MasterConnection } from '../src/master-connection.js';
 import { TASK_ORIGIN_KEY, TaskFeed } from '../src/task-feed.js';
@@ -53,18 +64,28 @@ type Step =
     }
   | 'finished';
 
+/** How a scripted master names a step's shard and answers: test files, at once (see {@link scriptedMaster}). */
+interface ScriptOptions {
+  /** The shard of step file `file` (default: the local test file). */
+  readonly shardOf?: (file: number) => string;
+  /** Waited on before each answer (default: a microtask). */
+  readonly roundTrip?: () => Promise<void>;
+}
+
 /**
  * The master's get_task side, scripted: each call takes the next answer. `log` records, per call,
  * how many records the test had consumed by then, to see when the feed asks.
  */
-function scriptedMaster(steps: Step[], consumed: () => number) {
+function scriptedMaster(steps: Step[], consumed: () => number, script: ScriptOptions = {}) {
+  const shardOf = script.shardOf ?? ((file: number) => files[file] as string);
+  const roundTrip = script.roundTrip ?? (() => Promise.resolve());
   const log: number[] = [];
   let id = 0;
   const types = { training: TaskType.TRAINING, evaluation: TaskType.EVALUATION, wait: TaskType.WAIT };
   const getTask = async (): Promise<GetTaskResult> => {
     log.push(consumed());
-    // Answered at once (a real master answers in well under a task's reading time).
-    await Promise.resolve();
+    // Answered at once by default (a real master answers in well under a task's reading time).
+    await roundTrip();
     const step = steps.shift() ?? 'finished';
     if (step === 'finished') return { jobFinished: true, jobError: '' };
     id += 1;
@@ -74,7 +95,7 @@ function scriptedMaster(steps: Step[], consumed: () => number) {
       task: {
         id,
         type: types[step.kind],
-        shardName: step.kind === 'wait' ? '' : (files[step.file] as string),
+        shardName: step.kind === 'wait' ? '' : shardOf(step.file),
         start: step.start,
         end: step.end,
         modelVersion: 0,
@@ -109,15 +130,25 @@ interface Run {
 }
 
 /** Runs every segment to the end of the job, as the worker loop does (failed segments drained). */
-async function runFeed(steps: Step[], reader: RecordIODataReader, readAhead: boolean): Promise<Run> {
+async function runFeed(
+  steps: Step[],
+  reader: DataReader<Uint8Array> & Partial<Pick<RecordIODataReader, 'prefetchStats'>>,
+  readAhead: boolean,
+  script: ScriptOptions & {
+    readonly maxTasksAhead?: number;
+    /** Waited on after each record consumed (a model's step). */
+    readonly step?: () => Promise<void>;
+  } = {},
+): Promise<Run> {
   let consumed = 0;
-  const { master, log } = scriptedMaster([...steps], () => consumed);
+  const { master, log } = scriptedMaster([...steps], () => consumed, script);
   const feed = new TaskFeed<Uint8Array>({
     master,
     workerId: 'w',
     readerFor: () => reader,
     timers: new Timers(),
     readAhead,
+    ...(script.maxTasksAhead === undefined ? {} : { maxTasksAhead: script.maxTasksAhead }),
     waitMs: 1,
   });
   const tasks = new Map<number, Uint8Array[]>();
@@ -139,6 +170,7 @@ async function runFeed(steps: Step[], reader: RecordIODataReader, readAhead: boo
         tasks.set(slice.task.id, list);
         if (slice.completesTask) queuedAtTaskEnd.push(reader.prefetchStats?.rangesEnqueued);
         if (slice.completesTask) await new Promise((resolve) => setImmediate(resolve));
+        await script.step?.();
       }
     } catch (error) {
       expect(error).toBeInstanceOf(RecordIOError);
@@ -577,4 +609,109 @@ describe('TaskFeed minibatches (the batch path) and attribution', () => {
     });
     await reader.close();
   });
+});
+
+describe('TaskFeed read-ahead of remote data (s3rver)', () => {
+  const FILES = 10;
+  const PER_FILE = 30;
+  let s3: S3rverProcess;
+  /** The environment as it was: the tests point the AWS SDK's variables at s3rver. */
+  const saved = { ...process.env };
+  /** The bytes of one object: every object holds records of the same sizes. */
+  let objectBytes = 0;
+
+  beforeAll(async () => {
+    s3 = await startS3rver();
+    await s3.createBucket('feed');
+    for (let f = 0; f < FILES; f++) {
+      const path = join(dir, `remote-${f}.tfrecord`);
+      const writer = TFRecordWriter.create(path);
+      for (let i = 0; i < PER_FILE; i++)
+        writer.write(Uint8Array.from({ length: 200 }, (_, b) => (f + i + b) & 0xff));
+      await writer.close();
+      const bytes = await readFile(path);
+      objectBytes = bytes.byteLength;
+      await s3.put('feed', `ahead/part-${f}.tfrecord`, bytes);
+    }
+    // The default S3 source of `s3://` locations, as a worker process gets it (@edl/storage is not
+    // a dependency of the worker): the SDK's variables, path-style for the endpoint.
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_S3: s3.endpoint,
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const name of ['AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION']) {
+      if (saved[name] === undefined) delete process.env[name];
+      else process.env[name] = saved[name];
+    }
+    await s3?.stop();
+  });
+
+  /** A reader of the objects, each opened (indexed) as a master's is, and one task per object. */
+  async function remoteTasks(readAheadBytes: number) {
+    const reader = await TFRecordDataReader.open({
+      dataDir: 's3://feed/ahead/',
+      remote: { readAheadBytes, indexCacheDir: await mkdtemp(join(dir, 'cache-')) },
+    });
+    const shards = await reader.createShards();
+    const steps = shards.map((shard, i) => training(i, 0, shard.count));
+    const shardOf = (file: number) => (shards[file] as { name: string }).name;
+    return { reader, steps, shardOf };
+  }
+
+  /** A round trip per get_task (a turn of the event loop), as over the network: the reader plans meanwhile. */
+  const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('asks for tasks while the reader has read-ahead budget left, and reads what one task at a time reads', async () => {
+    // Room for 2.5 objects: tasks are asked for while fewer than 2.5 objects are announced and
+    // unread (the task being read no longer counts), so 3 are held ahead of it, the last one
+    // taking the announced bytes past the budget (one task ahead without a budget).
+    const { reader, steps, shardOf } = await remoteTasks(Math.floor(2.5 * objectBytes));
+    const budgets: Array<{ budgetBytes: number; announcedBytes: number } | undefined> = [];
+    const run = await runFeed(steps, reader, true, {
+      shardOf,
+      roundTrip: () => {
+        budgets.push(reader.readAheadBudget?.());
+        return roundTrip();
+      },
+      step: roundTrip,
+    });
+    const { reader: plain } = await remoteTasks(Math.floor(2.5 * objectBytes));
+    const base = await runFeed(steps, plain, false, { shardOf, roundTrip, step: roundTrip });
+    expect(run.errors).toEqual([]);
+    expect([...run.tasks.keys()]).toEqual(Array.from({ length: FILES }, (_, i) => i + 1));
+    expect(run.segments).toEqual(base.segments);
+    for (const [id, records] of base.tasks) {
+      const got = run.tasks.get(id) as Uint8Array[];
+      expect(got.length).toBe(PER_FILE);
+      expect(got.every((r, i) => Buffer.compare(r, records[i] as Uint8Array) === 0)).toBe(true);
+    }
+    // Before the first task's last record was consumed: its own get_task and three ahead.
+    expect(run.log.filter((consumed) => consumed < PER_FILE)).toHaveLength(4);
+    expect(base.log.filter((consumed) => consumed < PER_FILE)).toHaveLength(1);
+    // Each get_task went out with room in the budget (the calls after the last task apart).
+    for (const budget of budgets.slice(1, FILES)) {
+      expect(budget?.budgetBytes).toBe(Math.floor(2.5 * objectBytes));
+      expect(budget?.announcedBytes).toBeLessThan(Math.floor(2.5 * objectBytes));
+    }
+    // Every object fetched once: the ranges announced ahead were the ones read.
+    expect(reader.remoteStats.files.map((file) => file.dataRequests)).toEqual(Array(FILES).fill(1));
+    await reader.close();
+    await plain.close();
+  }, 60_000);
+
+  it('holds at most maxTasksAhead tasks ahead, whatever the budget', async () => {
+    const { reader, steps, shardOf } = await remoteTasks(64 * 2 ** 20);
+    const run = await runFeed(steps, reader, true, { shardOf, roundTrip, step: roundTrip, maxTasksAhead: 4 });
+    expect(run.errors).toEqual([]);
+    expect([...run.tasks.keys()]).toEqual(Array.from({ length: FILES }, (_, i) => i + 1));
+    // The first task and 4 ahead, then one more as each task starts.
+    expect(run.log.filter((consumed) => consumed < PER_FILE)).toHaveLength(5);
+    expect(run.log.filter((consumed) => consumed >= PER_FILE && consumed < 2 * PER_FILE)).toHaveLength(1);
+    await reader.close();
+  }, 60_000);
 });

@@ -12,6 +12,7 @@ import {
 import type {
   DataReader,
   JsonObject,
+  ReadAheadBudget,
   ReaderDescription,
   ReaderMetadata,
   RecordRange,
@@ -108,6 +109,12 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   readonly #remote: RemoteReads;
   readonly #remoteParam: JsonObject | undefined;
   #closed = false;
+  /**
+   * `remote.readAheadBytes` against the bytes of announced remote ranges not read yet, so that a
+   * worker holds as many tasks ahead as the read-ahead can fetch. Present only when some files are
+   * remote (a local file's task is read when asked, one task ahead).
+   */
+  readonly readAheadBudget?: () => ReadAheadBudget;
 
   /**
    * @param remote - `options.remote`, checked ({@link FileDataReader.checkRemote}).
@@ -129,6 +136,10 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     this.#remote = new RemoteReads(format.type, remote.resolved, onCorruptChunk, (location) =>
       this.#resolve(location),
     );
+    if (this.hasRemoteFiles) {
+      const budgetBytes = remote.resolved.readAheadBytes;
+      this.readAheadBudget = () => ({ budgetBytes, announcedBytes: this.#remote.announcedBytes });
+    }
   }
 
   /** `options.remote`: how objects with no local path are fetched. */

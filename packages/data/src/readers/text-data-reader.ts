@@ -10,6 +10,7 @@ import { byteSourceFor, normalizeLocation } from '@edl/storage';
 import type {
   DataReader,
   JsonObject,
+  ReadAheadBudget,
   ReaderDescription,
   ReaderMetadata,
   RecordRange,
@@ -132,6 +133,11 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
    * ahead for it).
    */
   readonly prefetch?: (range: RecordRange) => void;
+  /**
+   * `remote.readAheadBytes` against the first pieces fetched for announced reads and not read yet,
+   * so that a worker holds as many tasks ahead as those pieces fit. Present only for a remote object.
+   */
+  readonly readAheadBudget?: () => ReadAheadBudget;
 
   private constructor(
     layout: TextLayout,
@@ -147,7 +153,10 @@ export class TextDataReader<F extends TextFormat = TextFormat> implements DataRe
     this.#remoteParam = remote.given;
     this.#indexCache = new IndexCache(remote.resolved.indexCacheDir);
     const file = layout.file;
-    if (file instanceof RemoteTextFile) this.prefetch = (range) => this.#prefetch(file, range);
+    if (file instanceof RemoteTextFile) {
+      this.prefetch = (range) => this.#prefetch(file, range);
+      this.readAheadBudget = () => ({ budgetBytes: file.readAheadBytes, announcedBytes: file.aheadBytes });
+    }
     this.#layout = layout;
     this.#delimiter = delimiter;
     this.#recordsPerShard = recordsPerShard;

@@ -35,8 +35,8 @@ function csvText(rows: number): string {
   return `\ufeff${lines.join('\r\n')}\r\n`;
 }
 
-/** Every record of `reader`, read task by task over its shards, each task announced one ahead as the worker's TaskFeed does. */
-async function readAll(reader: TextDataReader): Promise<unknown[]> {
+/** The tasks of `reader`'s shards, of RECORDS_PER_TASK records. */
+async function tasksOf(reader: TextDataReader): Promise<RecordRange[]> {
   const tasks: RecordRange[] = [];
   for (const shard of await reader.createShards()) {
     for (let start = shard.start; start < shard.start + shard.count; start += RECORDS_PER_TASK) {
@@ -47,6 +47,12 @@ async function readAll(reader: TextDataReader): Promise<unknown[]> {
       });
     }
   }
+  return tasks;
+}
+
+/** Every record of `reader`, read task by task over its shards, each task announced one ahead. */
+async function readAll(reader: TextDataReader): Promise<unknown[]> {
+  const tasks = await tasksOf(reader);
   const records: unknown[] = [];
   for (const [i, task] of tasks.entries()) {
     const next = tasks[i + 1];
@@ -144,6 +150,46 @@ describe('the text reader over s3://', () => {
     const otherStride = await TextDataReader.open({ path: location, ...options, indexStride: 32 });
     await otherStride.recordCount();
     expect(otherStride.remoteStats?.index.origin).toBe('header-walk');
+  });
+
+  it('holds first pieces of announced tasks within readAheadBytes, however many are announced, and reads the same records', async () => {
+    const options = { header: true, recordsPerShard: 700, indexStride: 16 };
+    const readAheadBytes = 3 * REMOTE.partBytes;
+    const reader = await TextDataReader.open({
+      path: `s3://${BUCKET}/data/table.csv`,
+      ...options,
+      remote: { ...REMOTE, readAheadBytes, indexCacheDir: await mkdtemp(join(scratch, 'cache-')) },
+    });
+    const tasks = await tasksOf(reader);
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    // Every task announced at once: the first pieces fetched stop at the budget.
+    for (const task of tasks) reader.prefetch?.(task);
+    await settle();
+    const held = reader.readAheadBudget?.();
+    expect(held?.budgetBytes).toBe(readAheadBytes);
+    expect(held?.announcedBytes).toBeGreaterThan(REMOTE.partBytes);
+    expect(held?.announcedBytes).toBeLessThanOrEqual(readAheadBytes);
+    const records: unknown[] = [];
+    for (const task of tasks) for await (const record of reader.readRecords(task)) records.push(record);
+    const local = await TextDataReader.open({ path: csvPath, ...options });
+    expect(records).toEqual(await readAll(local));
+    // Nothing is left held, and no byte was fetched twice (a piece is fetched ahead or by its read).
+    expect(reader.readAheadBudget?.().announcedBytes).toBe(0);
+    const size = (await source.stat(`s3://${BUCKET}/data/table.csv`)).size;
+    expect(reader.remoteStats?.dataBytes).toBeLessThan(
+      size * (1 + (2 * options.indexStride) / RECORDS_PER_TASK) + 2 * REMOTE.partBytes,
+    );
+    // A read past announced tasks gives their pieces up: reads come in announce order.
+    const [first, second, third] = tasks;
+    for (const task of [first, second, third]) if (task !== undefined) reader.prefetch?.(task);
+    await settle();
+    expect(reader.readAheadBudget?.().announcedBytes).toBeGreaterThan(0);
+    for await (const _ of reader.readRecords(third as RecordRange)) {
+      // drain
+    }
+    expect(reader.readAheadBudget?.().announcedBytes).toBe(0);
+    // A local file has no budget: a worker holds one task ahead for it.
+    expect(local.readAheadBudget).toBeUndefined();
   });
 
   it('createDataReader takes the URL and its describe() re-creates a remote reader', async () => {

@@ -217,6 +217,13 @@ export class RemoteReads {
     }
   }
 
+  /** Bytes of the announced ranges not read yet (planned ones: an announcement waits for its file's index). */
+  get announcedBytes(): number {
+    let bytes = 0;
+    for (const range of this.#announced) for (const piece of range.pieces) bytes += piece?.length ?? 0;
+    return bytes;
+  }
+
   /** Requests and bytes per remote file, and the fetched bytes held. */
   stats(): RemoteReadStats {
     return {
