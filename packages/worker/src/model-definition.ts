@@ -112,9 +112,11 @@ export interface ModelDefinition<TRecord = Uint8Array> {
   customDataReader?: (params: JsonObject) => DataReader<TRecord>;
   /**
    * `true` promises that `datasetFn` keeps no byte record (nor a tensor viewing one) past the
-   * minibatch after the one it went into: no shuffle buffer or cache of raw records across
-   * minibatches. The reader may then reuse the records' memory for later reads (less allocation
-   * and garbage collection on fast readers). Default false: records stay valid while referenced.
+   * minibatch after the one it went into: no cache of raw records, and no shuffle buffer of its
+   * own across minibatches (the window shuffle of `minibatches(..., { shuffle })` is safe: it
+   * copies the records of a batch it still holds when the batch is handed back). The reader may
+   * then reuse the records' memory for later reads (less allocation and garbage collection on fast
+   * readers; the MNIST definition sets it). Default false: records stay valid while referenced.
    */
   reuseRecordMemory?: boolean;
 }
