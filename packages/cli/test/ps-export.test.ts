@@ -11,7 +11,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '@edl/common';
 import { findCheckpoint } from '@edl/master';
-import { EmbeddingShard, restoreShardCheckpoint } from '@edl/ps';
+import {
+  decodeEmbeddingTable,
+  EmbeddingShard,
+  readShardMarkers,
+  restoreShardCheckpoint,
+  shardCheckpointDirName,
+} from '@edl/ps';
 import { TFRecordWriter } from '@edl/recordio';
 import { prepareEmbeddings, selectBackend, tf, tfl, withEmbeddingContext } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +62,9 @@ beforeAll(async () => {
     '20',
     '--num-epochs',
     '2',
+    // The schedule's steps left out: the shards take the job's updates, counted before they start.
+    '--learning-rate-decay',
+    'cosine',
   ]);
   expect(run.code, run.stderr.slice(-3000)).toBe(0);
 }, 240_000);
@@ -101,6 +110,25 @@ async function distributedPredictions(ids: tf.Tensor, x: tf.Tensor): Promise<Flo
     context.dispose();
   }
 }
+
+describe('edl train --num-ps 2 --learning-rate-decay cosine', () => {
+  it("gives the shards' tables the master's optimizer with the same schedule over the job's updates", async () => {
+    const found = await findCheckpoint(checkpointDir);
+    if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
+    const { version } = found.checkpoint.store;
+    const decay = (found.checkpoint.optimizer as { decay?: { steps: number } }).decay;
+    // 400 records in minibatches of 20, for 2 epochs.
+    expect(decay).toEqual({ type: 'cosine', steps: 40, alpha: 0 });
+    const markers = readShardMarkers(checkpointDir, version);
+    expect(markers).toHaveLength(2);
+    for (const marker of markers)
+      for (const entry of marker.tables) {
+        const file = path.join(checkpointDir, shardCheckpointDirName(version), entry.file);
+        const table = decodeEmbeddingTable(new Uint8Array(await readFile(file)), file);
+        expect(table.optimizer.config).toEqual(found.checkpoint.optimizer);
+      }
+  });
+});
 
 describe('edl export of a model with distributed embedding tables', () => {
   it('writes standard embedding layers that plain tf.loadLayersModel loads, predicting as the shards do', async () => {
