@@ -72,6 +72,20 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** `edl export` of the job's checkpoint to `out`. */
+function exportTo(out: string, ...extra: string[]) {
+  return runEdl([
+    'export',
+    '--model-checkpoint',
+    checkpointDir,
+    '--model-def',
+    MODEL_DEF,
+    '--output',
+    out,
+    ...extra,
+  ]);
+}
+
 /** Plain TensorFlow.js: model.json and weights.bin, no elasticdl-ts class in between. */
 async function loadExported(out: string): Promise<tfl.LayersModel> {
   const json = JSON.parse(await readFile(path.join(out, 'model.json'), 'utf8')) as tf.io.ModelJSON;
@@ -133,15 +147,7 @@ describe('edl train --num-ps 2 --learning-rate-decay cosine', () => {
 describe('edl export of a model with distributed embedding tables', () => {
   it('writes standard embedding layers that plain tf.loadLayersModel loads, predicting as the shards do', async () => {
     const out = path.join(dir, 'exported');
-    const run = await runEdl([
-      'export',
-      '--model-checkpoint',
-      checkpointDir,
-      '--model-def',
-      MODEL_DEF,
-      '--output',
-      out,
-    ]);
+    const run = await exportTo(out);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`embedding table 'wide': ${WIDE_BUCKETS} x 1`);
     const json = await readFile(path.join(out, 'model.json'), 'utf8');
@@ -175,17 +181,7 @@ describe('edl export of a model with distributed embedding tables', () => {
   }, 120_000);
 
   it('refuses a table above --max-table-bytes, naming it, its rows and dim and the limit', async () => {
-    const run = await runEdl([
-      'export',
-      '--model-checkpoint',
-      checkpointDir,
-      '--model-def',
-      MODEL_DEF,
-      '--output',
-      path.join(dir, 'too-small'),
-      '--max-table-bytes',
-      '1000',
-    ]);
+    const run = await exportTo(path.join(dir, 'too-small'), '--max-table-bytes', '1000');
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(
       /Embedding table 'item' does not fit in memory for export: \d+ rows \(its largest id \d+ \+ 1; \d+ created\) x 4 floats = \d+ bytes, above the limit of 1000 bytes\. Raise the limit with --max-table-bytes/,
