@@ -2,22 +2,10 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { findCheckpoint } from '@edl/master';
 import { normalizeLocation, putObject } from '@edl/storage';
-import {
-  embeddingFeeds,
-  loadNonTrainableWeights,
-  ModelRunner,
-  selectBackend,
-  tf,
-  type tfl,
-} from '@edl/worker';
+import { loadNonTrainableWeights, ModelRunner, selectBackend, tf } from '@edl/worker';
 import { UsageError } from '../command.js';
-import {
-  DEFAULT_MAX_TABLE_BYTES,
-  type DenseTable,
-  readDenseTables,
-  type TableRequest,
-} from './export-tables.js';
-import { type StandardEmbedding, standardEmbeddingTopology } from './export-topology.js';
+import { DEFAULT_MAX_TABLE_BYTES, type DenseTable, readDenseTables } from './export-tables.js';
+import { embeddingsOf, withStandardEmbeddings } from './export-topology.js';
 import { isUrl } from './job-options.js';
 import { loadModel } from './model-and-readers.js';
 
@@ -128,64 +116,4 @@ export async function exportModel(
   } finally {
     runner.model.dispose();
   }
-}
-
-/** A model's distributed embedding layers (without their sizes yet) and the tables they read. */
-function embeddingsOf(model: tfl.LayersModel): {
-  layers: (Omit<StandardEmbedding, 'inputDim'> & { table: string })[];
-  requests: TableRequest[];
-} {
-  const layers = embeddingFeeds(model).map(({ layer }) => {
-    const shapes = layer.inboundNodes.map((node) => node.inputTensors[0]?.shape ?? []);
-    const last = shapes[0]?.[1];
-    const fixed = shapes.every((s) => s.length === 2 && s[1] === last) && typeof last === 'number';
-    return {
-      layer: layer.name,
-      table: layer.table,
-      outputDim: layer.outputDim,
-      combiner: layer.combiner,
-      idsPerExample: fixed ? last : undefined,
-      numBuckets: layer.numBuckets,
-    };
-  });
-  const requests = new Map<string, TableRequest>();
-  for (const l of layers) {
-    const known = requests.get(l.table);
-    // Hashed only where every layer reading the table hashes; the largest bucket count covers all.
-    const hashed = known === undefined || known.numBuckets !== undefined ? l.numBuckets : undefined;
-    requests.set(l.table, {
-      name: l.table,
-      dim: l.outputDim,
-      numBuckets: hashed === undefined ? undefined : Math.max(hashed, known?.numBuckets ?? 0),
-      layers: [...(known?.layers ?? []), l.layer],
-    });
-  }
-  return { layers, requests: [...requests.values()] };
-}
-
-/**
- * The saved model's topology and weights with each distributed embedding layer made standard:
- * the weight specs of the tables appended after the model's own, and their bytes in that order.
- */
-function withStandardEmbeddings(
-  artifacts: tf.io.ModelArtifacts,
-  layers: readonly (Omit<StandardEmbedding, 'inputDim'> & { table: string })[],
-  tables: readonly DenseTable[],
-): { topology: unknown; weightSpecs: tf.io.WeightsManifestEntry[]; tableData: Uint8Array[] } {
-  const weightSpecs = [...(artifacts.weightSpecs ?? [])];
-  if (layers.length === 0) return { topology: artifacts.modelTopology, weightSpecs, tableData: [] };
-  const tableOf = new Map(tables.map((t) => [t.name, t]));
-  const standard = layers.map((l) => ({ ...l, inputDim: (tableOf.get(l.table) as DenseTable).inputDim }));
-  const { topology, weightNames } = standardEmbeddingTopology(artifacts.modelTopology, standard);
-  const tableData: Uint8Array[] = [];
-  for (const l of standard) {
-    const table = tableOf.get(l.table) as DenseTable;
-    weightSpecs.push({
-      name: weightNames.get(l.layer) as string,
-      shape: [table.inputDim, table.dim],
-      dtype: 'float32',
-    });
-    tableData.push(new Uint8Array(table.values.buffer, table.values.byteOffset, table.values.byteLength));
-  }
-  return { topology, weightSpecs, tableData };
 }

@@ -1,3 +1,6 @@
+import { embeddingFeeds, type tf, type tfl } from '@edl/worker';
+import type { DenseTable, TableRequest } from './export-tables.js';
+
 /**
  * How one distributed embedding layer of a model becomes standard TensorFlow.js layers in an
  * exported model.
@@ -12,6 +15,9 @@ export interface StandardEmbedding {
   /** With a combiner: the ids per example (the last axis of the layer's `[batch, ids]` input). */
   readonly idsPerExample: number | undefined;
 }
+
+/** A distributed embedding layer of a model, before its table's size is known. */
+export type ModelEmbedding = Omit<StandardEmbedding, 'inputDim'> & { readonly table: string };
 
 /** A layer of a topology in TensorFlow.js' (Keras') JSON, snake_case as model.json holds it. */
 interface LayerJson {
@@ -127,4 +133,64 @@ function linkChain(chain: LayerJson[], inboundNodes: unknown[]): void {
         ? structuredClone(inboundNodes)
         : inboundNodes.map((_, call): NodeRef[] => [[previous, call, 0, {}]]);
   });
+}
+
+/** A model's distributed embedding layers (without their sizes yet) and the tables they read. */
+export function embeddingsOf(model: tfl.LayersModel): {
+  layers: ModelEmbedding[];
+  requests: TableRequest[];
+} {
+  const layers = embeddingFeeds(model).map(({ layer }) => {
+    const shapes = layer.inboundNodes.map((node) => node.inputTensors[0]?.shape ?? []);
+    const last = shapes[0]?.[1];
+    const fixed = shapes.every((s) => s.length === 2 && s[1] === last) && typeof last === 'number';
+    return {
+      layer: layer.name,
+      table: layer.table,
+      outputDim: layer.outputDim,
+      combiner: layer.combiner,
+      idsPerExample: fixed ? last : undefined,
+      numBuckets: layer.numBuckets,
+    };
+  });
+  const requests = new Map<string, TableRequest>();
+  for (const l of layers) {
+    const known = requests.get(l.table);
+    // Hashed only where every layer reading the table hashes; the largest bucket count covers all.
+    const hashed = known === undefined || known.numBuckets !== undefined ? l.numBuckets : undefined;
+    requests.set(l.table, {
+      name: l.table,
+      dim: l.outputDim,
+      numBuckets: hashed === undefined ? undefined : Math.max(hashed, known?.numBuckets ?? 0),
+      layers: [...(known?.layers ?? []), l.layer],
+    });
+  }
+  return { layers, requests: [...requests.values()] };
+}
+
+/**
+ * The saved model's topology and weights with each distributed embedding layer made standard:
+ * the weight specs of the tables appended after the model's own, and their bytes in that order.
+ */
+export function withStandardEmbeddings(
+  artifacts: tf.io.ModelArtifacts,
+  layers: readonly ModelEmbedding[],
+  tables: readonly DenseTable[],
+): { topology: unknown; weightSpecs: tf.io.WeightsManifestEntry[]; tableData: Uint8Array[] } {
+  const weightSpecs = [...(artifacts.weightSpecs ?? [])];
+  if (layers.length === 0) return { topology: artifacts.modelTopology, weightSpecs, tableData: [] };
+  const tableOf = new Map(tables.map((t) => [t.name, t]));
+  const standard = layers.map((l) => ({ ...l, inputDim: (tableOf.get(l.table) as DenseTable).inputDim }));
+  const { topology, weightNames } = standardEmbeddingTopology(artifacts.modelTopology, standard);
+  const tableData: Uint8Array[] = [];
+  for (const l of standard) {
+    const table = tableOf.get(l.table) as DenseTable;
+    weightSpecs.push({
+      name: weightNames.get(l.layer) as string,
+      shape: [table.inputDim, table.dim],
+      dtype: 'float32',
+    });
+    tableData.push(new Uint8Array(table.values.buffer, table.values.byteOffset, table.values.byteLength));
+  }
+  return { topology, weightSpecs, tableData };
 }
