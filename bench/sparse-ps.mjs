@@ -15,7 +15,8 @@
  *   and 2 shards, one epoch of (5 + EDL_BENCH_STEPS) minibatches per worker. steps/s is the
  *   workers' steps (from the job's `--stats`) over the longest worker's time, and over the job's
  *   wall time with start-up; bytes per step are the payload of the minibatches' unique ids (the
- *   job's stats count steps and time, not bytes), as the loop counts them.
+ *   job's stats count steps and time, not bytes), as the loop counts them; the peak RSS of a
+ *   worker and of each shard is sampled from /proc.
  * - Dense (where the table fits, up to EDL_BENCH_DENSE_MAX rows): the same model with
  *   `tfl.layers.embedding`, each step as today's path moves it: the gradients of every variable
  *   encoded as the worker's ReportGradientRequest, applied by Adagrad, every variable encoded back
@@ -40,7 +41,7 @@
  * `edl train --num-ps 2`), EDL_BENCH_TRAIN_WORKERS (2).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -165,13 +166,56 @@ async function sparseRun(vocabulary) {
   }
 }
 
-/** Runs `edl train` with `args`; resolves to its stdout once it exits 0 and the wall seconds it took. */
+/** The descendants of `pid` (Linux /proc), with their command lines; empty elsewhere. */
+function descendantsOf(pid) {
+  const found = [];
+  const visit = (parent) => {
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${parent}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${parent}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of children.split(' ').filter(Boolean).map(Number)) {
+        let cmdline = '';
+        try {
+          cmdline = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {}
+        found.push({ pid: child, cmdline });
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/**
+ * Runs `edl train` with `args`; resolves once it exits 0 to its stdout, the wall seconds it took
+ * and the peak RSS of its workers and of its `edl ps` shards, sampled every half second.
+ */
 function edlTrain(args) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(process.execPath, [edlBin, 'train', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
+    const peak = { worker: 0, ps: new Map() };
+    const sampler = setInterval(() => {
+      for (const { pid, cmdline } of descendantsOf(child.pid)) {
+        if (/ ps --shard-index (\d+)/.test(cmdline)) {
+          const shard = Number(/ ps --shard-index (\d+)/.exec(cmdline)[1]);
+          peak.ps.set(shard, Math.max(peak.ps.get(shard) ?? 0, rssOf(pid) || 0));
+        } else if (/ worker( |$)/.test(cmdline)) peak.worker = Math.max(peak.worker, rssOf(pid) || 0);
+      }
+    }, 500);
     child.stdout.on('data', (d) => {
       stdout += d;
     });
@@ -180,7 +224,10 @@ function edlTrain(args) {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code === 0) resolve({ stdout, seconds: (performance.now() - started) / 1000 });
+      clearInterval(sampler);
+      const psRss = [...peak.ps].sort((a, b) => a[0] - b[0]).map(([, rss]) => rss);
+      if (code === 0)
+        resolve({ stdout, seconds: (performance.now() - started) / 1000, workerRss: peak.worker, psRss });
       else reject(new Error(`edl train exited ${code}: ${stderr}`));
     });
   });
@@ -197,7 +244,7 @@ async function trainRun(vocabulary) {
   try {
     const records = trainWorkers * (WARM_STEPS + steps) * batchSize;
     const files = await zoo.generateClickLog({ dir, records, files: 1, vocabulary, seed: 1 });
-    const { stdout, seconds } = await edlTrain([
+    const { stdout, seconds, workerRss, psRss } = await edlTrain([
       '--model-def',
       'deepfm',
       '--training-data',
@@ -234,6 +281,8 @@ async function trainRun(vocabulary) {
       wallStepsPerSecond: jobSteps / seconds,
       bytesPerStep: bytes / minibatches,
       state: summary.state,
+      workerRss,
+      psRss,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -330,7 +379,8 @@ for (const vocabulary of sizes) {
   console.log(
     `edl train --num-ps 2 ${vocabulary.toExponential(0)} ids: ${train.stepsPerSecond.toFixed(2)} steps/s ` +
       `(${train.steps} steps over the longest worker's time; ${train.wallStepsPerSecond.toFixed(2)} over the job's wall time with start-up), ` +
-      `${kib(train.bytesPerStep)} per step pulled + pushed, job ${train.state}`,
+      `${kib(train.bytesPerStep)} per step pulled + pushed, peak RSS of a worker ${mib(train.workerRss)}, ` +
+      `of the shards ${train.psRss.map(mib).join(' + ') || 'n/a'}, job ${train.state}`,
   );
 }
 for (const vocabulary of sizes) {
