@@ -7,9 +7,16 @@
  *
  * - Sparse: 2 real `edl ps` shard processes; the worker's step (prepareEmbeddings, the loss and
  *   gradients, the rows pushed through an EmbeddingClient, dense layers by a local Adagrad) is
- *   driven here by `EmbeddingStepLoop` of @edl/model-zoo, since `edl train --num-ps` does not yet
- *   exist. Rows are created on first pull; the 10^7 case first pulls ids 0..5x10^6-1 of both tables
- *   (a warm-up pass, so that the shards' memory is real).
+ *   driven here by `EmbeddingStepLoop` of @edl/model-zoo (the step alone, no master). Rows are
+ *   created on first pull; the 10^7 case first pulls ids 0..5x10^6-1 of both tables (a warm-up
+ *   pass, so that the shards' memory is real).
+ * - Sparse through `edl train --num-ps 2` (EDL_BENCH_TRAIN=1): the zoo's `deepfm` model definition
+ *   on a TFRecord click log of the same ids, with a real master, EDL_BENCH_TRAIN_WORKERS workers
+ *   and 2 shards, one epoch of (5 + EDL_BENCH_STEPS) minibatches per worker. steps/s is the
+ *   workers' steps (from the job's `--stats`) over the longest worker's time, and over the job's
+ *   wall time with start-up; bytes per step are the payload of the minibatches' unique ids (the
+ *   job's stats count steps and time, not bytes), as the loop counts them; the peak RSS of a
+ *   worker and of each shard is sampled from /proc.
  * - Dense (where the table fits, up to EDL_BENCH_DENSE_MAX rows): the same model with
  *   `tfl.layers.embedding`, each step as today's path moves it: the gradients of every variable
  *   encoded as the worker's ReportGradientRequest, applied by Adagrad, every variable encoded back
@@ -30,9 +37,12 @@
  * Environment: EDL_BENCH_SIZES (10000,100000,1000000,10000000), EDL_BENCH_STEPS (100 timed steps
  * per sparse size), EDL_BENCH_DENSE_STEPS (10), EDL_BENCH_DENSE_MAX (1000000), EDL_BENCH_BATCH
  * (512), EDL_BENCH_WARMUP_ROWS (5000000, for sizes of 10^7 and more), EDL_BENCH_BACKEND (cpu),
- * EDL_BENCH_SMALL (1: sizes 10^4,10^5, 20 steps, 5 dense steps).
+ * EDL_BENCH_SMALL (1: sizes 10^4,10^5, 20 steps, 5 dense steps), EDL_BENCH_TRAIN (1: also through
+ * `edl train --num-ps 2`), EDL_BENCH_TRAIN_WORKERS (2).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { machineLine } from './lib/machine.mjs';
@@ -58,6 +68,8 @@ const denseMax = Number(process.env.EDL_BENCH_DENSE_MAX ?? 1_000_000);
 const batchSize = Number(process.env.EDL_BENCH_BATCH ?? 512);
 const warmupRows = Number(process.env.EDL_BENCH_WARMUP_ROWS ?? 5_000_000);
 const backend = process.env.EDL_BENCH_BACKEND ?? 'cpu';
+const throughTrain = process.env.EDL_BENCH_TRAIN === '1';
+const trainWorkers = Number(process.env.EDL_BENCH_TRAIN_WORKERS ?? 2);
 const DIM = 16;
 const WARM_STEPS = 5;
 const TOKEN = 'sparse-ps-bench-token';
@@ -154,6 +166,129 @@ async function sparseRun(vocabulary) {
   }
 }
 
+/** The descendants of `pid` (Linux /proc), with their command lines; empty elsewhere. */
+function descendantsOf(pid) {
+  const found = [];
+  const visit = (parent) => {
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${parent}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${parent}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of children.split(' ').filter(Boolean).map(Number)) {
+        let cmdline = '';
+        try {
+          cmdline = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {}
+        found.push({ pid: child, cmdline });
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/**
+ * Runs `edl train` with `args`; resolves once it exits 0 to its stdout, the wall seconds it took
+ * and the peak RSS of its workers and of its `edl ps` shards, sampled every half second.
+ */
+function edlTrain(args) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [edlBin, 'train', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const peak = { worker: 0, ps: new Map() };
+    const sampler = setInterval(() => {
+      for (const { pid, cmdline } of descendantsOf(child.pid)) {
+        if (/ ps --shard-index (\d+)/.test(cmdline)) {
+          const shard = Number(/ ps --shard-index (\d+)/.exec(cmdline)[1]);
+          peak.ps.set(shard, Math.max(peak.ps.get(shard) ?? 0, rssOf(pid) || 0));
+        } else if (/ worker( |$)/.test(cmdline)) peak.worker = Math.max(peak.worker, rssOf(pid) || 0);
+      }
+    }, 500);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr = (stderr + d).slice(-4000);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearInterval(sampler);
+      const psRss = [...peak.ps].sort((a, b) => a[0] - b[0]).map(([, rss]) => rss);
+      if (code === 0)
+        resolve({ stdout, seconds: (performance.now() - started) / 1000, workerRss: peak.worker, psRss });
+      else reject(new Error(`edl train exited ${code}: ${stderr}`));
+    });
+  });
+}
+
+/**
+ * The same DeepFM through `edl train --num-ps 2`: a click log of `records` examples over
+ * `vocabulary` ids (one TFRecord file), the zoo's `deepfm` definition, one epoch. Bytes per step
+ * are those of the loop's count (ids 8 bytes, floats 4 bytes, each way) for each minibatch's
+ * unique ids, from the same synthetic stream the file holds.
+ */
+async function trainRun(vocabulary) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'edl-sparse-ps-'));
+  try {
+    const records = trainWorkers * (WARM_STEPS + steps) * batchSize;
+    const files = await zoo.generateClickLog({ dir, records, files: 1, vocabulary, seed: 1 });
+    const { stdout, seconds, workerRss, psRss } = await edlTrain([
+      '--model-def',
+      'deepfm',
+      '--training-data',
+      files.files[0].path,
+      '--num-ps',
+      '2',
+      '--num-workers',
+      String(trainWorkers),
+      '--minibatch-size',
+      String(batchSize),
+      '--num-epochs',
+      '1',
+      '--backend',
+      backend,
+      '--stats',
+      '--quiet',
+    ]);
+    const line = stdout.split('\n').find((l) => l.startsWith('{"state"'));
+    if (line === undefined) throw new Error(`edl train printed no --stats summary: ${stdout.slice(-2000)}`);
+    const summary = JSON.parse(line);
+    const jobSteps = summary.workers.reduce((sum, w) => sum + w.steps, 0);
+    const workerSeconds = Math.max(...summary.workers.map((w) => w.timers.totalSeconds));
+    const tables = zoo.deepFmTableSpecs({ dim: DIM });
+    const synthesizer = new zoo.ClickLogSynthesizer({ vocabulary, seed: 1 });
+    let bytes = 0;
+    let minibatches = 0;
+    for (let done = 0; done < records; done += batchSize, minibatches++) {
+      const unique = new Set(synthesizer.batch(Math.min(batchSize, records - done)).ids).size;
+      for (const t of tables) bytes += 2 * unique * (8 + 4 * t.dim);
+    }
+    return {
+      steps: jobSteps,
+      stepsPerSecond: jobSteps / workerSeconds,
+      wallStepsPerSecond: jobSteps / seconds,
+      bytesPerStep: bytes / minibatches,
+      state: summary.state,
+      workerRss,
+      psRss,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** One dense step as today's path moves it: every gradient up, every variable back. */
 async function denseRun(vocabulary) {
   const batches = clickBatches(vocabulary, 1 + denseSteps);
@@ -223,7 +358,7 @@ async function denseRun(vocabulary) {
 console.log(`sparse-ps: ${machineLine()}; backend ${backend}`);
 console.log(
   `DeepFM, minibatch ${batchSize}, tables: ids x ${DIM} (+ ids x 1), Adagrad; sparse: 2 edl ps shards, ` +
-    `the step loop driven by EmbeddingStepLoop (not yet edl train --num-ps); ${steps} timed steps sparse, ${denseSteps} dense`,
+    `the step loop driven by EmbeddingStepLoop${throughTrain ? `, and edl train --num-ps 2 with ${trainWorkers} workers` : ''}; ${steps} timed steps sparse, ${denseSteps} dense`,
 );
 console.log(
   'Goals (issue 25): >= 50x fewer bytes per step than the dense path at 10^6 rows; >= 10x its steps/s at 10^6 rows; ' +
@@ -238,6 +373,14 @@ for (const vocabulary of sizes) {
       `${kib(sparse.pulled)} pulled + ${kib(sparse.pushed)} pushed per step, ${sparse.rows} rows created, ` +
       `worker RSS ${mib(sparse.workerRss)}, PS RSS ${sparse.psRss.map(mib).join(' + ')}, loss ${sparse.loss.toFixed(4)}` +
       (sparse.warmup ? `; ${sparse.warmup}` : ''),
+  );
+  if (!throughTrain) continue;
+  const train = await trainRun(vocabulary);
+  console.log(
+    `edl train --num-ps 2 ${vocabulary.toExponential(0)} ids: ${train.stepsPerSecond.toFixed(2)} steps/s ` +
+      `(${train.steps} steps over the longest worker's time; ${train.wallStepsPerSecond.toFixed(2)} over the job's wall time with start-up), ` +
+      `${kib(train.bytesPerStep)} per step pulled + pushed, peak RSS of a worker ${mib(train.workerRss)}, ` +
+      `of the shards ${train.psRss.map(mib).join(' + ') || 'n/a'}, job ${train.state}`,
   );
 }
 for (const vocabulary of sizes) {

@@ -52,7 +52,7 @@ export {
 } from './http/live-view-server.js';
 export { createJobMetrics, type JobMetrics } from './http/metrics.js';
 export type { InstanceEvents, InstanceManager } from './instance-manager.js';
-export { type JobLearningRateDecay, jobUpdates } from './job-decay.js';
+export { type JobLearningRateDecay, jobShardOptimizer, jobUpdates } from './job-decay.js';
 export {
   type JobMasterOptions,
   type JobSettings,

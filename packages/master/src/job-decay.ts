@@ -1,6 +1,7 @@
 import { type OptimizerConfig, resolveLearningRateDecay } from '@edl/common';
 import type { Shard } from '@edl/data';
 import type { ParameterStoreOptions } from '@edl/ps';
+import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
 
 /**
  * A learning-rate schedule of a job (`--learning-rate-decay cosine`): Keras' `CosineDecay`, whose
@@ -49,4 +50,26 @@ export function withJobDecay(
     ),
   };
   return { ...store, optimizer };
+}
+
+/**
+ * The optimizer a job's parameter-server shards apply to embedding rows: the master's store
+ * optimizer with the job's schedule over the same updates as the master's, so that a row pushed
+ * at model version v moves at the rate the dense variables moved at their update v + 1.
+ */
+export function jobShardOptimizer(
+  options: {
+    readonly parameterStore?: ParameterStoreOptions;
+    readonly learningRateDecay?: JobLearningRateDecay;
+    readonly minibatchSize?: number;
+    readonly numEpochs?: number;
+  },
+  trainingShards: readonly Shard[],
+): OptimizerConfig {
+  const store = withJobDecay(options.parameterStore, options.learningRateDecay, {
+    shards: trainingShards,
+    minibatchSize: options.minibatchSize ?? DEFAULT_MINIBATCH_SIZE,
+    numEpochs: options.numEpochs ?? 1,
+  });
+  return store?.optimizer ?? { type: 'sgd' };
 }

@@ -3,7 +3,7 @@
 import { createOptimizer } from '@edl/common';
 import { ParameterStore } from '@edl/ps';
 import { describe, expect, it } from 'vitest';
-import { jobUpdates } from '../src/job-decay.js';
+import { jobShardOptimizer, jobUpdates } from '../src/job-decay.js';
 import { masterOptionsFor, optimizerConfigFromSpec, parameterStoreOptionsFor } from '../src/job-settings.js';
 import { silentLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
@@ -151,5 +151,20 @@ describe('--learning-rate-decay: a schedule over the whole job', () => {
         logger: silentLogger,
       }).store.optimizer.config.decay,
     ).toBeUndefined();
+  });
+
+  it("gives the parameter-server shards the master's optimizer with the same schedule", () => {
+    for (const learningRateDecay of [{ type: 'cosine' }, { type: 'cosine', steps: 7, alpha: 0.5 }] as const) {
+      const options = masterOptionsFor({
+        jobType: 'training',
+        minibatchSize: 32,
+        numEpochs: 3,
+        optimizer: { type: 'adagrad', learningRate: 0.1 },
+        learningRateDecay,
+      });
+      const master = new Master({ ...options, trainingShards: shards, logger: silentLogger });
+      const shardOptimizer = createOptimizer(jobShardOptimizer(options, shards));
+      expect(shardOptimizer.config).toEqual(master.store.optimizer.config);
+    }
   });
 });

@@ -53,6 +53,35 @@ describe('sparse optimizer kernels', () => {
     });
   }
 
+  for (const config of configs) {
+    it(`${config.type}${'nesterov' in config ? ' (nesterov)' : ''} with a cosine decay: the rate at the version a push names is the dense kernel's at the next update`, () => {
+      const decayed: OptimizerConfig = { ...config, decay: { type: 'cosine', steps: 6, alpha: 0.1 } };
+      const table = new EmbeddingTable({ name: 'emb', dim: DIM, seed: 5, optimizer: decayed });
+      const ids = Float64Array.from(IDS);
+      // Every row is pushed at every step, so lazy Adam's row steps are the dense step count.
+      const whole = table.pull(ids);
+      const dense = createOptimizer(decayed);
+      const undecayed = new EmbeddingTable({ name: 'emb', dim: DIM, seed: 5, optimizer: config });
+      undecayed.pull(ids);
+      const random = new SeededRandom(23);
+      // Past `steps` the rate stays at alpha times the initial one.
+      for (let version = 0; version < 9; version++) {
+        const grads = Float32Array.from({ length: IDS.length * DIM }, () => random.normal());
+        dense.beginStep();
+        dense.apply('table', whole, grads);
+        table.push(ids, grads, 1, version);
+        undecayed.push(ids, grads, 1, version);
+        IDS.forEach((id, i) => {
+          expect(table.readRow(id)).toEqual(whole.subarray(i * DIM, (i + 1) * DIM));
+        });
+      }
+      // The schedule is what moved the rows: without it they end elsewhere.
+      expect(undecayed.readRow(IDS[0] as number)).not.toEqual(table.readRow(IDS[0] as number));
+      expect(table.optimizer.rateFactor(0)).toBe(1);
+      expect(table.optimizer.rateFactor(6)).toBeCloseTo(0.1, 12);
+    });
+  }
+
   it('merges duplicate ids by summing their gradients, one update per row and push', () => {
     const config: OptimizerConfig = { type: 'adam', learningRate: 0.1 };
     const merged = new EmbeddingTable({ name: 't', dim: 2, seed: 1, optimizer: config });

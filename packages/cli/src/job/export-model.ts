@@ -4,6 +4,8 @@ import { findCheckpoint } from '@edl/master';
 import { normalizeLocation, putObject } from '@edl/storage';
 import { loadNonTrainableWeights, ModelRunner, selectBackend, tf } from '@edl/worker';
 import { UsageError } from '../command.js';
+import { DEFAULT_MAX_TABLE_BYTES, type DenseTable, readDenseTables } from './export-tables.js';
+import { embeddingsOf, withStandardEmbeddings } from './export-topology.js';
 import { isUrl } from './job-options.js';
 import { loadModel } from './model-and-readers.js';
 
@@ -18,6 +20,14 @@ export interface ExportedModel {
   readonly weights: string;
   readonly modelVersion: number;
   readonly checkpoint: string;
+  /** The embedding tables written as `embeddings` weights of standard layers, with their sizes. */
+  readonly tables: readonly { name: string; inputDim: number; dim: number; rowsCreated: number }[];
+}
+
+/** Options of {@link exportModel}. */
+export interface ExportOptions {
+  /** The largest embedding table to write, in bytes of float32 weights; default 1 GiB. */
+  readonly maxTableBytes?: number;
 }
 
 /**
@@ -26,11 +36,17 @@ export interface ExportedModel {
  * TensorFlow.js's Layers format: `model.json` (topology and weights manifest) and `weights.bin`,
  * which `tf.loadLayersModel` reads with no elasticdl-ts code. The checkpoint and `output` may be
  * `s3://` locations (each file is then committed whole, weights first).
+ *
+ * A distributed embedding layer (its table on parameter-server shards, `edl train --num-ps`)
+ * becomes a standard `Embedding` layer (see `standardEmbeddingTopology`) whose `embeddings` weight
+ * is the table read from the checkpoint's shard files, whole: a table above `maxTableBytes` is an
+ * error naming it.
  */
 export async function exportModel(
   modelDef: string,
   checkpoint: string,
   output: string,
+  options: ExportOptions = {},
 ): Promise<ExportedModel> {
   const source = normalizeLocation(checkpoint);
   if (!isUrl(source) && !existsSync(source))
@@ -48,6 +64,20 @@ export async function exportModel(
     runner.assign(loaded.store.variables, loaded.store.version);
     const nonTrainable = isUrl(file) ? undefined : loadNonTrainableWeights(file);
     if (nonTrainable !== undefined) runner.assignNonTrainable(nonTrainable);
+    const sparse = embeddingsOf(runner.model);
+    let tables: DenseTable[] = [];
+    if (sparse.requests.length > 0) {
+      if (loaded.parameterServers === undefined || isUrl(file))
+        throw new UsageError(
+          `Checkpoint ${file} has no parameter-server shard files, so the embedding tables of layers ${sparse.layers.map((l) => `'${l.layer}'`).join(', ')} cannot be exported: use a checkpoint of a job run with --num-ps and a local --checkpoint-dir`,
+        );
+      tables = readDenseTables(
+        path.dirname(file),
+        loaded.store.version,
+        sparse.requests,
+        options.maxTableBytes ?? DEFAULT_MAX_TABLE_BYTES,
+      );
+    }
     const dir = isUrl(output) ? output.replace(/\/+$/, '') : path.resolve(output);
     const modelJson = isUrl(dir) ? `${dir}/${EXPORTED_MODEL_JSON}` : path.join(dir, EXPORTED_MODEL_JSON);
     const weights = isUrl(dir) ? `${dir}/${EXPORTED_WEIGHTS}` : path.join(dir, EXPORTED_WEIGHTS);
@@ -57,19 +87,32 @@ export async function exportModel(
           artifacts.weightData === undefined
             ? new ArrayBuffer(0)
             : tf.io.CompositeArrayBuffer.join(artifacts.weightData);
-        await putObject(weights, new Uint8Array(data));
+        const standard = withStandardEmbeddings(artifacts, sparse.layers, tables);
+        await putObject(
+          weights,
+          standard.tableData.length === 0
+            ? new Uint8Array(data)
+            : Buffer.concat([new Uint8Array(data), ...standard.tableData]),
+        );
         const json: tf.io.ModelJSON = {
-          modelTopology: artifacts.modelTopology as tf.io.ModelJSON['modelTopology'],
+          modelTopology: standard.topology as tf.io.ModelJSON['modelTopology'],
           format: artifacts.format ?? 'layers-model',
           generatedBy: `TensorFlow.js tfjs-layers, exported by elasticdl-ts (edl export)`,
           convertedBy: null,
-          weightsManifest: [{ paths: [`./${EXPORTED_WEIGHTS}`], weights: artifacts.weightSpecs ?? [] }],
+          weightsManifest: [{ paths: [`./${EXPORTED_WEIGHTS}`], weights: standard.weightSpecs }],
         };
         await putObject(modelJson, Buffer.from(`${JSON.stringify(json)}\n`, 'utf8'));
         return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
       }),
     );
-    return { dir, modelJson, weights, modelVersion: loaded.store.version, checkpoint: file };
+    return {
+      dir,
+      modelJson,
+      weights,
+      modelVersion: loaded.store.version,
+      checkpoint: file,
+      tables: tables.map(({ name, inputDim, dim, rowsCreated }) => ({ name, inputDim, dim, rowsCreated })),
+    };
   } finally {
     runner.model.dispose();
   }

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 // Only what starting the workers needs is imported up front: the master, gRPC, TensorFlow.js and
 // the readers load after the workers are spawned, while those start up on the other cores (a
 // worker's own start-up is the longest wait before the first step).
+import type { Shard } from '@edl/data';
 import type { JobResult, MasterHandle, MasterLogger, StartMasterOptions } from '@edl/master';
 import { LocalInstanceManager, LocalParameterServers } from '@edl/master/local-workers';
 import { normalizeLocation } from '@edl/storage';
@@ -37,6 +38,7 @@ async function loadJobModules() {
     sumGradientComputations: worker.sumGradientComputations,
     sumTimerTotals: worker.sumTimerTotals,
     jobMasterOptions: options.jobMasterOptions,
+    jobShardOptimizer: master.jobShardOptimizer,
     loadModel: models.loadModel,
     openJobReaders: models.openJobReaders,
   };
@@ -175,12 +177,16 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
     modules = await loadJobModules();
     definition = await modules.loadModel(options.modelDef);
   }
+  const trainingShards =
+    modules === undefined || definition === undefined
+      ? undefined
+      : await shardsForDecay(run, modules, definition);
   return withFreeLoopbackPort(async (port) => {
     workerOutput.muted = false;
     const parameterServers =
       modules === undefined || definition === undefined
         ? undefined
-        : localParameterServers(run, modules, definition.optimizer);
+        : localParameterServers(run, modules, definition.optimizer, trainingShards ?? []);
     const localWorkers = new LocalInstanceManager({
       command: process.execPath,
       args: [...WORKER_NODE_FLAGS, edlBin(), 'worker', ...workerArgs(options, modelDefPath, run.statsDir)],
@@ -207,6 +213,7 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
       const masterOptions: StartMasterOptions = {
         ...modules.jobMasterOptions(options, jobType, definition.optimizer, modelDefPath),
         ...readers,
+        ...(trainingShards === undefined ? {} : { trainingShards }),
         logger: masterLogger(modules, io, bar, options, jobId),
         jobId,
         host: '127.0.0.1',
@@ -233,19 +240,44 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
 }
 
 /**
+ * The training shards of a job with `--num-ps` and `--learning-rate-decay` without its steps: the
+ * schedule spans the job's updates, which the shards fix, and the parameter-server shards take it
+ * when they start, before the master. The data is sharded here once (the master takes these
+ * shards too); undefined where no schedule needs it.
+ */
+async function shardsForDecay(
+  run: JobRun,
+  modules: JobModules,
+  definition: Awaited<ReturnType<JobModules['loadModel']>>,
+): Promise<Shard[] | undefined> {
+  const decay = run.options.learningRateDecay;
+  if (decay === undefined || decay.steps !== undefined || !run.jobType.startsWith('training'))
+    return undefined;
+  const { close, trainingReader } = await modules.openJobReaders(run.jobType, run.options, definition);
+  try {
+    return trainingReader === undefined ? undefined : await trainingReader.createShards();
+  } finally {
+    await close();
+  }
+}
+
+/**
  * The `--num-ps` shards of a job: `edl ps` processes with the job's token, optimizer (the one the
- * master applies to dense variables) and seed; their lines go where the workers' go.
+ * master applies to dense variables, with the job's learning-rate schedule over `trainingShards`)
+ * and seed; their lines go where the workers' go.
  */
 function localParameterServers(
   run: JobRun,
   modules: JobModules,
   optimizer: Parameters<JobModules['jobMasterOptions']>[2],
+  trainingShards: readonly Shard[],
 ): LocalParameterServers {
   const { options, token, modelDefPath, workerOutput, io, bar } = run;
   // The optimizer as the master's store takes it: the model definition's, under --learning-rate.
-  const jobOptimizer = modules.jobMasterOptions(options, run.jobType, optimizer, modelDefPath).parameterStore
-    ?.optimizer;
-  if (jobOptimizer === undefined) throw new Error('The job has no optimizer for its parameter-server shards');
+  const masterOptions = modules.jobMasterOptions(options, run.jobType, optimizer, modelDefPath);
+  if (masterOptions.parameterStore?.optimizer === undefined)
+    throw new Error('The job has no optimizer for its parameter-server shards');
+  const jobOptimizer = modules.jobShardOptimizer(masterOptions, trainingShards);
   return new LocalParameterServers({
     numShards: options.numPs,
     args: [edlBin(), 'ps'],

@@ -212,7 +212,10 @@ export class EmbeddingShard {
     return create ? table.pull(ids) : table.lookup(ids);
   }
 
-  /** Applies the table's sparse kernel to the rows of `ids`; counts the push for DescribeShard. */
+  /**
+   * Applies the table's sparse kernel to the rows of `ids` at the rate of `modelVersion` (the
+   * version the push names); counts the push for DescribeShard.
+   */
   push(
     tableName: string,
     ids: Float64Array,
@@ -222,7 +225,7 @@ export class EmbeddingShard {
     const entry = this.#entry(tableName);
     checkSafeInteger(modelVersion, 'modelVersion');
     this.#checkOwned(entry.table.name, ids);
-    entry.table.push(ids, gradients);
+    entry.table.push(ids, gradients, 1, modelVersion);
     entry.pushes++;
     entry.maxModelVersion = Math.max(entry.maxModelVersion, modelVersion);
     return { pushes: entry.pushes, rows: entry.table.rowCount };

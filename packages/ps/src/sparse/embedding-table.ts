@@ -132,9 +132,11 @@ export class EmbeddingTable {
    * Applies the sparse optimizer to the rows of `ids` with `gradients` (`[ids.length, dim]`,
    * row-major). Duplicate ids are merged here, their gradients summed (what the gradient of a
    * gather gives), so each row is updated once per push. A row not yet created is created first
-   * (with the value a pull would have given it). `lrScale` multiplies the learning rate.
+   * (with the value a pull would have given it). `lrScale` multiplies the learning rate;
+   * `modelVersion`, the version the gradient was computed on, picks the rate of the optimizer's
+   * schedule (`decay`), as the dense optimizer's rate at the update after that version.
    */
-  push(ids: Float64Array, gradients: Float32Array, lrScale = 1): void {
+  push(ids: Float64Array, gradients: Float32Array, lrScale = 1, modelVersion = 0): void {
     if (gradients.length !== ids.length * this.dim) {
       throw new RangeError(
         `Expected ${ids.length} x ${this.dim} = ${ids.length * this.dim} gradient values for the ${ids.length} ids pushed to embedding table '${this.name}' but received ${gradients.length}`,
@@ -144,6 +146,7 @@ export class EmbeddingTable {
     for (let i = 0; i < ids.length; i++) this.#checkedId(ids, i);
     const { ids: uniqueIds, gradients: merged } = mergeDuplicateIds(ids, gradients, this.dim);
     const countsSteps = this.optimizer.countsRowSteps;
+    const scale = lrScale * this.optimizer.rateFactor(modelVersion);
     for (let i = 0; i < uniqueIds.length; i++) {
       const id = uniqueIds[i] as number;
       const slot = this.#slotOf.get(id) ?? this.#create(id);
@@ -162,7 +165,7 @@ export class EmbeddingTable {
         merged,
         i * this.dim,
         rowStep,
-        lrScale,
+        scale,
       );
     }
   }

@@ -2,6 +2,7 @@ import {
   adagradUpdate,
   adamStepSize,
   adamUpdate,
+  learningRateFactor,
   momentumUpdate,
   type OptimizerConfig,
   type ResolvedOptimizerConfig,
@@ -25,6 +26,11 @@ import {
  * uses the row's own update count (`rowStep`), not the model's step. Dense Adam decays every
  * element's moments at every step and corrects by the global step, so the two agree only for rows
  * touched at every step; for rare ids lazy Adam takes larger steps than dense Adam would.
+ *
+ * A learning-rate schedule (the config's `decay`, `--learning-rate-decay`) has no step count of its
+ * own here: a shard's rows are pushed by many workers, out of order, so the rate of a push is the
+ * schedule's at the model version the push names ({@link SparseOptimizer.rateFactor}), the rate the
+ * dense optimizer applies at the update that follows that version.
  */
 export interface SparseOptimizer {
   readonly config: ResolvedOptimizerConfig;
@@ -34,6 +40,11 @@ export interface SparseOptimizer {
   readonly slotInitialValues: readonly number[];
   /** Whether each row keeps its own update count (lazy Adam's bias correction needs it). */
   readonly countsRowSteps: boolean;
+  /**
+   * The schedule's factor on the learning rate for a push computed on `modelVersion`: what the
+   * dense optimizer multiplies its rate by at update `modelVersion + 1` (1 without a schedule).
+   */
+  rateFactor(modelVersion: number): number;
   /**
    * Updates one row in place: the record at `data[at ..]`, the gradient at
    * `gradient[gradientAt .. gradientAt + dim)`. `rowStep` counts the row's updates including this
@@ -53,6 +64,7 @@ export interface SparseOptimizer {
 /** Builds the sparse kernel of an optimizer config, checked and defaulted as the dense optimizers are. */
 export function createSparseOptimizer(config: OptimizerConfig): SparseOptimizer {
   const resolved = resolveOptimizerConfig(config);
+  const rateFactor = (modelVersion: number) => learningRateFactor(resolved.decay, modelVersion);
   switch (resolved.type) {
     case 'sgd':
       return {
@@ -60,6 +72,7 @@ export function createSparseOptimizer(config: OptimizerConfig): SparseOptimizer 
         slotNames: [],
         slotInitialValues: [],
         countsRowSteps: false,
+        rateFactor,
         updateRow(data, at, dim, gradient, gradientAt, _rowStep, lrScale) {
           sgdUpdate(data, at, gradient, gradientAt, dim, resolved.learningRate * lrScale);
         },
@@ -70,6 +83,7 @@ export function createSparseOptimizer(config: OptimizerConfig): SparseOptimizer 
         slotNames: ['momentum'],
         slotInitialValues: [0],
         countsRowSteps: false,
+        rateFactor,
         updateRow(data, at, dim, gradient, gradientAt, _rowStep, lrScale) {
           const lr = resolved.learningRate * lrScale;
           momentumUpdate(data, at, data, at + dim, gradient, gradientAt, dim, lr, resolved);
@@ -81,6 +95,7 @@ export function createSparseOptimizer(config: OptimizerConfig): SparseOptimizer 
         slotNames: ['accumulator'],
         slotInitialValues: [resolved.initialAccumulatorValue],
         countsRowSteps: false,
+        rateFactor,
         updateRow(data, at, dim, gradient, gradientAt, _rowStep, lrScale) {
           const lr = resolved.learningRate * lrScale;
           adagradUpdate(data, at, data, at + dim, gradient, gradientAt, dim, lr);
@@ -92,6 +107,7 @@ export function createSparseOptimizer(config: OptimizerConfig): SparseOptimizer 
         slotNames: ['m', 'v'],
         slotInitialValues: [0, 0],
         countsRowSteps: true,
+        rateFactor,
         updateRow(data, at, dim, gradient, gradientAt, rowStep, lrScale) {
           const alpha = adamStepSize(resolved.learningRate * lrScale, rowStep, resolved);
           adamUpdate(
