@@ -372,13 +372,15 @@ export class RemoteReads {
   /**
    * A buffer to receive `length` fetched bytes: a spare big enough, else a new one, of `partBytes`
    * for a piece of over half of it (so that the pieces of a long range fit each other's spares),
-   * else of the piece's length.
+   * else of the length rounded up to an eighth of its power of two (at most 1/8 more), so that
+   * pieces of about the same size (small whole files) fit each other's spares too.
    */
   #fetchBuffer(length: number): Uint8Array {
     const spare = this.#fetchSpares.take(length);
     if (spare !== undefined) return new Uint8Array(spare, 0, length);
     const { partBytes } = this.#options;
-    const size = length > partBytes / 2 ? Math.max(length, partBytes) : length;
+    const step = 2 ** Math.max(0, Math.floor(Math.log2(length)) - 3);
+    const size = length > partBytes / 2 ? Math.max(length, partBytes) : Math.ceil(length / step) * step;
     return new Uint8Array(new ArrayBuffer(size), 0, length);
   }
 
