@@ -23,7 +23,7 @@ import type {
   NativeTFRecordRange,
 } from './native/addon-types.js';
 import { getAddon } from './native/load-addon.js';
-import { RecordBatch } from './record-batch.js';
+import { type BatchRecycler, RecordBatch } from './record-batch.js';
 import { TFRecordError } from './tfrecord/tfrecord-error.js';
 
 /** Options of {@link decodeRecordIORange}. */
@@ -56,6 +56,14 @@ export interface RecordIORangeOptions {
    * most 4 GiB - 1.
    */
   readonly maxDecodedBytes?: number;
+  /**
+   * Buffers of released batches to decode into instead of fresh memory (each used while the
+   * result fits in it): what a long read hands back through `recycle`. Left untouched by
+   * JavaScript until the promise settles.
+   */
+  readonly reuse?: { readonly data?: ArrayBuffer; readonly bounds?: ArrayBuffer };
+  /** Where the result's {@link RecordBatch.release} hands its buffers back, for a later `reuse`. */
+  readonly recycle?: BatchRecycler;
 }
 
 /** Options of {@link decodeTFRecordRange}. */
@@ -85,6 +93,8 @@ const RECORDIO_KEYS = [
   'onCorruptChunk',
   'onSkip',
   'maxDecodedBytes',
+  'reuse',
+  'recycle',
 ] as const;
 const TFRECORD_KEYS = ['source', 'baseOffset', 'firstRecord', 'count', 'maxRecordSize'] as const;
 const MAX_DECODED_BYTES = 2 ** 32 - 1;
@@ -107,7 +117,8 @@ const CHUNK_FIELDS = 5;
  * decompression) runs natively on the libuv thread pool, so the event loop stays free (a 44 KB gzip
  * range decodes to 1 MB in over a millisecond, whatever its compressed size says); records
  * never cross into JavaScript one by one. The result has the shape of `RecordIOReader.read()`: one
- * buffer, decoded into fresh memory (`bytes` may be reused once the promise settles).
+ * buffer, decoded into fresh memory or into `options.reuse`'s (`bytes` may be reused once the
+ * promise settles); its `release()` hands them to `options.recycle`.
  *
  * Faults are those of a file read, with the same codes and messages (`CHECKSUM`, `TRUNCATED`,
  * `BAD_COMPRESSION`, ...), named by chunk and file offset (through `baseOffset` and `firstChunk`)
@@ -131,7 +142,8 @@ export async function decodeRecordIORange(
   const request = recordioRequest(bytes, chunks, options);
   let result: NativeReadResult;
   try {
-    result = await getAddon().recordioDecodeRange(bytes, request.spec, request.table);
+    const { data, bounds } = request.reuse;
+    result = await getAddon().recordioDecodeRange(bytes, request.spec, request.table, data, bounds);
   } catch (error) {
     throw fromThrown(error, callSite, request.source);
   }
@@ -151,7 +163,8 @@ export function decodeRecordIORangeSync(
   const request = recordioRequest(bytes, chunks, options);
   let result: NativeReadResult;
   try {
-    result = getAddon().recordioDecodeRangeSync(bytes, request.spec, request.table);
+    const { data, bounds } = request.reuse;
+    result = getAddon().recordioDecodeRangeSync(bytes, request.spec, request.table, data, bounds);
   } catch (error) {
     throw fromThrown(error, callSite, request.source);
   }
@@ -215,6 +228,8 @@ interface RecordIORequest {
   readonly table: Float64Array | null;
   readonly source: string | undefined;
   readonly onSkip: ((fault: RecordIOError) => void) | undefined;
+  readonly reuse: { readonly data?: ArrayBuffer; readonly bounds?: ArrayBuffer };
+  readonly recycle: BatchRecycler | undefined;
 }
 
 function recordioRequest(bytes: unknown, chunks: unknown, options: unknown): RecordIORequest {
@@ -255,6 +270,11 @@ function recordioRequest(bytes: unknown, chunks: unknown, options: unknown): Rec
     table,
     source: optionalSource(opts.source),
     onSkip: onSkip as ((fault: RecordIOError) => void) | undefined,
+    reuse: reuseBuffers(opts.reuse),
+    recycle:
+      opts.recycle === undefined
+        ? undefined
+        : (checkFunction(opts.recycle, 'options.recycle') as BatchRecycler),
   };
 }
 
@@ -309,7 +329,24 @@ function chunkTable(chunks: unknown): Float64Array {
 function recordioBatch(result: NativeReadResult, request: RecordIORequest, callSite: CallSite): RecordBatch {
   for (const fault of result.skipped) request.onSkip?.(located(fault, request.source, callSite));
   if (result.error !== null) throw located(result.error, request.source, callSite);
-  return new RecordBatch(result.data, result.bounds, result.firstRecord);
+  return new RecordBatch(result.data, result.bounds, result.firstRecord, request.recycle);
+}
+
+/** `options.reuse`: two distinct ArrayBuffers, either left out (the addon would refuse one given as both). */
+function reuseBuffers(value: unknown): RecordIORequest['reuse'] {
+  if (value === undefined) return {};
+  const reuse = checkOptions(value, 'options.reuse', ['data', 'bounds'] as const);
+  const buffer = (key: 'data' | 'bounds'): ArrayBuffer | undefined => {
+    const given = reuse[key];
+    if (given === undefined || given instanceof ArrayBuffer) return given;
+    return invalidArgument('an ArrayBuffer', `options.reuse.${key}`, given, 'type');
+  };
+  const data = buffer('data');
+  const bounds = buffer('bounds');
+  if (data !== undefined && data === bounds) {
+    invalidArgument('two different ArrayBuffers', 'options.reuse.bounds', bounds, 'range');
+  }
+  return { data, bounds };
 }
 
 /** A fault of the addon (which names no file for memory) as a RecordIOError naming `source`. */

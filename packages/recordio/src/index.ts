@@ -46,7 +46,7 @@ export { type PrefetchRange, PrefetchRangeError } from './prefetch-error.js';
 export { PrefetchedBatch } from './prefetched-batch.js';
 export { Prefetcher, type PrefetcherOptions, type PrefetcherStats } from './prefetcher.js';
 export { RecordIOReader, type RecordIOReaderOptions, type SkipStats } from './reader.js';
-export { RecordBatch } from './record-batch.js';
+export { type BatchRecycler, RecordBatch } from './record-batch.js';
 export type { ChunkCacheStats } from './record-cache.js';
 export { decodeFrameStream, type FrameStreamOptions } from './tfrecord/frame-stream.js';
 export {

@@ -247,6 +247,38 @@ describe('decodeRecordIORange: buffers that do not hold what the index says', ()
     expect(all.length).toBe(0);
   });
 
+  it("decodes into released batches' buffers and hands them to recycle on release", async () => {
+    const range = bytes.subarray(start(), end());
+    const expected = records(await decodeRecordIORange(range, chunks()));
+    const handedBack: [ArrayBufferLike, ArrayBufferLike][] = [];
+    const recycle = (data: ArrayBufferLike, bounds: ArrayBufferLike): void => {
+      handedBack.push([data, bounds]);
+    };
+    const first = await decodeRecordIORange(range, chunks(), { recycle });
+    first.release();
+    expect(handedBack).toHaveLength(1);
+    const [data, bounds] = handedBack[0] as [ArrayBuffer, ArrayBuffer];
+    new Uint8Array(data).fill(0xab);
+    for (const decode of [decodeRecordIORange, decodeRecordIORangeSync]) {
+      const again = await decode(range, chunks(), { reuse: { data, bounds }, recycle });
+      // Decoded in place over the scribbled buffers: the same memory, the same records.
+      expect(again.data.buffer).toBe(data);
+      expect(again.bounds.buffer).toBe(bounds);
+      expect(records(again)).toEqual(expected);
+    }
+    // A buffer too small is outgrown into fresh memory, never overrun.
+    const small = new ArrayBuffer(16);
+    const grown = await decodeRecordIORange(range, chunks(), { reuse: { data: small } });
+    expect(grown.data.buffer).not.toBe(small);
+    expect(records(grown)).toEqual(expected);
+    await expect(decodeRecordIORange(range, chunks(), { reuse: { data, bounds: data } })).rejects.toThrow(
+      /two different ArrayBuffers/,
+    );
+    await expect(
+      decodeRecordIORange(range, chunks(), { reuse: { data: new Uint8Array(4) as never } }),
+    ).rejects.toThrow(TypeError);
+  });
+
   it('checks its arguments before the addon sees them', async () => {
     const range = bytes.subarray(start(), end());
     await expect(decodeRecordIORange('x' as unknown as Uint8Array)).rejects.toThrow(TypeError);

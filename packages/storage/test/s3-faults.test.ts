@@ -67,6 +67,35 @@ describe('S3ByteSource through faults', () => {
     expect(ranges.every((request) => request.headers['if-match'] === stat.version)).toBe(true);
   });
 
+  it('resumes a body cut mid-range into the same caller buffer, writing nothing past the range', async () => {
+    const source = sourceWith();
+    const into = new Uint8Array(300_000 + 16).fill(0xee);
+    proxy.inject([{ kind: 'reset', afterBytes: 120_000 }]);
+    const bytes = await source.readRange(stat, 2048, 300_000, { into });
+    expect(bytes.buffer).toBe(into.buffer);
+    expect(bytes.byteOffset).toBe(0);
+    expectIdentical(bytes, 2048, 300_000);
+    expect([...into.subarray(300_000)].every((byte) => byte === 0xee)).toBe(true);
+    expect(source.stats.snapshot().retries['connection-reset']).toBe(1);
+    // The retry asked only for the bytes not received.
+    const ranges = proxy.requests.filter((request) => request.headers.range !== undefined).slice(-2);
+    expect(Number(/bytes=(\d+)-/.exec(ranges[1]?.headers.range ?? '')?.[1])).toBeGreaterThan(2048);
+  });
+
+  it('fails a body that ends short on every attempt with one line naming the object and range', async () => {
+    const source = sourceWith({ maxAttempts: 2 });
+    proxy.inject([
+      { kind: 'end', afterBytes: 60_000 },
+      { kind: 'end', afterBytes: 60_000 },
+    ]);
+    const failure = await source.readRange(stat, 0, 200_000).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: 'UNAVAILABLE', url: 's3://faults/data.bin' });
+    expect((failure as Error).message).toMatch(
+      /^UNAVAILABLE: bytes 0-199999 of s3:\/\/faults\/data\.bin: read gave up after 2 attempts; last: /,
+    );
+    expect(proxy.pendingFaults).toBe(0);
+  });
+
   it('backs off through a burst of 503 SlowDown', async () => {
     const source = sourceWith();
     proxy.inject(

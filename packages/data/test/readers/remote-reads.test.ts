@@ -75,8 +75,21 @@ function randomRecords(count: number, seed: number): Buffer[] {
   });
 }
 
-/** Every shard cut into tasks; each task is announced one ahead of its read, as the worker's TaskFeed does. */
-async function readTasks(reader: DataReader<unknown>, shards: readonly Shard[]): Promise<Buffer[][]> {
+/** Batches read and the distinct buffers their records were in, when a read releases every batch. */
+interface ReleasedBatches {
+  batches: number;
+  readonly buffers: Set<ArrayBufferLike>;
+}
+
+/**
+ * Every shard cut into tasks; each task is announced one ahead of its read, as the worker's TaskFeed
+ * does. With `released`, each batch is copied out, then released (as the worker's batch path does).
+ */
+async function readTasks(
+  reader: DataReader<unknown>,
+  shards: readonly Shard[],
+  released?: ReleasedBatches,
+): Promise<Buffer[][]> {
   const tasks: RecordRange[] = [];
   for (const shard of shards) {
     for (let start = shard.start; start < shard.start + shard.count; start += RECORDS_PER_TASK) {
@@ -94,6 +107,11 @@ async function readTasks(reader: DataReader<unknown>, shards: readonly Shard[]):
     perShard.set(basename(task.shardName), records);
     for await (const batch of (reader as RecordIODataReader).readBatches(task)) {
       for (const record of batch) records.push(Buffer.from(record));
+      if (released !== undefined && batch.length > 0) {
+        released.batches++;
+        released.buffers.add(batch.data.buffer);
+        batch.release();
+      }
     }
   }
   return [...perShard.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, records]) => records);
@@ -259,6 +277,24 @@ describe.each([
     // The read-ahead budget, plus the piece the one read in progress asked for itself.
     expect(stats.peakBufferedBytes).toBeLessThanOrEqual(readAheadBytes + partBytes);
     expect(stats.bufferedBytes).toBe(0);
+  });
+
+  it('reuses fetched and decoded memory for released batches; adjacent tasks still share blocks', async () => {
+    useS3();
+    // Small parts: many pieces per file, each task's last block kept for the next one (announced
+    // before this one is read), while their buffers go round.
+    const reader = await createDataReader(`s3://${BUCKET}/${prefix}-idx/`, {
+      type: prefix === 'rio' ? 'recordio' : 'tfrecord',
+      remote: { indexCacheDir: await freshCache(), partBytes: 24 * 1024 },
+    });
+    const released: ReleasedBatches = { batches: 0, buffers: new Set() };
+    expect(await readTasks(reader, await reader.createShards(), released)).toEqual(local);
+    const stats = (reader as RecordIODataReader).remoteStats;
+    await reader.close?.();
+    expect(dataBytesOf(stats)).toBe(totalBytes);
+    expect(released.batches).toBeGreaterThan(20);
+    // Released buffers were filled again: far fewer buffers than batches.
+    expect(released.buffers.size).toBeLessThan(released.batches / 2);
   });
 });
 

@@ -7,6 +7,8 @@ export type Fault =
   | { readonly kind: 'reset'; readonly afterBytes: number }
   /** Forwards `afterBytes` bytes of the answer, then sends nothing more, keeping the connection open. */
   | { readonly kind: 'stall'; readonly afterBytes: number }
+  /** Forwards `afterBytes` bytes of the answer, then closes the client's connection cleanly (a short body). */
+  | { readonly kind: 'end'; readonly afterBytes: number }
   /** Answers itself with this status and an S3 XML error body (503 `SlowDown`, 500 `InternalError`). */
   | { readonly kind: 'status'; readonly status: number; readonly code: string };
 
@@ -91,6 +93,9 @@ export class FaultProxy {
       if (answered < fault.afterBytes) return;
       if (fault.kind === 'reset') {
         client.resetAndDestroy();
+        upstream.destroy();
+      } else if (fault.kind === 'end') {
+        client.end();
         upstream.destroy();
       } else {
         upstream.pause();

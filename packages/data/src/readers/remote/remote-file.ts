@@ -1,4 +1,5 @@
 import {
+  type BatchRecycler,
   decodeRecordIORange,
   decodeTFRecordRange,
   RecordBatch,
@@ -11,6 +12,17 @@ import type { RemoteIndexReport } from './remote-index.js';
 
 /** Bytes of the data CRC after a TFRecord record's data. */
 const DATA_CRC_BYTES = 4;
+
+/** Memory a decode may reuse, and where its batch's {@link RecordBatch.release} hands it back. */
+export interface DecodeBuffers {
+  /** RecordIO: buffers of released batches to decode into. */
+  readonly reuse?: { readonly data?: ArrayBuffer; readonly bounds?: ArrayBuffer };
+  /**
+   * Takes the batch's buffers back on release: RecordIO's decoded buffers; TFRecord's records are
+   * views into `bytes`, so its recycler takes the fetched buffer.
+   */
+  readonly recycle?: BatchRecycler;
+}
 
 /** Requests and bytes one remote file cost, and how it was indexed. */
 export interface RemoteFileStats {
@@ -80,7 +92,7 @@ export class RemoteFile {
    * `first..last` whole, natively and off the event loop for large ranges: RecordIO through
    * `decodeRecordIORange` against the index's chunk table (a header that differs from the index
    * fails naming the chunk), TFRecord through `decodeTFRecordRange` (both CRCs of every frame),
-   * checking that the frames end where the index says.
+   * checking that the frames end where the index says. `buffers` lets a long read reuse memory.
    */
   async decode(
     bytes: Uint8Array,
@@ -89,6 +101,7 @@ export class RemoteFile {
     start: number,
     end: number,
     onCorruptChunk: 'error' | 'skip',
+    buffers: DecodeBuffers = {},
   ): Promise<RecordBatch> {
     const blocks = this.index.blocks.slice(first, last + 1);
     const head = blocks[0];
@@ -105,6 +118,7 @@ export class RemoteFile {
         onSkip: (_fault: RecordIOError) => {
           this.skippedChunks++;
         },
+        ...buffers,
       });
     }
     const count = tail.firstRecord + tail.numRecords - head.firstRecord;
@@ -124,7 +138,12 @@ export class RemoteFile {
       );
     }
     const skip = from - head.firstRecord;
-    return new RecordBatch(batch.data, batch.bounds.subarray(2 * skip, 2 * (to - head.firstRecord)), from);
+    return new RecordBatch(
+      batch.data,
+      batch.bounds.subarray(2 * skip, 2 * (to - head.firstRecord)),
+      from,
+      buffers.recycle,
+    );
   }
 
   /** Requests and bytes so far. */

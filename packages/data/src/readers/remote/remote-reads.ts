@@ -2,9 +2,10 @@ import type { IndexedBlock, RecordBatch, SidecarIndex } from '@edl/recordio';
 import type { ByteSource, ObjectStat } from '@edl/storage';
 import { DataReaderError } from '../errors.js';
 import { IndexCache } from './index-cache.js';
-import { RemoteFile, type RemoteFileStats } from './remote-file.js';
+import { type DecodeBuffers, RemoteFile, type RemoteFileStats } from './remote-file.js';
 import { loadRemoteIndex } from './remote-index.js';
 import { RemoteStream } from './remote-stream.js';
+import { SpareBuffers } from './spare-buffers.js';
 
 /** An opened remote object: indexed ({@link RemoteFile}) or, GZIP/ZLIB TFRecord, a stream. */
 export type RemoteObject = RemoteFile | RemoteStream;
@@ -34,6 +35,10 @@ export interface RemoteReadStats {
 
 /** Last blocks of ranges kept for the next range of their file (least recently planned dropped). */
 const MAX_TAILS = 16;
+/** Idle fetch buffers kept for the next GETs, and idle decoded buffers (each of data and bounds). */
+const SPARE_BUFFERS = 2;
+/** Buffers under this are left to the garbage collector: cheap to allocate, not worth keeping. */
+const MIN_SPARE_BYTES = 64 * 1024;
 
 /** Blocks `first..last` of a file, fetched with one ranged GET (or taken from the previous range). */
 class Piece {
@@ -42,6 +47,8 @@ class Piece {
   charged = false;
   /** Its range was given up: read-ahead passes it over. */
   dropped = false;
+  /** The tail whose block this piece holds, copied out when the bytes arrive. */
+  tailOf: Tail | undefined;
 
   constructor(
     readonly file: RemoteFile,
@@ -117,6 +124,11 @@ function tailBytes(tail: Tail): Promise<Uint8Array> {
  *   there: adjacent tasks never fetch a block twice.
  * - Ranges announced before the one being read and not read yet are given up (a consumer reads in
  *   announce order; one that comes back for them fetches them again).
+ * - Each GET's body is received into one buffer of its known length, reused once the piece is
+ *   decoded (RecordIO) or its batch released (TFRecord, whose records are views of it); released
+ *   RecordIO batches' buffers are decoded into again, as the local reader does. Idle, at most 2
+ *   fetch buffers (each of `partBytes`, or one block when a block is bigger) and 2 batches' buffers
+ *   are kept beside the bound above.
  */
 export class RemoteReads {
   readonly #format: SidecarIndex['format'];
@@ -131,6 +143,19 @@ export class RemoteReads {
   /** Pieces of announced ranges not fetched yet, in order. */
   readonly #queue: Piece[] = [];
   readonly #tails = new Map<string, Tail>();
+  /** Buffers of decoded pieces (and of released TFRecord batches, whose records were views of them). */
+  readonly #fetchSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
+  /** Buffers of released RecordIO batches, for the next decodes to fill. */
+  readonly #dataSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
+  readonly #boundsSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
+  readonly #recycleDecoded = (data: ArrayBufferLike, bounds: ArrayBufferLike): void => {
+    if (this.#closed) return;
+    this.#dataSpares.give(data);
+    if (bounds !== data) this.#boundsSpares.give(bounds);
+  };
+  readonly #recycleFetched = (data: ArrayBufferLike): void => {
+    if (!this.#closed) this.#fetchSpares.give(data);
+  };
   /** Announcements are planned in order, each once its file is indexed. */
   #planning: Promise<void> = Promise.resolve();
   #inFlight = 0;
@@ -210,7 +235,18 @@ export class RemoteReads {
         const bytes = await piece.bytes();
         this.#release(piece);
         this.#keepTail(piece, bytes);
-        yield await file.decode(bytes, piece.first, piece.last, start, end, this.#onCorruptChunk);
+        const batch = await file.decode(
+          bytes,
+          piece.first,
+          piece.last,
+          start,
+          end,
+          this.#onCorruptChunk,
+          this.#decodeBuffers(piece),
+        );
+        // RecordIO decodes into other memory: the fetched bytes are free now.
+        if (this.#format === 'recordio' && piece.length > 0) this.#recycleFetched(bytes.buffer);
+        yield batch;
       }
     } finally {
       this.#dropAll(range);
@@ -241,6 +277,9 @@ export class RemoteReads {
     this.#announced.length = 0;
     this.#queue.length = 0;
     this.#tails.clear();
+    this.#fetchSpares.clear();
+    this.#dataSpares.clear();
+    this.#boundsSpares.clear();
   }
 
   async #open(location: string): Promise<RemoteObject> {
@@ -292,6 +331,7 @@ export class RemoteReads {
               length: lastBlock.byteLength,
               copy: undefined,
             };
+      if (keep.holder !== undefined) keep.holder.tailOf = keep;
       this.#tails.set(file.location, keep);
       if (this.#tails.size > MAX_TAILS) this.#tails.delete(this.#tails.keys().next().value as string);
     }
@@ -304,7 +344,7 @@ export class RemoteReads {
       file.dataBytes += length;
       this.#inFlight++;
       try {
-        return await file.source.readRange(file.object, offset, length);
+        return await file.source.readRange(file.object, offset, length, { into: this.#fetchBuffer(length) });
       } finally {
         this.#inFlight--;
         this.#pump();
@@ -323,12 +363,47 @@ export class RemoteReads {
     return range;
   }
 
-  /** Copies the tail block out of `piece` now that its bytes are here, if a tail waits on it. */
+  /**
+   * Copies the tail block out of `piece` now that its bytes are here, if a tail waits on it (found
+   * through the piece, not the file's current tail: a range planned already may still need it, and
+   * the piece's buffer is reused once decoded).
+   */
   #keepTail(piece: Piece, bytes: Uint8Array): void {
-    const tail = this.#tails.get(piece.file.location);
+    const tail = piece.tailOf;
+    piece.tailOf = undefined;
     if (tail?.holder !== piece) return;
     tail.holder = undefined;
     tail.copy = Promise.resolve(bytes.slice(tail.at, tail.at + tail.length));
+  }
+
+  /**
+   * A buffer to receive `length` fetched bytes: a spare big enough, else a new one, of `partBytes`
+   * for a piece of over half of it (so that the pieces of a long range fit each other's spares),
+   * else of the length rounded up to an eighth of its power of two (at most 1/8 more), so that
+   * pieces of about the same size (small whole files) fit each other's spares too.
+   */
+  #fetchBuffer(length: number): Uint8Array {
+    const spare = this.#fetchSpares.take(length);
+    if (spare !== undefined) return new Uint8Array(spare, 0, length);
+    const { partBytes } = this.#options;
+    const step = 2 ** Math.max(0, Math.floor(Math.log2(length)) - 3);
+    const size = length > partBytes / 2 ? Math.max(length, partBytes) : Math.ceil(length / step) * step;
+    return new Uint8Array(new ArrayBuffer(size), 0, length);
+  }
+
+  /**
+   * What the decode of `piece` may reuse and recycle: RecordIO decodes into spare batch buffers;
+   * a TFRecord batch (views of the fetched bytes) gives the fetch buffer back on release, unless
+   * the bytes are a tail's copy, which the next range of the file may share.
+   */
+  #decodeBuffers(piece: Piece): DecodeBuffers {
+    if (this.#format === 'recordio') {
+      return {
+        reuse: { data: this.#dataSpares.takeAny(), bounds: this.#boundsSpares.takeAny() },
+        recycle: this.#recycleDecoded,
+      };
+    }
+    return piece.length > 0 ? { recycle: this.#recycleFetched } : {};
   }
 
   #start(piece: Piece): void {
