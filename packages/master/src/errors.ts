@@ -8,7 +8,8 @@ import type { FatalTaskErrorCode } from '@edl/proto';
  *   `WORKER_RESTARTS_EXHAUSTED`, `WORKER_RELAUNCHES_EXHAUSTED`, `POD_CREATE_FAILED` (the instance
  *   manager gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
  * - Checkpoints ({@link CheckpointError}): `NO_CHECKPOINT_DIR`, `NOT_FOUND`, `READ_FAILED`,
- *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`.
+ *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`, `CHECKPOINT_SKIPPED` (a
+ *   parameter-server shard died: the job rolls back instead).
  * - State ({@link MasterStateError}): `ALREADY_STARTED`, `NOT_INITIALIZED`, `VERSION_UNAVAILABLE`,
  *   `ROUND_NOT_OPEN`, `TASK_NOT_HELD`, `WRONG_TASK_TYPE`.
  */
@@ -26,6 +27,7 @@ export type MasterErrorCode =
   | 'CORRUPT'
   | 'DATA_MISMATCH'
   | 'OPTIMIZER_MISMATCH'
+  | 'CHECKPOINT_SKIPPED'
   | 'ALREADY_STARTED'
   | 'NOT_INITIALIZED'
   | 'VERSION_UNAVAILABLE'

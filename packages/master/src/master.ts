@@ -25,7 +25,15 @@ import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
 import { isObjectStoreLocation } from './object-store-checkpoint.js';
+import { PushBarrier } from './push-barrier.js';
+import {
+  lastCommittedCut,
+  type RollbackCut,
+  restoreShardsWhenUp,
+  type ShardCheckpointWriter,
+} from './shard-rollback.js';
 import { TaskManager } from './task-manager.js';
+import { waitAssignment } from './tasks/leases.js';
 import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
 import type { TaskManagerEvent, TaskManagerOptions, TaskManagerStatus } from './tasks/types.js';
 
@@ -67,15 +75,7 @@ const FAILURE_RANK: Record<number, number> = {
   [GradientStatus.TASK_NOT_HELD]: 3,
 };
 
-/**
- * The job's parameter-server shards as the master's checkpoints reach them (an EmbeddingClient of
- * @edl/proto is one): every shard writes its tables as the shard files of a model version.
- */
-export interface ShardCheckpointWriter {
-  readonly numShards: number;
-  /** Resolves once every shard wrote its part of the checkpoint of `version` in `dir`. */
-  saveShards(version: number, dir: string): Promise<unknown>;
-}
+export type { ShardCheckpointWriter } from './shard-rollback.js';
 
 /** The checkpoint a master resumed from. */
 export interface ResumedCheckpoint {
@@ -105,7 +105,7 @@ export type TaskReply = GetTaskResult;
  * and the instance manager call into it.
  */
 export class Master implements ParameterEndpoints {
-  readonly taskManager: TaskManager;
+  #taskManager: TaskManager;
   readonly store: ParameterStore;
   /** The store's gradient path, with the task manager's ranges as its ledger. */
   readonly #parameters: ParameterService;
@@ -117,6 +117,14 @@ export class Master implements ParameterEndpoints {
   #checkpointWrites: Promise<void> = Promise.resolve();
   #lastCheckpoint: string | undefined;
   #shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void } | undefined;
+  /** Pauses step acceptance until every accepted step's rows push reached the shards. */
+  readonly #pushes = new PushBarrier();
+  /** Pauses (checkpoints and roll-backs of a job with shards), one after another. */
+  #pauses: Promise<unknown> = Promise.resolve();
+  /** A shard died and the job has not rolled back yet: no checkpoint may commit meanwhile. */
+  #rollbackPending = false;
+  /** The dense model as the first worker reported it: the cut of a roll-back before any checkpoint. */
+  #startModel: Checkpoint['store'] | undefined;
   #resumedFrom: ResumedCheckpoint | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -147,8 +155,17 @@ export class Master implements ParameterEndpoints {
     this.#done = new Promise((resolve) => {
       this.#settle = resolve;
     });
-    this.taskManager = new TaskManager({
-      ...options,
+    this.#taskManager = this.#newTaskManager();
+  }
+
+  /** The task manager: replaced by a fresh one, restored from a checkpoint, when the job rolls back. */
+  get taskManager(): TaskManager {
+    return this.#taskManager;
+  }
+
+  #newTaskManager(): TaskManager {
+    return new TaskManager({
+      ...this.#options,
       modelVersion: () => this.store.version,
       onEvent: (event) => this.#onTaskEvent(event),
     });
@@ -205,12 +222,20 @@ export class Master implements ParameterEndpoints {
   }
 
   getTask(workerId: string): TaskReply {
+    // No task during a pause: a roll-back is about to replace the task state.
+    if (this.#pushes.paused && !this.taskManager.finished)
+      return {
+        task: waitAssignment(this.store.version, this.taskManager.status().epoch, this.taskManager.leaseMs),
+        jobFinished: false,
+        jobError: '',
+      };
     const task = this.taskManager.getTask(workerId);
     if (task !== undefined) return { task, jobFinished: false, jobError: '' };
     return { jobFinished: true, jobError: this.taskManager.error?.message ?? '' };
   }
 
   reportTaskResult(workerId: string, taskId: number, recordsDone: number, error: string): boolean {
+    this.#pushes.confirmed(workerId);
     if (error !== '') this.logger.warn(`worker ${workerId} reports task ${taskId} failed`, { error });
     return this.taskManager.reportTaskResult(workerId, taskId, recordsDone, error);
   }
@@ -233,7 +258,10 @@ export class Master implements ParameterEndpoints {
     variables: readonly NamedTensor[],
   ): { accepted: boolean; version: number } {
     const reply = this.#parameters.reportVariables(workerId, variables);
-    if (reply.accepted) this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
+    if (reply.accepted) {
+      this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
+      this.#startModel = this.store.snapshot();
+    }
     return reply;
   }
 
@@ -242,7 +270,23 @@ export class Master implements ParameterEndpoints {
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
   reportGradient(report: GradientReport): ReportReply {
-    return this.#parameters.reportGradient(report);
+    // Sent after the rows push of this worker's previous step was answered (push-barrier.ts).
+    this.#pushes.confirmed(report.workerId);
+    if (this.#pushes.paused) {
+      // Not applied: the worker computes the step again once the pause is over.
+      return {
+        status: GradientStatus.STALE,
+        modelVersion: this.store.version,
+        taskProgress: report.rangeStart,
+      };
+    }
+    const reply = this.#parameters.reportGradient(report);
+    if (
+      this.#shards !== undefined &&
+      (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
+    )
+      this.#pushes.accepted(report.workerId);
+    return reply;
   }
 
   /** The task manager's side of the gradient path (see {@link GradientLedger}). */
@@ -261,6 +305,7 @@ export class Master implements ParameterEndpoints {
 
   /** Exactly-once metrics path: the same range discipline as gradients. */
   reportEvaluationMetrics(report: EvaluationReport): ReportReply {
+    this.#pushes.confirmed(report.workerId);
     const ranges = this.#checkRanges(report.workerId, report, 'evaluation');
     if (!ranges.ok) return ranges.reply;
     const records = [report, ...(report.moreRanges ?? [])].reduce((n, r) => n + r.rangeEnd - r.rangeStart, 0);
@@ -341,6 +386,8 @@ export class Master implements ParameterEndpoints {
   /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
+    // A dead worker pushes nothing more: what of its push arrived is all there will be.
+    this.#pushes.confirmed(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
     if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
     for (const o of this.#observers) o.onWorkerLost?.(workerId, reason, recovered);
@@ -370,12 +417,87 @@ export class Master implements ParameterEndpoints {
   }
 
   /**
-   * Makes every later checkpoint cover the job's parameter-server shards: each shard writes its
-   * shard files first, and the master's own file, written last, commits them; `onCommitted` hears
-   * each committed version (a relaunched shard starts from it).
+   * Makes every later checkpoint cover the job's parameter-server shards, with the exact barrier
+   * (docs/master.md): each shard writes its shard files first, and the master's own file, written
+   * last, commits them; `onCommitted` hears each committed version (a relaunched shard starts from
+   * it). {@link onShardRelaunched} rolls the job back through `writer`.
    */
-  useParameterServers(writer: ShardCheckpointWriter, onCommitted: (version: number) => void): void {
+  useParameterServers(
+    writer: ShardCheckpointWriter,
+    onCommitted: (version: number) => void = () => {},
+  ): void {
     this.#shards = { writer, onCommitted };
+  }
+
+  /**
+   * Rolls the whole job back to its last committed cut after parameter-server shard `shardIndex`
+   * died and was relaunched (by the local job runner, or by the Kubernetes instance manager when it
+   * recreates a PS pod): call it as soon as the death is known. Steps pause until every accepted
+   * step's rows push was answered; once `ready` resolves (the relaunched shard listens), every shard
+   * restores the last committed checkpoint (RestoreShard; before the first checkpoint, the
+   * initializer), and the master restores its dense model and task state from the same checkpoint
+   * (before the first, the model the first worker reported and tasks from the job's start), as a
+   * master resumed after a kill does. The records trained since the cut are dispatched again and
+   * counted again. The model version keeps rising, above every version a worker holds, so that no
+   * gradient computed before the roll-back is applied: each comes back STALE and is computed again
+   * on the restored model. Resolves when steps resume; a failed roll-back fails the job.
+   */
+  onShardRelaunched(shardIndex: number, ready: Promise<unknown> = Promise.resolve()): Promise<void> {
+    const shards = this.#shards;
+    if (shards === undefined || this.#ended) return Promise.resolve();
+    this.#rollbackPending = true;
+    this.logger.warn(
+      `parameter-server shard ${shardIndex} was relaunched: the job rolls back to its last cut`,
+    );
+    return this.#paused(async () => {
+      this.#rollbackPending = false;
+      await ready;
+      const dir = this.#options.checkpointDir ?? '';
+      const cut = await lastCommittedCut(this.#options.checkpointDir, (error) =>
+        this.logger.warn(`skipping checkpoint: ${error.message}`),
+      );
+      const withShardFiles = cut.checkpoint?.parameterServers !== undefined;
+      const rows = await restoreShardsWhenUp(
+        shards.writer,
+        withShardFiles ? cut.checkpoint?.store.version : undefined,
+        dir,
+      );
+      const recordsBefore = this.taskManager.status().recordsDone;
+      this.#applyCut(cut);
+      const recordsRolledBack = recordsBefore - this.taskManager.status().recordsDone;
+      this.logger.warn(
+        cut.checkpoint === undefined
+          ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched (no checkpoint was committed yet)`
+          : `job rolled back to checkpoint ${cut.path} after parameter-server shard ${shardIndex} was relaunched`,
+        {
+          shard: shardIndex,
+          cutVersion: cut.checkpoint?.store.version ?? 0,
+          modelVersion: this.store.version,
+          recordsRolledBack,
+          rows: rows.join(','),
+        },
+      );
+    }).catch((error: unknown) => {
+      this.#rollbackPending = false;
+      this.fail(
+        'PS_RESTARTS_EXHAUSTED',
+        `The job could not roll back after parameter-server shard ${shardIndex} was relaunched: ${String(error)}`,
+      );
+    });
+  }
+
+  /**
+   * Puts the master back to `cut` (see {@link onShardRelaunched}): the dense model and optimizer
+   * state at a version above every version handed out so far, and a fresh task manager restored
+   * from the cut's task state (from the job's start without a checkpoint).
+   */
+  #applyCut(cut: RollbackCut): void {
+    const model = cut.checkpoint?.store ?? this.#startModel;
+    // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
+    const version = this.store.version + this.store.maxStaleness + 1;
+    if (model !== undefined) this.store.restore({ ...model, version });
+    this.#taskManager = this.#newTaskManager();
+    if (cut.checkpoint !== undefined) this.#taskManager.restore(cut.checkpoint.taskManager);
   }
 
   /** Resolves when queued checkpoint and metrics writes are on disk. */
@@ -407,48 +529,107 @@ export class Master implements ParameterEndpoints {
 
   /** Captures the state synchronously (consistent by construction) and writes it in order. */
   #enqueueCheckpoint(dir: string): Promise<string> {
-    const snapshot: Checkpoint = {
+    const shards = this.#shards;
+    if (shards !== undefined) return this.#queueWrite(this.#checkpointWithShards(dir, shards));
+    const snapshot = this.#snapshot();
+    const keep = this.#options.keepCheckpoints ?? 3;
+    return this.#queueWrite(
+      this.#checkpointWrites.then(async () => ({
+        path: await writeCheckpoint(dir, snapshot, keep),
+        version: snapshot.store.version,
+      })),
+    );
+  }
+
+  #snapshot(): Checkpoint {
+    return {
       store: this.store.snapshot(),
       optimizer: this.store.optimizer.config,
       taskManager: this.taskManager.toJSON(),
     };
-    const shards = this.#shards;
-    const version = snapshot.store.version;
-    // Asked now, in the tick of the snapshot, not after the writes queued before: the shards'
-    // cut is then the rows as of this version, less only row pushes still on the wire.
-    const shardFiles =
-      shards === undefined
-        ? undefined
-        : isObjectStoreLocation(dir)
-          ? Promise.reject(
-              new MasterStateError(
-                'NO_CHECKPOINT_DIR',
-                `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
-              ),
-            )
-          : shards.writer.saveShards(version, dir);
-    shardFiles?.catch(() => {});
-    const write = this.#checkpointWrites.then(async () => {
-      if (shards === undefined || shardFiles === undefined)
-        return writeCheckpoint(dir, snapshot, this.#options.keepCheckpoints ?? 3);
-      await shardFiles;
+  }
+
+  /** Logs a checkpoint once `write` committed it and tells the observers; `flush` waits for it. */
+  #queueWrite(write: Promise<{ path: string; version: number; pausedMs?: number }>): Promise<string> {
+    const logged = write.then(
+      ({ path, version, pausedMs }) => {
+        this.#lastCheckpoint = path;
+        this.logger.info(`checkpoint written: ${path}`, {
+          modelVersion: version,
+          ...(pausedMs === undefined ? {} : { pausedMs: Math.round(pausedMs) }),
+        });
+        for (const o of this.#observers) o.onCheckpoint?.(path, version);
+      },
+      (error: unknown) => this.logger.error(`checkpoint failed: ${String(error)}`),
+    );
+    const before = this.#checkpointWrites;
+    this.#checkpointWrites = Promise.all([before, logged]).then(() => undefined);
+    return write.then((w) => w.path);
+  }
+
+  /**
+   * The exact barrier of a job with parameter-server shards: steps pause until every accepted
+   * step's rows push reached the shards (push-barrier.ts), the master snapshots its state, every
+   * shard writes its files of that version, steps resume, and the master's file, written last,
+   * commits the cut.
+   */
+  async #checkpointWithShards(
+    dir: string,
+    shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void },
+  ): Promise<{ path: string; version: number; pausedMs: number }> {
+    if (isObjectStoreLocation(dir))
+      throw new MasterStateError(
+        'NO_CHECKPOINT_DIR',
+        `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
+      );
+    return this.#paused(async (resume) => {
+      const skipped = (why: string) =>
+        new MasterStateError('CHECKPOINT_SKIPPED', `checkpoint skipped: ${why}`);
+      if (this.#rollbackPending)
+        throw skipped('a parameter-server shard was relaunched and the job rolls back');
+      const snapshot = this.#snapshot();
+      const version = snapshot.store.version;
+      await shards.writer.saveShards(version, dir);
+      // A shard that died while writing may have answered from its relaunched process.
+      if (this.#rollbackPending)
+        throw skipped(`a parameter-server shard died while writing version ${version}`);
+      const pausedMs = resume();
       const path = await writeCheckpoint(
         dir,
         { ...snapshot, parameterServers: { numShards: shards.writer.numShards } },
         this.#options.keepCheckpoints ?? 3,
       );
       shards.onCommitted(version);
-      return path;
+      return { path, version, pausedMs };
     });
-    this.#checkpointWrites = write.then(
-      (path) => {
-        this.#lastCheckpoint = path;
-        this.logger.info(`checkpoint written: ${path}`, { modelVersion: snapshot.store.version });
-        for (const o of this.#observers) o.onCheckpoint?.(path, snapshot.store.version);
-      },
-      (error: unknown) => this.logger.error(`checkpoint failed: ${String(error)}`),
-    );
-    return write;
+  }
+
+  /**
+   * Runs `fn` after the pauses queued before, in a pause of step acceptance that begins once every
+   * accepted step's rows push reached the shards; `resume` lifts the pause early (it gives the
+   * milliseconds paused), or it lifts when `fn` settles.
+   */
+  #paused<T>(fn: (resume: () => number) => Promise<T>): Promise<T> {
+    const run = this.#pauses.then(async () => {
+      const begin = performance.now();
+      const timeoutMs = this.taskManager.leaseMs;
+      const drained = await this.#pushes.pause(timeoutMs);
+      if (drained.unconfirmed.length > 0)
+        this.logger.warn(
+          `parameter-server pause: the rows pushes of ${drained.unconfirmed.join(', ')} were not confirmed within ${timeoutMs} ms; the cut goes on without them`,
+        );
+      const resume = () => {
+        this.#pushes.resume();
+        return performance.now() - begin;
+      };
+      try {
+        return await fn(resume);
+      } finally {
+        resume();
+      }
+    });
+    this.#pauses = run.catch(() => undefined);
+    return run;
   }
 
   #onTaskEvent(event: TaskManagerEvent): void {
