@@ -1,3 +1,8 @@
+/*
+ * Over 500 lines on purpose: the master coordinates the task manager, the parameter store, evaluation
+ * and checkpoints in one class so that applying a gradient and advancing its task happen in one
+ * synchronous step; the parameter-server parts live in shard-cuts.ts and push-barrier.ts.
+ */
 import { checkInteger } from '@edl/common';
 import {
   type EvaluationMetricsReport,
@@ -24,14 +29,8 @@ import { type EvaluationResult, EvaluationService } from './evaluation-service.j
 import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
-import { isObjectStoreLocation } from './object-store-checkpoint.js';
 import { PushBarrier } from './push-barrier.js';
-import {
-  lastCommittedCut,
-  type RollbackCut,
-  restoreShardsWhenUp,
-  type ShardCheckpointWriter,
-} from './shard-rollback.js';
+import { type ShardCheckpointWriter, ShardCuts } from './shard-cuts.js';
 import { TaskManager } from './task-manager.js';
 import { waitAssignment } from './tasks/leases.js';
 import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
@@ -75,7 +74,7 @@ const FAILURE_RANK: Record<number, number> = {
   [GradientStatus.TASK_NOT_HELD]: 3,
 };
 
-export type { ShardCheckpointWriter } from './shard-rollback.js';
+export type { ShardCheckpointWriter } from './shard-cuts.js';
 
 /** The checkpoint a master resumed from. */
 export interface ResumedCheckpoint {
@@ -116,15 +115,12 @@ export class Master implements ParameterEndpoints {
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
   #lastCheckpoint: string | undefined;
-  #shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void } | undefined;
+  /** The checkpoints and roll-backs of a job with parameter-server shards. */
+  #shards: ShardCuts | undefined;
   /** Pauses step acceptance until every accepted step's rows push reached the shards. */
   readonly #pushes = new PushBarrier();
-  /** Pauses (checkpoints and roll-backs of a job with shards), one after another. */
-  #pauses: Promise<unknown> = Promise.resolve();
-  /** A shard died and the job has not rolled back yet: no checkpoint may commit meanwhile. */
-  #rollbackPending = false;
-  /** The dense model as the first worker reported it: the cut of a roll-back before any checkpoint. */
-  #startModel: Checkpoint['store'] | undefined;
+  /** The state before the first step was applied: the cut of a roll-back before any checkpoint. */
+  #startCut: Checkpoint | undefined;
   #resumedFrom: ResumedCheckpoint | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -258,10 +254,7 @@ export class Master implements ParameterEndpoints {
     variables: readonly NamedTensor[],
   ): { accepted: boolean; version: number } {
     const reply = this.#parameters.reportVariables(workerId, variables);
-    if (reply.accepted) {
-      this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
-      this.#startModel = this.store.snapshot();
-    }
+    if (reply.accepted) this.logger.info(`model initialised by ${workerId}`, { variables: variables.length });
     return reply;
   }
 
@@ -280,6 +273,7 @@ export class Master implements ParameterEndpoints {
         taskProgress: report.rangeStart,
       };
     }
+    if (this.#startCut === undefined && this.store.initialized) this.#startCut = this.#snapshot();
     const reply = this.#parameters.reportGradient(report);
     if (
       this.#shards !== undefined &&
@@ -426,7 +420,13 @@ export class Master implements ParameterEndpoints {
     writer: ShardCheckpointWriter,
     onCommitted: (version: number) => void = () => {},
   ): void {
-    this.#shards = { writer, onCommitted };
+    this.#shards = new ShardCuts(writer, onCommitted, this.#pushes, {
+      logger: this.logger,
+      leaseMs: () => this.taskManager.leaseMs,
+      snapshot: () => this.#snapshot(),
+      startCut: () => this.#startCut,
+      applyCut: (cut) => this.#applyCut(cut),
+    });
   }
 
   /**
@@ -443,61 +443,36 @@ export class Master implements ParameterEndpoints {
    * on the restored model. Resolves when steps resume; a failed roll-back fails the job.
    */
   onShardRelaunched(shardIndex: number, ready: Promise<unknown> = Promise.resolve()): Promise<void> {
-    const shards = this.#shards;
-    if (shards === undefined || this.#ended) return Promise.resolve();
-    this.#rollbackPending = true;
-    this.logger.warn(
-      `parameter-server shard ${shardIndex} was relaunched: the job rolls back to its last cut`,
-    );
-    return this.#paused(async () => {
-      this.#rollbackPending = false;
-      await ready;
-      const dir = this.#options.checkpointDir ?? '';
-      const cut = await lastCommittedCut(this.#options.checkpointDir, (error) =>
-        this.logger.warn(`skipping checkpoint: ${error.message}`),
+    if (this.#shards === undefined || this.#ended) return Promise.resolve();
+    return this.#shards
+      .rollBack(shardIndex, ready, this.#options.checkpointDir)
+      .catch((error: unknown) =>
+        this.fail(
+          'PS_RESTARTS_EXHAUSTED',
+          `The job could not roll back after parameter-server shard ${shardIndex} was relaunched: ${String(error)}`,
+        ),
       );
-      const withShardFiles = cut.checkpoint?.parameterServers !== undefined;
-      const rows = await restoreShardsWhenUp(
-        shards.writer,
-        withShardFiles ? cut.checkpoint?.store.version : undefined,
-        dir,
-      );
-      const recordsBefore = this.taskManager.status().recordsDone;
-      this.#applyCut(cut);
-      const recordsRolledBack = recordsBefore - this.taskManager.status().recordsDone;
-      this.logger.warn(
-        cut.checkpoint === undefined
-          ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched (no checkpoint was committed yet)`
-          : `job rolled back to checkpoint ${cut.path} after parameter-server shard ${shardIndex} was relaunched`,
-        {
-          shard: shardIndex,
-          cutVersion: cut.checkpoint?.store.version ?? 0,
-          modelVersion: this.store.version,
-          recordsRolledBack,
-          rows: rows.join(','),
-        },
-      );
-    }).catch((error: unknown) => {
-      this.#rollbackPending = false;
-      this.fail(
-        'PS_RESTARTS_EXHAUSTED',
-        `The job could not roll back after parameter-server shard ${shardIndex} was relaunched: ${String(error)}`,
-      );
-    });
   }
 
   /**
    * Puts the master back to `cut` (see {@link onShardRelaunched}): the dense model and optimizer
    * state at a version above every version handed out so far, and a fresh task manager restored
-   * from the cut's task state (from the job's start without a checkpoint).
+   * from the cut's task state. The cut's unfinished tasks get ids never handed out: a worker keeps
+   * ignoring a task id it was told it no longer holds.
    */
-  #applyCut(cut: RollbackCut): void {
-    const model = cut.checkpoint?.store ?? this.#startModel;
+  #applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number } {
+    const recordsBefore = this.taskManager.status().recordsDone;
     // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
     const version = this.store.version + this.store.maxStaleness + 1;
-    if (model !== undefined) this.store.restore({ ...model, version });
+    this.store.restore({ ...cut.store, version });
+    const firstId = this.#taskManager.toJSON().nextTaskId;
+    const tasks = cut.taskManager.tasks.map((task, i) => ({ ...task, id: firstId + i }));
     this.#taskManager = this.#newTaskManager();
-    if (cut.checkpoint !== undefined) this.#taskManager.restore(cut.checkpoint.taskManager);
+    this.#taskManager.restore({ ...cut.taskManager, tasks, nextTaskId: firstId + tasks.length });
+    return {
+      recordsRolledBack: recordsBefore - this.taskManager.status().recordsDone,
+      modelVersion: version,
+    };
   }
 
   /** Resolves when queued checkpoint and metrics writes are on disk. */
@@ -530,7 +505,8 @@ export class Master implements ParameterEndpoints {
   /** Captures the state synchronously (consistent by construction) and writes it in order. */
   #enqueueCheckpoint(dir: string): Promise<string> {
     const shards = this.#shards;
-    if (shards !== undefined) return this.#queueWrite(this.#checkpointWithShards(dir, shards));
+    if (shards !== undefined)
+      return this.#queueWrite(shards.checkpoint(dir, this.#options.keepCheckpoints ?? 3));
     const snapshot = this.#snapshot();
     const keep = this.#options.keepCheckpoints ?? 3;
     return this.#queueWrite(
@@ -565,71 +541,6 @@ export class Master implements ParameterEndpoints {
     const before = this.#checkpointWrites;
     this.#checkpointWrites = Promise.all([before, logged]).then(() => undefined);
     return write.then((w) => w.path);
-  }
-
-  /**
-   * The exact barrier of a job with parameter-server shards: steps pause until every accepted
-   * step's rows push reached the shards (push-barrier.ts), the master snapshots its state, every
-   * shard writes its files of that version, steps resume, and the master's file, written last,
-   * commits the cut.
-   */
-  async #checkpointWithShards(
-    dir: string,
-    shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void },
-  ): Promise<{ path: string; version: number; pausedMs: number }> {
-    if (isObjectStoreLocation(dir))
-      throw new MasterStateError(
-        'NO_CHECKPOINT_DIR',
-        `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
-      );
-    return this.#paused(async (resume) => {
-      const skipped = (why: string) =>
-        new MasterStateError('CHECKPOINT_SKIPPED', `checkpoint skipped: ${why}`);
-      if (this.#rollbackPending)
-        throw skipped('a parameter-server shard was relaunched and the job rolls back');
-      const snapshot = this.#snapshot();
-      const version = snapshot.store.version;
-      await shards.writer.saveShards(version, dir);
-      // A shard that died while writing may have answered from its relaunched process.
-      if (this.#rollbackPending)
-        throw skipped(`a parameter-server shard died while writing version ${version}`);
-      const pausedMs = resume();
-      const path = await writeCheckpoint(
-        dir,
-        { ...snapshot, parameterServers: { numShards: shards.writer.numShards } },
-        this.#options.keepCheckpoints ?? 3,
-      );
-      shards.onCommitted(version);
-      return { path, version, pausedMs };
-    });
-  }
-
-  /**
-   * Runs `fn` after the pauses queued before, in a pause of step acceptance that begins once every
-   * accepted step's rows push reached the shards; `resume` lifts the pause early (it gives the
-   * milliseconds paused), or it lifts when `fn` settles.
-   */
-  #paused<T>(fn: (resume: () => number) => Promise<T>): Promise<T> {
-    const run = this.#pauses.then(async () => {
-      const begin = performance.now();
-      const timeoutMs = this.taskManager.leaseMs;
-      const drained = await this.#pushes.pause(timeoutMs);
-      if (drained.unconfirmed.length > 0)
-        this.logger.warn(
-          `parameter-server pause: the rows pushes of ${drained.unconfirmed.join(', ')} were not confirmed within ${timeoutMs} ms; the cut goes on without them`,
-        );
-      const resume = () => {
-        this.#pushes.resume();
-        return performance.now() - begin;
-      };
-      try {
-        return await fn(resume);
-      } finally {
-        resume();
-      }
-    });
-    this.#pauses = run.catch(() => undefined);
-    return run;
   }
 
   #onTaskEvent(event: TaskManagerEvent): void {
