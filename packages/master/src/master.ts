@@ -275,10 +275,8 @@ export class Master implements ParameterEndpoints {
     }
     if (this.#startCut === undefined && this.store.initialized) this.#startCut = this.#snapshot();
     const reply = this.#parameters.reportGradient(report);
-    if (
-      this.#shards !== undefined &&
-      (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
-    )
+    // Tracked before the shards are known too: a pause may follow their arrival at once.
+    if (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
       this.#pushes.accepted(report.workerId);
     return reply;
   }
@@ -436,7 +434,7 @@ export class Master implements ParameterEndpoints {
    * step's rows push was answered; once `ready` resolves (the relaunched shard listens), every shard
    * restores the last committed checkpoint (RestoreShard; before the first checkpoint, the
    * initializer), and the master restores its dense model and task state from the same checkpoint
-   * (before the first, the model the first worker reported and tasks from the job's start), as a
+   * (before the first, the state before the first step was applied: tasks from the job's start), as a
    * master resumed after a kill does. The records trained since the cut are dispatched again and
    * counted again. The model version keeps rising, above every version a worker holds, so that no
    * gradient computed before the roll-back is applied: each comes back STALE and is computed again
