@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listCheckpoints } from '../src/checkpoint.js';
 import type { MasterLogger } from '../src/logger.js';
 import { Master } from '../src/master.js';
+import { type DrainedPushes, PushBarrier } from '../src/push-barrier.js';
 import { sleep, waitFor } from './helpers.js';
 
 const TOKEN = 'ps-rollback-token';
@@ -252,4 +253,30 @@ describe('parameter-server shards: exact checkpoint barrier and roll-back', () =
     client.close();
     await Promise.all(servers.map((s) => s.shutdown(0)));
   }, 120_000);
+});
+
+describe('PushBarrier', () => {
+  it('drains once every worker with an accepted step reported again or was lost, and names the ones that never did', async () => {
+    const barrier = new PushBarrier();
+    barrier.accepted('a');
+    barrier.accepted('b');
+    let drained: DrainedPushes | undefined;
+    const pause = barrier.pause(60_000).then((d) => {
+      drained = d;
+    });
+    expect(barrier.paused).toBe(true);
+    barrier.confirmed('a');
+    await sleep(5);
+    expect(drained).toBeUndefined();
+    barrier.confirmed('b');
+    await pause;
+    expect(drained?.unconfirmed).toEqual([]);
+    barrier.resume();
+    expect(barrier.paused).toBe(false);
+
+    barrier.accepted('c');
+    const timedOut = await barrier.pause(30);
+    expect(timedOut.unconfirmed).toEqual(['c']);
+    expect(timedOut.waitedMs).toBeGreaterThan(0);
+  });
 });
