@@ -6,7 +6,7 @@
  * tf.train.Examples. Needs `pnpm build`.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -138,6 +138,28 @@ function succeededOnce(run: Run): Summary {
   return summary;
 }
 
+/**
+ * The roll-back a relaunched shard caused (docs/master.md): the master's log line, checked against
+ * the job's accounting. Every record is applied once per epoch in the master's count; the records
+ * trained since the cut were trained again, and the workers' counts hold them twice.
+ */
+function rolledBack(run: Run, summary: Summary, shardIndex: number, to: 'start' | 'checkpoint') {
+  const event = run.events.find((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'));
+  expect(event, run.stderr.slice(-3000)).toBeDefined();
+  expect(event?.msg).toMatch(
+    to === 'start'
+      ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched`
+      : new RegExp(
+          `job rolled back to checkpoint .+ after parameter-server shard ${shardIndex} was relaunched`,
+        ),
+  );
+  const recordsRolledBack = event?.recordsRolledBack as number;
+  expect(recordsRolledBack).toBeGreaterThanOrEqual(0);
+  const trained = summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0);
+  expect(trained).toBe(TRAIN_RECORDS * EPOCHS + recordsRolledBack);
+  return event as Record<string, unknown>;
+}
+
 /** What each shard said when it stopped: its tables' rows and pushes. */
 function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushes: number }[]> {
   const out = new Map<number, { name: string; rows: number; pushes: number }[]>();
@@ -214,7 +236,10 @@ describe('edl train --num-ps 2', () => {
       }
     });
     expect(killed).toBeDefined();
-    succeededOnce(run);
+    const summary = succeededOnce(run);
+    // No checkpoint before the kill: every shard back to the initializer, tasks from the start.
+    const rollback = rolledBack(run, summary, 0, 'start');
+    expect(rollback.rows).toBe('0,0');
     // The same address again, from a new process; the job's log says what was lost.
     const shard0 = listening.filter((e) => e.shardIndex === 0);
     expect(shard0).toHaveLength(2);
@@ -399,20 +424,35 @@ describe('edl train --num-ps 2 checkpoints', () => {
     let killed: number | undefined;
     let committed = false;
     const listening: Record<string, unknown>[] = [];
-    const run = await train(['--num-ps', '2', '--checkpoint-steps', '20'], (event) => {
-      if (event.event === 'listening') listening.push(event);
-      if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
-      const shard1 = listening.find((e) => e.shardIndex === 1);
-      if (killed === undefined && committed && typeof shard1?.pid === 'number') {
-        killed = shard1.pid;
-        process.kill(shard1.pid, 'SIGKILL');
-      }
-    });
+    const checkpointDir = path.join(dir, 'ckpt-rollback');
+    const cutCopy = path.join(dir, 'cut-copy');
+    const run = await train(
+      ['--num-ps', '2', '--checkpoint-steps', '20'],
+      (event) => {
+        // Kept before a later checkpoint removes it (3 are kept).
+        if (typeof event.msg === 'string' && event.msg.startsWith('job rolled back')) {
+          const name = shardCheckpointDirName(event.cutVersion as number);
+          cpSync(path.join(checkpointDir, name), path.join(cutCopy, name), { recursive: true });
+        }
+        if (event.event === 'listening') listening.push(event);
+        if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
+        const shard1 = listening.find((e) => e.shardIndex === 1);
+        if (killed === undefined && committed && typeof shard1?.pid === 'number') {
+          killed = shard1.pid;
+          process.kill(shard1.pid, 'SIGKILL');
+        }
+      },
+      checkpointDir,
+    );
     expect(killed).toBeDefined();
-    succeededOnce(run);
+    const summary = succeededOnce(run);
     expect(run.stderr).toMatch(
       /warning: Parameter-server shard 1 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\. Its embedding rows restart from the checkpoint of model version \d+ in /,
     );
+    // Both shards, the live one too, hold the rows of the cut's shard files after the roll-back.
+    const rollback = rolledBack(run, summary, 1, 'checkpoint');
+    const markers = readShardMarkers(cutCopy, rollback.cutVersion as number);
+    expect(rollback.rows).toBe(markers.map((m) => m.tables.find((t) => t.name === 'item')?.rows).join(','));
   }, 240_000);
 });
 

@@ -9,7 +9,8 @@ import type { FatalTaskErrorCode } from '@edl/proto';
  *   parameter-server shard could not be kept running), `POD_CREATE_FAILED` (the instance manager
  *   gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
  * - Checkpoints ({@link CheckpointError}): `NO_CHECKPOINT_DIR`, `NOT_FOUND`, `READ_FAILED`,
- *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`.
+ *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`, `CHECKPOINT_SKIPPED` (a
+ *   parameter-server shard died: the job rolls back instead).
  * - State ({@link MasterStateError}): `ALREADY_STARTED`, `ROUND_NOT_OPEN`, `TASK_NOT_HELD`,
  *   `WRONG_TASK_TYPE`. A model that is not initialized or a version that is gone is the parameter
  *   store's `ParameterStoreError` (@edl/ps), not a master code.
@@ -28,6 +29,7 @@ export type MasterErrorCode =
   | 'CORRUPT'
   | 'DATA_MISMATCH'
   | 'OPTIMIZER_MISMATCH'
+  | 'CHECKPOINT_SKIPPED'
   | 'ALREADY_STARTED'
   | 'ROUND_NOT_OPEN'
   | 'TASK_NOT_HELD'

@@ -67,7 +67,8 @@ function freePort(host: string): Promise<number> {
  * picked before it starts, so that workers can be given every address (`--ps-addresses`) at once
  * and retry until the shards listen. A shard that exits while the job runs is relaunched on the
  * same address, from the shard files of the last committed checkpoint (or the initializer before
- * the first), which {@link LocalParameterServersOptions.onWarning} says.
+ * the first), which {@link LocalParameterServersOptions.onWarning} says, and the listener of
+ * {@link onRelaunched} hears, so that the whole job rolls back to that checkpoint.
  */
 export class LocalParameterServers {
   readonly #o: LocalParameterServersOptions;
@@ -77,6 +78,7 @@ export class LocalParameterServers {
   #stopped = false;
   #restorePoint: { readonly dir: string; readonly version: number } | undefined;
   #failed: ((reason: string) => void) | undefined;
+  #relaunched: ((shardIndex: number) => void) | undefined;
 
   constructor(options: LocalParameterServersOptions) {
     this.#o = options;
@@ -99,6 +101,14 @@ export class LocalParameterServers {
    */
   setRestorePoint(point: { readonly dir: string; readonly version: number } | undefined): void {
     this.#restorePoint = point;
+  }
+
+  /**
+   * Tells `listener` of each shard relaunched from now on, right after the new process was
+   * spawned: the master rolls the job back then (`Master.onShardRelaunched`).
+   */
+  onRelaunched(listener: (shardIndex: number) => void): void {
+    this.#relaunched = listener;
   }
 
   /** Process ids of the running shards, by shard index (for tests and status pages). */
@@ -239,5 +249,6 @@ export class LocalParameterServers {
       `Parameter-server shard ${shard.index} (${address}) ${how}: relaunched on the same address. ${point === undefined ? 'Its embedding rows restart from the initializer (seeded): no checkpoint was committed yet' : `Its embedding rows restart from the checkpoint of model version ${point.version} in ${point.dir}`}`,
     );
     this.#launch(shard);
+    this.#relaunched?.(shard.index);
   }
 }

@@ -1,3 +1,8 @@
+/*
+ * Over 500 lines on purpose: the master coordinates the task manager, the parameter store, evaluation
+ * and checkpoints in one class so that applying a gradient and advancing its task happen in one
+ * synchronous step; the parameter-server parts live in shard-cuts.ts and push-barrier.ts.
+ */
 import { checkInteger } from '@edl/common';
 import {
   type EvaluationMetricsReport,
@@ -24,8 +29,10 @@ import { type EvaluationResult, EvaluationService } from './evaluation-service.j
 import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
-import { isObjectStoreLocation } from './object-store-checkpoint.js';
+import { PushBarrier } from './push-barrier.js';
+import { type ShardCheckpointWriter, ShardCuts } from './shard-cuts.js';
 import { TaskManager } from './task-manager.js';
+import { waitAssignment } from './tasks/leases.js';
 import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
 import type { TaskManagerEvent, TaskManagerOptions, TaskManagerStatus } from './tasks/types.js';
 
@@ -67,15 +74,7 @@ const FAILURE_RANK: Record<number, number> = {
   [GradientStatus.TASK_NOT_HELD]: 3,
 };
 
-/**
- * The job's parameter-server shards as the master's checkpoints reach them (an EmbeddingClient of
- * @edl/proto is one): every shard writes its tables as the shard files of a model version.
- */
-export interface ShardCheckpointWriter {
-  readonly numShards: number;
-  /** Resolves once every shard wrote its part of the checkpoint of `version` in `dir`. */
-  saveShards(version: number, dir: string): Promise<unknown>;
-}
+export type { ShardCheckpointWriter } from './shard-cuts.js';
 
 /** The checkpoint a master resumed from. */
 export interface ResumedCheckpoint {
@@ -105,7 +104,7 @@ export type TaskReply = GetTaskResult;
  * and the instance manager call into it.
  */
 export class Master implements ParameterEndpoints {
-  readonly taskManager: TaskManager;
+  #taskManager: TaskManager;
   readonly store: ParameterStore;
   /** The store's gradient path, with the task manager's ranges as its ledger. */
   readonly #parameters: ParameterService;
@@ -116,7 +115,12 @@ export class Master implements ParameterEndpoints {
   readonly #stopRequested = new Set<string>();
   #checkpointWrites: Promise<void> = Promise.resolve();
   #lastCheckpoint: string | undefined;
-  #shards: { writer: ShardCheckpointWriter; onCommitted: (version: number) => void } | undefined;
+  /** The checkpoints and roll-backs of a job with parameter-server shards. */
+  #shards: ShardCuts | undefined;
+  /** Pauses step acceptance until every accepted step's rows push reached the shards. */
+  readonly #pushes = new PushBarrier();
+  /** The state before the first step was applied: the cut of a roll-back before any checkpoint. */
+  #startCut: Checkpoint | undefined;
   #resumedFrom: ResumedCheckpoint | undefined;
   #settle!: (result: JobResult) => void;
   readonly #done: Promise<JobResult>;
@@ -147,8 +151,17 @@ export class Master implements ParameterEndpoints {
     this.#done = new Promise((resolve) => {
       this.#settle = resolve;
     });
-    this.taskManager = new TaskManager({
-      ...options,
+    this.#taskManager = this.#newTaskManager();
+  }
+
+  /** The task manager: replaced by a fresh one, restored from a checkpoint, when the job rolls back. */
+  get taskManager(): TaskManager {
+    return this.#taskManager;
+  }
+
+  #newTaskManager(): TaskManager {
+    return new TaskManager({
+      ...this.#options,
       modelVersion: () => this.store.version,
       onEvent: (event) => this.#onTaskEvent(event),
     });
@@ -205,12 +218,20 @@ export class Master implements ParameterEndpoints {
   }
 
   getTask(workerId: string): TaskReply {
+    // No task during a pause: a roll-back is about to replace the task state.
+    if (this.#pushes.paused && !this.taskManager.finished)
+      return {
+        task: waitAssignment(this.store.version, this.taskManager.status().epoch, this.taskManager.leaseMs),
+        jobFinished: false,
+        jobError: '',
+      };
     const task = this.taskManager.getTask(workerId);
     if (task !== undefined) return { task, jobFinished: false, jobError: '' };
     return { jobFinished: true, jobError: this.taskManager.error?.message ?? '' };
   }
 
   reportTaskResult(workerId: string, taskId: number, recordsDone: number, error: string): boolean {
+    this.#pushes.confirmed(workerId);
     if (error !== '') this.logger.warn(`worker ${workerId} reports task ${taskId} failed`, { error });
     return this.taskManager.reportTaskResult(workerId, taskId, recordsDone, error);
   }
@@ -242,7 +263,22 @@ export class Master implements ParameterEndpoints {
    * then apply and advance progress together. Nothing between the checks and the writes awaits.
    */
   reportGradient(report: GradientReport): ReportReply {
-    return this.#parameters.reportGradient(report);
+    // Sent after the rows push of this worker's previous step was answered (push-barrier.ts).
+    this.#pushes.confirmed(report.workerId);
+    if (this.#pushes.paused) {
+      // Not applied: the worker computes the step again once the pause is over.
+      return {
+        status: GradientStatus.STALE,
+        modelVersion: this.store.version,
+        taskProgress: report.rangeStart,
+      };
+    }
+    if (this.#startCut === undefined && this.store.initialized) this.#startCut = this.#snapshot();
+    const reply = this.#parameters.reportGradient(report);
+    // Tracked before the shards are known too: a pause may follow their arrival at once.
+    if (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
+      this.#pushes.accepted(report.workerId);
+    return reply;
   }
 
   /** The task manager's side of the gradient path (see {@link GradientLedger}). */
@@ -261,6 +297,7 @@ export class Master implements ParameterEndpoints {
 
   /** Exactly-once metrics path: the same range discipline as gradients. */
   reportEvaluationMetrics(report: EvaluationReport): ReportReply {
+    this.#pushes.confirmed(report.workerId);
     const ranges = this.#checkRanges(report.workerId, report, 'evaluation');
     if (!ranges.ok) return ranges.reply;
     const records = [report, ...(report.moreRanges ?? [])].reduce((n, r) => n + r.rangeEnd - r.rangeStart, 0);
@@ -341,6 +378,8 @@ export class Master implements ParameterEndpoints {
   /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
+    // A dead worker pushes nothing more: what of its push arrived is all there will be.
+    this.#pushes.confirmed(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
     if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
     for (const o of this.#observers) o.onWorkerLost?.(workerId, reason, recovered);
@@ -370,12 +409,68 @@ export class Master implements ParameterEndpoints {
   }
 
   /**
-   * Makes every later checkpoint cover the job's parameter-server shards: each shard writes its
-   * shard files first, and the master's own file, written last, commits them; `onCommitted` hears
-   * each committed version (a relaunched shard starts from it).
+   * Makes every later checkpoint cover the job's parameter-server shards, with the exact barrier
+   * (docs/master.md): each shard writes its shard files first, and the master's own file, written
+   * last, commits them; `onCommitted` hears each committed version (a relaunched shard starts from
+   * it). {@link onShardRelaunched} rolls the job back through `writer`.
    */
-  useParameterServers(writer: ShardCheckpointWriter, onCommitted: (version: number) => void): void {
-    this.#shards = { writer, onCommitted };
+  useParameterServers(
+    writer: ShardCheckpointWriter,
+    onCommitted: (version: number) => void = () => {},
+  ): void {
+    this.#shards = new ShardCuts(writer, onCommitted, this.#pushes, {
+      logger: this.logger,
+      leaseMs: () => this.taskManager.leaseMs,
+      snapshot: () => this.#snapshot(),
+      startCut: () => this.#startCut,
+      applyCut: (cut) => this.#applyCut(cut),
+    });
+  }
+
+  /**
+   * Rolls the whole job back to its last committed cut after parameter-server shard `shardIndex`
+   * died and was relaunched (by the local job runner, or by the Kubernetes instance manager when it
+   * recreates a PS pod): call it as soon as the death is known. Steps pause until every accepted
+   * step's rows push was answered; once `ready` resolves (the relaunched shard listens), every shard
+   * restores the last committed checkpoint (RestoreShard; before the first checkpoint, the
+   * initializer), and the master restores its dense model and task state from the same checkpoint
+   * (before the first, the state before the first step was applied: tasks from the job's start), as a
+   * master resumed after a kill does. The records trained since the cut are dispatched again and
+   * counted again. The model version keeps rising, above every version a worker holds, so that no
+   * gradient computed before the roll-back is applied: each comes back STALE and is computed again
+   * on the restored model. Resolves when steps resume; a failed roll-back fails the job.
+   */
+  onShardRelaunched(shardIndex: number, ready: Promise<unknown> = Promise.resolve()): Promise<void> {
+    if (this.#shards === undefined || this.#ended) return Promise.resolve();
+    return this.#shards
+      .rollBack(shardIndex, ready, this.#options.checkpointDir)
+      .catch((error: unknown) =>
+        this.fail(
+          'PS_RESTARTS_EXHAUSTED',
+          `The job could not roll back after parameter-server shard ${shardIndex} was relaunched: ${String(error)}`,
+        ),
+      );
+  }
+
+  /**
+   * Puts the master back to `cut` (see {@link onShardRelaunched}): the dense model and optimizer
+   * state at a version above every version handed out so far, and a fresh task manager restored
+   * from the cut's task state. The cut's unfinished tasks get ids never handed out: a worker keeps
+   * ignoring a task id it was told it no longer holds.
+   */
+  #applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number } {
+    const recordsBefore = this.taskManager.status().recordsDone;
+    // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
+    const version = this.store.version + this.store.maxStaleness + 1;
+    this.store.restore({ ...cut.store, version });
+    const firstId = this.#taskManager.toJSON().nextTaskId;
+    const tasks = cut.taskManager.tasks.map((task, i) => ({ ...task, id: firstId + i }));
+    this.#taskManager = this.#newTaskManager();
+    this.#taskManager.restore({ ...cut.taskManager, tasks, nextTaskId: firstId + tasks.length });
+    return {
+      recordsRolledBack: recordsBefore - this.taskManager.status().recordsDone,
+      modelVersion: version,
+    };
   }
 
   /** Resolves when queued checkpoint and metrics writes are on disk. */
@@ -407,48 +502,43 @@ export class Master implements ParameterEndpoints {
 
   /** Captures the state synchronously (consistent by construction) and writes it in order. */
   #enqueueCheckpoint(dir: string): Promise<string> {
-    const snapshot: Checkpoint = {
+    const shards = this.#shards;
+    if (shards !== undefined)
+      return this.#queueWrite(shards.checkpoint(dir, this.#options.keepCheckpoints ?? 3));
+    const snapshot = this.#snapshot();
+    const keep = this.#options.keepCheckpoints ?? 3;
+    return this.#queueWrite(
+      this.#checkpointWrites.then(async () => ({
+        path: await writeCheckpoint(dir, snapshot, keep),
+        version: snapshot.store.version,
+      })),
+    );
+  }
+
+  #snapshot(): Checkpoint {
+    return {
       store: this.store.snapshot(),
       optimizer: this.store.optimizer.config,
       taskManager: this.taskManager.toJSON(),
     };
-    const shards = this.#shards;
-    const version = snapshot.store.version;
-    // Asked now, in the tick of the snapshot, not after the writes queued before: the shards'
-    // cut is then the rows as of this version, less only row pushes still on the wire.
-    const shardFiles =
-      shards === undefined
-        ? undefined
-        : isObjectStoreLocation(dir)
-          ? Promise.reject(
-              new MasterStateError(
-                'NO_CHECKPOINT_DIR',
-                `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
-              ),
-            )
-          : shards.writer.saveShards(version, dir);
-    shardFiles?.catch(() => {});
-    const write = this.#checkpointWrites.then(async () => {
-      if (shards === undefined || shardFiles === undefined)
-        return writeCheckpoint(dir, snapshot, this.#options.keepCheckpoints ?? 3);
-      await shardFiles;
-      const path = await writeCheckpoint(
-        dir,
-        { ...snapshot, parameterServers: { numShards: shards.writer.numShards } },
-        this.#options.keepCheckpoints ?? 3,
-      );
-      shards.onCommitted(version);
-      return path;
-    });
-    this.#checkpointWrites = write.then(
-      (path) => {
+  }
+
+  /** Logs a checkpoint once `write` committed it and tells the observers; `flush` waits for it. */
+  #queueWrite(write: Promise<{ path: string; version: number; pausedMs?: number }>): Promise<string> {
+    const logged = write.then(
+      ({ path, version, pausedMs }) => {
         this.#lastCheckpoint = path;
-        this.logger.info(`checkpoint written: ${path}`, { modelVersion: snapshot.store.version });
-        for (const o of this.#observers) o.onCheckpoint?.(path, snapshot.store.version);
+        this.logger.info(`checkpoint written: ${path}`, {
+          modelVersion: version,
+          ...(pausedMs === undefined ? {} : { pausedMs: Math.round(pausedMs) }),
+        });
+        for (const o of this.#observers) o.onCheckpoint?.(path, version);
       },
       (error: unknown) => this.logger.error(`checkpoint failed: ${String(error)}`),
     );
-    return write;
+    const before = this.#checkpointWrites;
+    this.#checkpointWrites = Promise.all([before, logged]).then(() => undefined);
+    return write.then((w) => w.path);
   }
 
   #onTaskEvent(event: TaskManagerEvent): void {

@@ -171,10 +171,13 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       ? undefined
       : (earlyShardClient ?? new EmbeddingClient({ addresses: localShards.addresses, token, shardOfId }));
   const checkpointDir = options.checkpointDir;
-  if (shardClient !== undefined && localShards !== undefined && checkpointDir !== undefined)
-    master.useParameterServers(shardClient, (version) =>
-      localShards.setRestorePoint({ dir: checkpointDir, version }),
-    );
+  if (shardClient !== undefined && localShards !== undefined) {
+    master.useParameterServers(shardClient, (version) => {
+      if (checkpointDir !== undefined) localShards.setRestorePoint({ dir: checkpointDir, version });
+    });
+    // A shard relaunched mid-job rolls the whole job back to the last cut (docs/master.md).
+    localShards.onRelaunched((index) => void master.onShardRelaunched(index, localShards.ready()));
+  }
 
   let stopping: Promise<void> | undefined;
   const stopJob = () => {

@@ -92,7 +92,7 @@ export class ParameterServerRows implements EmbeddingRowSource {
   /**
    * Runs `call` after the declaration, retrying while a shard is UNAVAILABLE (for up to
    * `unavailableMs`) and declaring again when a shard no longer knows a table (NOT_FOUND: it was
-   * relaunched and starts from the initializer until checkpoints restore shards).
+   * relaunched before the job's first checkpoint, so it starts with no tables).
    */
   async #call<T>(what: string, call: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + (this.#o.unavailableMs ?? 60_000);

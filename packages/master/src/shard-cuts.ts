@@ -1,0 +1,186 @@
+import { ShardRpcError } from '@edl/proto';
+import { type Checkpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { MasterStateError } from './errors.js';
+import type { MasterLogger } from './logger.js';
+import { isObjectStoreLocation } from './object-store-checkpoint.js';
+import type { PushBarrier } from './push-barrier.js';
+
+/**
+ * The job's parameter-server shards as the master's checkpoints and roll-backs reach them (an
+ * EmbeddingClient of @edl/proto is one).
+ */
+export interface ShardCheckpointWriter {
+  readonly numShards: number;
+  /** Resolves once every shard wrote its part of the checkpoint of `version` in `dir`. */
+  saveShards(version: number, dir: string): Promise<unknown>;
+  /**
+   * Has every shard replace its rows by its share of the checkpoint of `version` in `dir`, or, with
+   * `version` undefined, empty its tables (rows start from the initializer again).
+   */
+  restoreShards(version: number | undefined, dir: string): Promise<number[]>;
+}
+
+/** What {@link ShardCuts} needs of the master. */
+export interface ShardCutsHost {
+  readonly logger: MasterLogger;
+  /** Pushes not confirmed within this long are given up on (the task lease). */
+  leaseMs(): number;
+  /** The master's state now, taken synchronously. */
+  snapshot(): Checkpoint;
+  /** The cut before any checkpoint: the state before the first step was applied, if one was. */
+  startCut(): Checkpoint | undefined;
+  /** Puts the master back to `cut`; returns the training records this undid and the new version. */
+  applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number };
+}
+
+/** A checkpoint committed by {@link ShardCuts.checkpoint}. */
+export interface CommittedCut {
+  readonly path: string;
+  readonly version: number;
+  /** Milliseconds steps were paused: from the pause until every shard wrote its files. */
+  readonly pausedMs: number;
+}
+
+/**
+ * The cuts of a job with parameter-server shards (docs/master.md): checkpoints taken behind the
+ * exact barrier, and the job-wide roll-back to the last one when a shard is relaunched. Both run in
+ * a pause of step acceptance ({@link PushBarrier}), one after another.
+ */
+export class ShardCuts {
+  readonly #writer: ShardCheckpointWriter;
+  readonly #onCommitted: (version: number) => void;
+  readonly #pushes: PushBarrier;
+  readonly #host: ShardCutsHost;
+  #pauses: Promise<unknown> = Promise.resolve();
+  /** A shard died and the job has not rolled back yet: no checkpoint may commit meanwhile. */
+  #rollbackPending = false;
+
+  constructor(
+    writer: ShardCheckpointWriter,
+    onCommitted: (version: number) => void,
+    pushes: PushBarrier,
+    host: ShardCutsHost,
+  ) {
+    this.#writer = writer;
+    this.#onCommitted = onCommitted;
+    this.#pushes = pushes;
+    this.#host = host;
+  }
+
+  /**
+   * The exact barrier: steps pause until every accepted step's rows push reached the shards, the
+   * master's state is snapshot, every shard writes its files of that version, steps resume, and
+   * the master's file, written last, commits the cut.
+   */
+  async checkpoint(dir: string, keep: number): Promise<CommittedCut> {
+    if (isObjectStoreLocation(dir))
+      throw new MasterStateError(
+        'NO_CHECKPOINT_DIR',
+        `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
+      );
+    return this.#paused(async (resume) => {
+      const skipped = (why: string) =>
+        new MasterStateError('CHECKPOINT_SKIPPED', `checkpoint skipped: ${why}`);
+      if (this.#rollbackPending)
+        throw skipped('a parameter-server shard was relaunched and the job rolls back');
+      const snapshot = this.#host.snapshot();
+      const version = snapshot.store.version;
+      await this.#writer.saveShards(version, dir);
+      // A shard that died while writing may have answered from its relaunched process.
+      if (this.#rollbackPending)
+        throw skipped(`a parameter-server shard died while writing version ${version}`);
+      const pausedMs = resume();
+      const path = await writeCheckpoint(
+        dir,
+        { ...snapshot, parameterServers: { numShards: this.#writer.numShards } },
+        keep,
+      );
+      this.#onCommitted(version);
+      return { path, version, pausedMs };
+    });
+  }
+
+  /**
+   * Rolls every shard and the master back to the last committed checkpoint of `dir` (the job's
+   * start without one) once every accepted step's rows push was answered and `ready` resolved;
+   * see `Master.onShardRelaunched`. Rejects when the shards cannot be restored.
+   */
+  rollBack(shardIndex: number, ready: Promise<unknown>, dir: string | undefined): Promise<void> {
+    this.#rollbackPending = true;
+    const { logger } = this.#host;
+    logger.warn(`parameter-server shard ${shardIndex} was relaunched: the job rolls back to its last cut`);
+    const run = this.#paused(async () => {
+      this.#rollbackPending = false;
+      await ready;
+      const found =
+        dir === undefined
+          ? undefined
+          : await loadLatestCheckpoint(dir, (error) => logger.warn(`skipping checkpoint: ${error.message}`));
+      const withShardFiles = found?.checkpoint.parameterServers !== undefined;
+      const rows = await this.#restoreShards(
+        withShardFiles ? found?.checkpoint.store.version : undefined,
+        dir ?? '',
+      );
+      const cut = found?.checkpoint ?? this.#host.startCut();
+      const applied = cut === undefined ? undefined : this.#host.applyCut(cut);
+      logger.warn(
+        found === undefined
+          ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched (no checkpoint was committed yet)`
+          : `job rolled back to checkpoint ${found.path} after parameter-server shard ${shardIndex} was relaunched`,
+        {
+          shard: shardIndex,
+          cutVersion: found?.checkpoint.store.version ?? 0,
+          modelVersion: applied?.modelVersion ?? 0,
+          recordsRolledBack: applied?.recordsRolledBack ?? 0,
+          rows: rows.join(','),
+        },
+      );
+    });
+    run.catch(() => {
+      this.#rollbackPending = false;
+    });
+    return run;
+  }
+
+  /** RestoreShard on every shard, retrying while one is UNAVAILABLE (a channel still reconnecting). */
+  async #restoreShards(version: number | undefined, dir: string, timeoutMs = 60_000): Promise<number[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#writer.restoreShards(version, dir);
+      } catch (error) {
+        if (!(error instanceof ShardRpcError) || error.code !== 'UNAVAILABLE' || Date.now() >= deadline)
+          throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` after the pauses queued before, in a pause of step acceptance that begins once every
+   * accepted step's rows push reached the shards; `resume` lifts the pause early (it gives the
+   * milliseconds paused), or it lifts when `fn` settles.
+   */
+  #paused<T>(fn: (resume: () => number) => Promise<T>): Promise<T> {
+    const run = this.#pauses.then(async () => {
+      const begin = performance.now();
+      const timeoutMs = this.#host.leaseMs();
+      const drained = await this.#pushes.pause(timeoutMs);
+      if (drained.unconfirmed.length > 0)
+        this.#host.logger.warn(
+          `parameter-server pause: the rows pushes of ${drained.unconfirmed.join(', ')} were not confirmed within ${timeoutMs} ms; the cut goes on without them`,
+        );
+      const resume = () => {
+        this.#pushes.resume();
+        return performance.now() - begin;
+      };
+      try {
+        return await fn(resume);
+      } finally {
+        resume();
+      }
+    });
+    this.#pauses = run.catch(() => undefined);
+    return run;
+  }
+}

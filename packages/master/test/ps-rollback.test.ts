@@ -1,0 +1,282 @@
+/**
+ * The exact checkpoint barrier and the job-wide roll-back of a job with parameter-server shards
+ * (docs/master.md), on a real Master, two real shard servers (gRPC) and real checkpoint files.
+ * Simulated workers follow a worker's order: a step's rows gradient is pushed only after the master
+ * accepted the step, after a delay (a push still on the wire), and the next report is sent only
+ * once the push was answered. Every committed checkpoint's shard files are compared with a replay
+ * of the pushes of the steps its version covers.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EmbeddingClient, GradientStatus, ShardRpcError, TaskType } from '@edl/proto';
+import {
+  decodeEmbeddingTable,
+  type ParameterServer,
+  readShardMarkers,
+  shardCheckpointDirName,
+  shardOfId,
+  startParameterServer,
+} from '@edl/ps';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listCheckpoints } from '../src/checkpoint.js';
+import type { MasterLogger } from '../src/logger.js';
+import { Master } from '../src/master.js';
+import { type DrainedPushes, PushBarrier } from '../src/push-barrier.js';
+import { sleep, waitFor } from './helpers.js';
+
+const TOKEN = 'ps-rollback-token';
+const RECORDS = 240;
+const EPOCHS = 2;
+const VOCABULARY = 60;
+const DIM = 2;
+const LEARNING_RATE = 0.5;
+const JOB = { optimizer: { type: 'sgd' as const, learningRate: LEARNING_RATE }, seed: 3 };
+const ALL_IDS = Float64Array.from({ length: VOCABULARY }, (_, i) => i);
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edl-ps-rollback-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The ids of records [start, end): three per record, repeats included (the shard sums them). */
+function idsOf(start: number, end: number): Float64Array {
+  const ids: number[] = [];
+  for (let r = start; r < end; r++) ids.push(r % VOCABULARY, (r * 7) % VOCABULARY, (r * 13) % 17);
+  return Float64Array.from(ids);
+}
+
+/** A row gradient per id that differs by id, so that a missing or extra push shows. */
+function gradientsOf(ids: Float64Array): Float32Array {
+  const out = new Float32Array(ids.length * DIM);
+  ids.forEach((id, i) => {
+    out.fill(0.25 * (1 + (id % 3)), i * DIM, (i + 1) * DIM);
+  });
+  return out;
+}
+
+function shard(index: number, port = 0, restoreFrom?: { dir: string; version: number }) {
+  return startParameterServer({
+    token: TOKEN,
+    shardIndex: index,
+    numShards: 2,
+    port,
+    job: JOB,
+    ...(restoreFrom === undefined ? {} : { restoreFrom }),
+  });
+}
+
+/** The rows of every id as the shard files of checkpoint `version` hold them. */
+async function rowsInFiles(version: number): Promise<Float32Array> {
+  const out = new Float32Array(VOCABULARY * DIM);
+  const versionDir = join(dir, shardCheckpointDirName(version));
+  for (const marker of readShardMarkers(dir, version)) {
+    const file = marker.tables.find((t) => t.name === 't')?.file as string;
+    const table = decodeEmbeddingTable(new Uint8Array(await readFile(join(versionDir, file))), file);
+    ALL_IDS.forEach((id) => {
+      if (shardOfId(id, marker.numShards) === marker.shardIndex)
+        out.set(table.lookup(new Float64Array([id])), id * DIM);
+    });
+  }
+  return out;
+}
+
+interface AcceptedStep {
+  /** The model version the master answered with: the step's place in the job-wide order. */
+  readonly version: number;
+  readonly ids: Float64Array;
+}
+
+describe('parameter-server shards: exact checkpoint barrier and roll-back', () => {
+  it('commits every push of the steps up to each cut, and rolls every shard and the task state back to the last cut when a shard is relaunched', async () => {
+    const servers: ParameterServer[] = [await shard(0), await shard(1)];
+    const client = new EmbeddingClient({ addresses: servers.map((s) => s.address), token: TOKEN, shardOfId });
+    const logged: { message: string; fields: Record<string, unknown> }[] = [];
+    let frozen = false;
+    const accepted: AcceptedStep[] = [];
+    let rollback: Record<string, unknown> | undefined;
+    const logger: MasterLogger = {
+      info: (message, fields = {}) => logged.push({ message, fields }),
+      warn: (message, fields = {}) => {
+        logged.push({ message, fields });
+        if (message.startsWith('job rolled back')) {
+          // Logged while steps are still paused: nothing is accepted after it until the check below.
+          rollback = fields;
+          frozen = true;
+          const cut = fields.cutVersion as number;
+          accepted.splice(0, accepted.length, ...accepted.filter((s) => s.version <= cut));
+        }
+      },
+      error: (message, fields = {}) => logged.push({ message, fields }),
+    };
+    const master = new Master({
+      jobType: 'training',
+      trainingShards: [{ name: 's', start: 0, count: RECORDS }],
+      minibatchSize: 4,
+      numMinibatchesPerTask: 3,
+      numEpochs: EPOCHS,
+      trainEndCallback: false,
+      checkpointDir: dir,
+      checkpointSteps: 5,
+      keepCheckpoints: 1000,
+      logger,
+      parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
+    });
+    master.useParameterServers(client);
+    await client.declareTables([{ name: 't', dim: DIM }], 'test');
+    const initial = await client.pull('t', ALL_IDS, { create: false });
+    master.reportVariables('w0', [{ name: 'w', shape: [1], values: new Float32Array([0]) }]);
+
+    /** A push that waits out a shard being relaunched and declares the table again to a new one. */
+    async function push(ids: Float64Array, workerId: string, modelVersion: number): Promise<void> {
+      for (;;) {
+        try {
+          await client.push('t', ids, gradientsOf(ids), { modelVersion, workerId });
+          return;
+        } catch (error) {
+          if (!(error instanceof ShardRpcError)) throw error;
+          if (error.code === 'NOT_FOUND') await client.declareTables([{ name: 't', dim: DIM }], workerId);
+          await sleep(20);
+        }
+      }
+    }
+
+    const trained = new Map<string, number>();
+    async function worker(id: string): Promise<void> {
+      for (;;) {
+        await waitFor(() => !frozen, 'the roll-back check');
+        const reply = master.getTask(id);
+        if (reply.jobFinished) return;
+        const task = reply.task;
+        if (task === undefined || task.type === TaskType.WAIT) {
+          await sleep(3);
+          continue;
+        }
+        let start = task.start;
+        let dropped = false;
+        while (start < task.end && !dropped) {
+          await waitFor(() => !frozen, 'the roll-back check');
+          const end = Math.min(start + 4, task.end);
+          const answer = master.reportGradient({
+            workerId: id,
+            taskId: task.id,
+            rangeStart: start,
+            rangeEnd: end,
+            modelVersion: master.store.version,
+            gradients: [{ name: 'w', shape: [1], values: new Float32Array([0.01]) }],
+          });
+          if (answer.status === GradientStatus.ACCEPTED) {
+            const ids = idsOf(start, end);
+            accepted.push({ version: answer.modelVersion, ids });
+            trained.set(id, (trained.get(id) ?? 0) + end - start);
+            // The push is still on the wire while other workers' steps are accepted.
+            await sleep(Math.random() * 6);
+            await push(ids, id, answer.modelVersion);
+            start = end;
+          } else if (answer.status === GradientStatus.STALE) {
+            await sleep(2);
+          } else if (answer.status === GradientStatus.TASK_NOT_HELD) {
+            dropped = true;
+          } else {
+            throw new Error(`unexpected answer ${GradientStatus[answer.status]}`);
+          }
+        }
+        if (!dropped) master.reportTaskResult(id, task.id, task.end - task.start, '');
+      }
+    }
+
+    const workers = Promise.all(['w1', 'w2', 'w3'].map((id) => worker(id)));
+    await waitFor(
+      () => logged.filter((l) => l.message.startsWith('checkpoint written')).length >= 3,
+      'three checkpoints',
+      60_000,
+    );
+    // Shard 0 dies; its replacement listens on the same port, started from the last committed cut.
+    const port = servers[0]?.port as number;
+    await servers[0]?.shutdown(0);
+    const committed = (await listCheckpoints(dir)).at(-1) as number;
+    const relaunched = shard(0, port, { dir, version: committed });
+    const rolledBack = master.onShardRelaunched(
+      0,
+      relaunched.then((s) => {
+        servers[0] = s;
+      }),
+    );
+    await rolledBack;
+    expect(rollback, JSON.stringify(logged.slice(-5))).toBeDefined();
+    const cutVersion = rollback?.cutVersion as number;
+    expect(cutVersion).toBeGreaterThanOrEqual(committed);
+    // Every shard holds exactly the cut's rows: the live one's later pushes and the pushes that
+    // reached the relaunched one before the roll-back are gone.
+    expect(await client.pull('t', ALL_IDS, { create: false })).toEqual(await rowsInFiles(cutVersion));
+    const markers = readShardMarkers(dir, cutVersion);
+    expect(String(rollback?.rows)).toBe(markers.map((m) => m.tables[0]?.rows).join(','));
+    // The model version rose past every version handed out: gradients computed before are STALE.
+    expect(rollback?.modelVersion as number).toBeGreaterThan(Math.max(...accepted.map((s) => s.version), 0));
+    frozen = false;
+
+    await workers;
+    const result = await master.done;
+    expect(result.state).toBe('succeeded');
+    // Each record once per epoch in the final accounting; the records trained since the cut were
+    // trained again and are counted as such.
+    expect(master.status().recordsDone).toBe(RECORDS * EPOCHS);
+    const rolledBackRecords = rollback?.recordsRolledBack as number;
+    expect(rolledBackRecords).toBeGreaterThan(0);
+    expect([...trained.values()].reduce((a, b) => a + b, 0)).toBe(RECORDS * EPOCHS + rolledBackRecords);
+
+    // Every committed cut holds every push of the steps up to its version and none after.
+    const versions = await listCheckpoints(dir);
+    expect(versions.length).toBeGreaterThan(4);
+    for (const version of versions) {
+      const expected = Float64Array.from(initial);
+      for (const step of accepted)
+        if (step.version <= version) {
+          const gradients = gradientsOf(step.ids);
+          step.ids.forEach((id, i) => {
+            for (let d = 0; d < DIM; d++)
+              expected[id * DIM + d] =
+                (expected[id * DIM + d] as number) - LEARNING_RATE * (gradients[i * DIM + d] as number);
+          });
+        }
+      const files = await rowsInFiles(version);
+      for (let i = 0; i < expected.length; i++)
+        expect(files[i], `checkpoint ${version}, row float ${i}`).toBeCloseTo(expected[i] as number, 4);
+    }
+    const paused = logged
+      .filter((l) => l.message.startsWith('checkpoint written'))
+      .map((l) => l.fields.pausedMs);
+    expect(paused.every((ms) => typeof ms === 'number')).toBe(true);
+    client.close();
+    await Promise.all(servers.map((s) => s.shutdown(0)));
+  }, 120_000);
+});
+
+describe('PushBarrier', () => {
+  it('drains once every worker with an accepted step reported again or was lost, and names the ones that never did', async () => {
+    const barrier = new PushBarrier();
+    barrier.accepted('a');
+    barrier.accepted('b');
+    let drained: DrainedPushes | undefined;
+    const pause = barrier.pause(60_000).then((d) => {
+      drained = d;
+    });
+    expect(barrier.paused).toBe(true);
+    barrier.confirmed('a');
+    await sleep(5);
+    expect(drained).toBeUndefined();
+    barrier.confirmed('b');
+    await pause;
+    expect(drained?.unconfirmed).toEqual([]);
+    barrier.resume();
+    expect(barrier.paused).toBe(false);
+
+    barrier.accepted('c');
+    const timedOut = await barrier.pause(30);
+    expect(timedOut.unconfirmed).toEqual(['c']);
+    expect(timedOut.waitedMs).toBeGreaterThan(0);
+  });
+});
