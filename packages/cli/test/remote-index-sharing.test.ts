@@ -2,14 +2,15 @@
  * Workers do not repeat the master's header walk (issue 24 item 3). The master's reader indexes
  * remote objects that have no sidecar by walking their chunk headers (a 20-byte ranged GET per
  * chunk) and stores each index in the index cache, keyed by URL and ETag. Worker processes
- * re-create the reader from its description, which names the same cache, so they find the indexes
- * there and spend no request on them. Counted by a fault proxy (no fault injected) between the
- * readers and a real s3rver, with real worker processes reading every record through the reader.
+ * re-create the reader from its description: on one host they find the indexes in the same cache;
+ * as pods with a cache of their own, they ask the master (GetFileIndex) for the index of the
+ * version they see. Counted by a fault proxy (no fault injected) between the readers and a real
+ * s3rver, with real worker processes reading every record through the reader.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDataReader, type DataReader } from '@edl/data';
+import { createDataReader, type DataReader, type RemoteFileStats, type Shard } from '@edl/data';
 import { silentLogger, startMaster } from '@edl/master';
 import { RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { configureS3 } from '@edl/storage';
@@ -44,11 +45,61 @@ function headerReads(requests: readonly SeenRequest[]): Map<string, number> {
   return counts;
 }
 
-/** Runs a one-epoch training job over `reader` with `workers` sim workers reading through `workerReader`. */
-async function train(reader: DataReader<unknown>, workerReader: DataReader<unknown>, workers: number) {
+/** Writes `to - from` record ids as a RecordIO object `ids/<name>` in chunks of `chunkBytes`; its chunk count. */
+async function putIds(name: string, from: number, to: number, chunkBytes: number): Promise<number> {
+  const file = join(scratch, name);
+  const writer = RecordIOWriter.createSync(file, { maxChunkBytes: chunkBytes });
+  for (let id = from; id < to; id++) writer.write(String(id));
+  writer.close();
+  const local = await RecordIOReader.open(file);
+  const count = local.chunks.length;
+  local.close();
+  await s3.put('bucket', `ids/${name}`, readFileSync(file));
+  return count;
+}
+
+/**
+ * What pod-like worker processes are given: each an index cache of its own under `cacheRoot` (the
+ * reader they re-create names none), and the master as their index provider.
+ */
+function podEnv(name: string): { cacheRoot: string; statsDir: string; env: Record<string, string> } {
+  const cacheRoot = join(scratch, `${name}-caches`);
+  const statsDir = join(scratch, `${name}-stats`);
+  mkdirSync(statsDir, { recursive: true });
+  return {
+    cacheRoot,
+    statsDir,
+    env: { SIM_INDEX_FROM_MASTER: '1', SIM_CACHE_ROOT: cacheRoot, SIM_STATS_DIR: statsDir },
+  };
+}
+
+/** The remote file stats every worker wrote to `statsDir`, by object key. */
+function workerFileStats(statsDir: string): Map<string, RemoteFileStats[]> {
+  const byKey = new Map<string, RemoteFileStats[]>();
+  for (const name of readdirSync(statsDir)) {
+    const files = JSON.parse(readFileSync(join(statsDir, name), 'utf8')) as RemoteFileStats[];
+    for (const file of files) {
+      const key = `/bucket/${file.location.replace('s3://bucket/', '')}`;
+      byKey.set(key, [...(byKey.get(key) ?? []), file]);
+    }
+  }
+  return byKey;
+}
+
+/**
+ * Runs a one-epoch training job over `reader` (its shards, or `shards` when given) with `workers`
+ * sim workers reading through `workerReader`, with `env` added to theirs.
+ */
+async function train(
+  reader: DataReader<unknown>,
+  workerReader: DataReader<unknown>,
+  workers: number,
+  options: { readonly shards?: readonly Shard[]; readonly env?: Record<string, string> } = {},
+) {
   const handle = await startMaster({
     jobType: 'training',
     trainingReader: reader,
+    ...(options.shards === undefined ? {} : { trainingShards: options.shards }),
     minibatchSize: 10,
     numMinibatchesPerTask: 5,
     numEpochs: 1,
@@ -67,6 +118,7 @@ async function train(reader: DataReader<unknown>, workerReader: DataReader<unkno
         SIM_MINIBATCH: '10',
         SIM_TRANSPORT: 'stream',
         SIM_READER: JSON.stringify(workerReader.describe()),
+        ...options.env,
       },
     },
   });
@@ -85,15 +137,8 @@ beforeAll(async () => {
     ['ids-0.rio', 0, 220],
     ['ids-1.rio', 220, RECORDS],
   ] as const) {
-    const file = join(scratch, name);
     // Small chunks: a walk of many headers per object.
-    const writer = RecordIOWriter.createSync(file, { maxChunkBytes: 256 });
-    for (let id = from; id < to; id++) writer.write(String(id));
-    writer.close();
-    const local = await RecordIOReader.open(file);
-    chunks.set(`/bucket/ids/${name}`, local.chunks.length);
-    local.close();
-    await s3.put('bucket', `ids/${name}`, readFileSync(file));
+    chunks.set(`/bucket/ids/${name}`, await putIds(name, from, to, 256));
   }
   configureS3({ endpoint: proxy.endpoint, credentials: S3RVER_CREDENTIALS, forcePathStyle: true });
 }, 60_000);
@@ -142,5 +187,60 @@ describe('remote indexes built by the master', () => {
     expect(headerReads(proxy.requests)).toEqual(walked);
     await reader.close?.();
     await elsewhere.close?.();
+  }, 120_000);
+
+  it('come from the master to worker pods with caches of their own: no worker walks a header', async () => {
+    proxy.requests.length = 0;
+    const reader = await createDataReader('s3://bucket/ids/', {
+      remote: { indexCacheDir: join(scratch, 'pod-master-cache') },
+    });
+    await reader.createShards();
+    expect(headerReads(proxy.requests.splice(0))).toEqual(chunks);
+    const pod = podEnv('pod-worker');
+    const workerReader = await createDataReader('s3://bucket/ids/');
+    await train(reader, workerReader, 2, { env: pod.env });
+    // The workers fetched data and walked no header: each index came in the master's reply.
+    expect(proxy.requests.some((r) => r.method === 'GET' && r.headers.range !== undefined)).toBe(true);
+    expect(headerReads(proxy.requests)).toEqual(new Map());
+    const stats = workerFileStats(pod.statsDir);
+    expect([...stats.keys()].sort()).toEqual([...chunks.keys()].sort());
+    for (const file of [...stats.values()].flat()) {
+      // The worker's stats say where its index came from, and that it cost no storage request.
+      expect(file.index).toEqual({ origin: 'master', requests: 0 });
+      expect(file.dataRequests).toBeGreaterThan(0);
+    }
+    // Each worker kept what it was sent in its own cache, as a walk's result would be kept.
+    // (one directory per worker that read: a fast one may have taken every task).
+    const kept = readdirSync(pod.cacheRoot).flatMap((worker) => readdirSync(join(pod.cacheRoot, worker)));
+    expect(kept.filter((name) => name.endsWith('.idx'))).toHaveLength([...stats.values()].flat().length);
+    await reader.close?.();
+    await workerReader.close?.();
+  }, 120_000);
+
+  it('are never served for another version of an object: a replaced object is walked by the worker', async () => {
+    proxy.requests.length = 0;
+    const reader = await createDataReader('s3://bucket/ids/', {
+      remote: { indexCacheDir: join(scratch, 'stale-master-cache') },
+    });
+    const shards = await reader.createShards();
+    // The master indexed the objects as they were; then ids-1.rio is replaced by the same records
+    // in other chunks (a new ETag). The old index read against it would find no chunk header.
+    const rechunked = await putIds('ids-1.rio', 220, RECORDS, 512);
+    expect(rechunked).not.toBe(chunks.get('/bucket/ids/ids-1.rio'));
+    proxy.requests.length = 0;
+    const pod = podEnv('stale-worker');
+    const workerReader = await createDataReader('s3://bucket/ids/');
+    // The same records: the master's shards of the old version still count them right.
+    await train(reader, workerReader, 1, { shards, env: pod.env });
+    // The worker walked the new version's headers itself, and only those: the unchanged object's
+    // index came from the master.
+    expect(headerReads(proxy.requests)).toEqual(new Map([['/bucket/ids/ids-1.rio', rechunked]]));
+    const stats = workerFileStats(pod.statsDir);
+    expect(stats.get('/bucket/ids/ids-0.rio')?.map((file) => file.index.origin)).toEqual(['master']);
+    expect(stats.get('/bucket/ids/ids-1.rio')?.map((file) => file.index)).toEqual([
+      { origin: 'header-walk', requests: rechunked },
+    ]);
+    await reader.close?.();
+    await workerReader.close?.();
   }, 120_000);
 });
