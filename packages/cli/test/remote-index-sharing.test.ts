@@ -87,6 +87,20 @@ function workerFileStats(statsDir: string): Map<string, RemoteFileStats[]> {
 }
 
 /**
+ * The master's reader of the prefix with its index cache at `cacheName`, and its shards: cutting
+ * them walked every chunk header of both objects, once (the requests seen so far are dropped).
+ */
+async function masterReader(cacheName: string): Promise<{ reader: DataReader<unknown>; shards: Shard[] }> {
+  proxy.requests.length = 0;
+  const reader = await createDataReader('s3://bucket/ids/', {
+    remote: { indexCacheDir: join(scratch, cacheName) },
+  });
+  const shards = await reader.createShards();
+  expect(headerReads(proxy.requests.splice(0))).toEqual(chunks);
+  return { reader, shards };
+}
+
+/**
  * Runs a one-epoch training job over `reader` (its shards, or `shards` when given) with `workers`
  * sim workers reading through `workerReader`, with `env` added to theirs.
  */
@@ -173,29 +187,18 @@ describe('remote indexes built by the master', () => {
   }, 120_000);
 
   it("are walked again by a worker whose cache is not the master's (what the shared cache saves)", async () => {
-    proxy.requests.length = 0;
-    const reader = await createDataReader('s3://bucket/ids/', {
-      remote: { indexCacheDir: join(scratch, 'master-cache') },
-    });
-    await reader.createShards();
-    const walked = headerReads(proxy.requests.splice(0));
-    expect(walked).toEqual(chunks);
+    const { reader } = await masterReader('master-cache');
     const elsewhere = await createDataReader('s3://bucket/ids/', {
       remote: { indexCacheDir: join(scratch, 'worker-cache') },
     });
     await train(reader, elsewhere, 1);
-    expect(headerReads(proxy.requests)).toEqual(walked);
+    expect(headerReads(proxy.requests)).toEqual(chunks);
     await reader.close?.();
     await elsewhere.close?.();
   }, 120_000);
 
   it('come from the master to worker pods with caches of their own: no worker walks a header', async () => {
-    proxy.requests.length = 0;
-    const reader = await createDataReader('s3://bucket/ids/', {
-      remote: { indexCacheDir: join(scratch, 'pod-master-cache') },
-    });
-    await reader.createShards();
-    expect(headerReads(proxy.requests.splice(0))).toEqual(chunks);
+    const { reader } = await masterReader('pod-master-cache');
     const pod = podEnv('pod-worker');
     const workerReader = await createDataReader('s3://bucket/ids/');
     await train(reader, workerReader, 2, { env: pod.env });
@@ -217,12 +220,32 @@ describe('remote indexes built by the master', () => {
     await workerReader.close?.();
   }, 120_000);
 
-  it('are never served for another version of an object: a replaced object is walked by the worker', async () => {
+  it('come from the master for a CSV object too: the worker streams no line index', async () => {
+    const lines = Array.from({ length: RECORDS }, (_, id) => `${id},record ${id}\n`).join('');
+    await s3.put('bucket', 'csv/ids.csv', Buffer.from(lines));
     proxy.requests.length = 0;
-    const reader = await createDataReader('s3://bucket/ids/', {
-      remote: { indexCacheDir: join(scratch, 'stale-master-cache') },
+    const reader = await createDataReader('s3://bucket/csv/ids.csv', {
+      remote: { indexCacheDir: join(scratch, 'csv-master-cache') },
     });
-    const shards = await reader.createShards();
+    await reader.createShards();
+    expect(
+      proxy.requests.filter((r) => r.method === 'GET' && r.headers.range !== undefined).length,
+    ).toBeGreaterThan(0);
+    proxy.requests.length = 0;
+    const pod = podEnv('csv-worker');
+    const workerReader = await createDataReader('s3://bucket/csv/ids.csv');
+    await train(reader, workerReader, 1, { env: pod.env });
+    expect(
+      workerFileStats(pod.statsDir)
+        .get('/bucket/csv/ids.csv')
+        ?.map((file) => file.index),
+    ).toEqual([{ origin: 'master', requests: 0 }]);
+    await reader.close?.();
+    await workerReader.close?.();
+  }, 120_000);
+
+  it('are never served for another version of an object: a replaced object is walked by the worker', async () => {
+    const { reader, shards } = await masterReader('stale-master-cache');
     // The master indexed the objects as they were; then ids-1.rio is replaced by the same records
     // in other chunks (a new ETag). The old index read against it would find no chunk header.
     const rechunked = await putIds('ids-1.rio', 220, RECORDS, 512);
