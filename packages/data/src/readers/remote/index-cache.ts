@@ -29,20 +29,24 @@ export interface RemoteIndexProvider {
 /** Where a looked-up index came from: this process's cache directory, or its provider. */
 export type CachedIndexOrigin = 'cache' | 'master';
 
+const emitWarning = (message: string): void => {
+  process.emitWarning(message);
+};
 let provider: RemoteIndexProvider | undefined;
-let warnProvider: (message: string) => void = (message) => process.emitWarning(message);
+let warnProvider = emitWarning;
 
 /**
  * Sets (or, with `undefined`, removes) the provider every {@link IndexCache} of this process asks
- * on a miss. `warn` receives why an answer was not used (too large, unreachable); the index is then
- * built locally, as without a provider. A worker sets it once it is connected to its master.
+ * on a miss. `warn` (default: `process.emitWarning`) receives why an answer was not used (too
+ * large, unreachable); the index is then built locally, as without a provider. A worker sets it
+ * once it is connected to its master; the master's own process never does (it serves its cache).
  */
 export function setRemoteIndexProvider(
   next: RemoteIndexProvider | undefined,
   warn?: (message: string) => void,
 ): void {
   provider = next;
-  if (warn !== undefined) warnProvider = warn;
+  warnProvider = warn ?? emitWarning;
 }
 
 /** The environment variable that moves the index cache. */
