@@ -5,13 +5,16 @@
  * re-create the reader from its description: on one host they find the indexes in the same cache;
  * as pods with a cache of their own, they ask the master (GetFileIndex) for the index of the
  * version they see. Counted by a fault proxy (no fault injected) between the readers and a real
- * s3rver, with real worker processes reading every record through the reader.
+ * s3rver, with real worker processes reading every record through the reader (simulated workers
+ * that train by reporting which records they read, and one real `edl worker` training census).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createDataReader, type DataReader, type RemoteFileStats, type Shard } from '@edl/data';
 import { silentLogger, startMaster } from '@edl/master';
+import { generateCensusCsv } from '@edl/model-zoo';
 import { RecordIOReader, RecordIOWriter } from '@edl/recordio';
 import { configureS3 } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +27,9 @@ import {
 } from '../../storage/test/support/s3rver-process.js';
 
 const RECORDS = 400;
+/** `edl worker`'s census options: the CSV's header row, a minibatch of 50. */
+const CENSUS_ARGS = ['--data-reader-params', '{"header":true}', '--minibatch-size', '50'];
+const edl = fileURLToPath(new URL('../dist/bin/edl.js', import.meta.url));
 /** Bytes of a RecordIO chunk header: what a header walk asks for, one chunk at a time. */
 const CHUNK_HEADER_BYTES = 20;
 const scratch = mkdtempSync(join(tmpdir(), 'edl-index-sharing-'));
@@ -266,4 +272,69 @@ describe('remote indexes built by the master', () => {
     await reader.close?.();
     await workerReader.close?.();
   }, 120_000);
+
+  it('come from the master to a real `edl worker` with a cache of its own (the CLI sets the provider)', async () => {
+    const csv = await generateCensusCsv({ file: join(scratch, 'census.csv'), rows: 300, seed: 1 });
+    const size = readFileSync(csv).byteLength;
+    await s3.put('bucket', 'census/train.csv', readFileSync(csv));
+    const origin = 's3://bucket/census/train.csv';
+    const reader = await createDataReader(origin, {
+      header: true,
+      remote: { indexCacheDir: join(scratch, 'census-master-cache') },
+    });
+    await reader.createShards();
+    proxy.requests.length = 0;
+    const workerCache = join(scratch, 'census-worker-cache');
+    const output: string[] = [];
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingReader: reader,
+      minibatchSize: 50,
+      numMinibatchesPerTask: 2,
+      numEpochs: 1,
+      parameterStore: { optimizer: { type: 'sgd', learningRate: 0.01 } },
+      logger: silentLogger,
+      workers: {
+        command: process.execPath,
+        args: [
+          edl,
+          'worker',
+          '--model-def',
+          'census',
+          '--training-data',
+          origin,
+          '--backend',
+          'cpu',
+          ...CENSUS_ARGS,
+        ],
+        numWorkers: 1,
+        onOutput: (_worker, line) => output.push(line),
+        env: {
+          ...process.env,
+          AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+          AWS_REGION: 'us-east-1',
+          AWS_ENDPOINT_URL_S3: proxy.endpoint,
+          EDL_INDEX_CACHE_DIR: workerCache,
+        },
+      },
+    });
+    const result = await handle.wait();
+    expect(result.error?.message, output.join('\n')).toBeUndefined();
+    expect(result.state).toBe('succeeded');
+    // The worker kept the master's line index and did not stream the object to build one. At open
+    // the text reader reads the object's head twice (a sample of rows for the column types, then
+    // the header row): one GET each of this small object whole. Building the line index would
+    // stream it once more (a third such GET: seen with the provider left unset).
+    expect(readdirSync(workerCache).filter((name) => name.endsWith('.idx'))).toHaveLength(1);
+    const whole = proxy.requests.filter(
+      (r) => r.method === 'GET' && r.headers.range === `bytes=0-${size - 1}`,
+    );
+    expect(whole).toHaveLength(2);
+    expect(
+      proxy.requests.some((r) => r.method === 'GET' && r.headers.range?.startsWith('bytes=0-') !== true),
+    ).toBe(true);
+    expect(output.join('\n')).not.toContain('index.from_master');
+    await reader.close?.();
+  }, 240_000);
 });
