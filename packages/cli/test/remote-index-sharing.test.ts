@@ -51,6 +51,17 @@ function headerReads(requests: readonly SeenRequest[]): Map<string, number> {
   return counts;
 }
 
+/** A worker process's environment: this one's, with s3rver's credentials, through the proxy. */
+function workerS3Env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_S3: proxy.endpoint,
+  };
+}
+
 /** Writes `to - from` record ids as a RecordIO object `ids/<name>` in chunks of `chunkBytes`; its chunk count. */
 async function putIds(name: string, from: number, to: number, chunkBytes: number): Promise<number> {
   const file = join(scratch, name);
@@ -129,11 +140,7 @@ async function train(
       args: [simWorker],
       numWorkers: workers,
       env: {
-        ...process.env,
-        AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-        AWS_REGION: 'us-east-1',
-        AWS_ENDPOINT_URL_S3: proxy.endpoint,
+        ...workerS3Env(),
         SIM_RECORDS: String(RECORDS),
         SIM_MINIBATCH: '10',
         SIM_TRANSPORT: 'stream',
@@ -309,14 +316,7 @@ describe('remote indexes built by the master', () => {
         ],
         numWorkers: 1,
         onOutput: (_worker, line) => output.push(line),
-        env: {
-          ...process.env,
-          AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-          AWS_REGION: 'us-east-1',
-          AWS_ENDPOINT_URL_S3: proxy.endpoint,
-          EDL_INDEX_CACHE_DIR: workerCache,
-        },
+        env: { ...workerS3Env(), EDL_INDEX_CACHE_DIR: workerCache },
       },
     });
     const result = await handle.wait();
