@@ -38,6 +38,7 @@ import {
 } from '@edl/proto/grpc';
 import { ParameterStoreError, parameterRpcHandlers } from '@edl/ps';
 import { MasterError } from './errors.js';
+import { fileIndexHandler } from './file-index-service.js';
 import { widenReceiveWindow } from './http2-window.js';
 import type { Master } from './master.js';
 
@@ -55,6 +56,11 @@ export interface MasterServerOptions {
   readonly scaleWorkers?: (numWorkers: number) => Promise<number>;
   /** Number of workers reported by GetJobStatus. */
   readonly numWorkers?: () => number;
+  /**
+   * The index cache directories GetFileIndex answers from (`indexCacheDirsOf` of the job's readers); without
+   * them it answers that it holds no index, and workers build their own.
+   */
+  readonly indexCacheDirs?: readonly string[];
 }
 
 /** A running gRPC server of a master. */
@@ -280,6 +286,7 @@ export async function serveMaster(master: Master, options: MasterServerOptions):
     taskStream,
     taskBatchStream,
     gradientStream,
+    getFileIndex: fileIndexHandler(authorized, options.indexCacheDirs ?? [], maxBytes),
   };
   server.addService(masterServiceDefinition, implementation as unknown as UntypedServiceImplementation);
 

@@ -44,6 +44,7 @@ export {
 } from './errors.js';
 export { auc, MetricsAccumulator } from './evaluation-metrics.js';
 export { type EvaluationResult, EvaluationService } from './evaluation-service.js';
+export { FILE_INDEX_MAX_BYTES, fileIndexHandler, indexCacheDirsOf } from './file-index-service.js';
 export { type MasterServer, type MasterServerOptions, serveMaster } from './grpc-server.js';
 export {
   type LiveViewOptions,

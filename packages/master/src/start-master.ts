@@ -4,6 +4,7 @@ import type { DataReader, Shard } from '@edl/data';
 import { EmbeddingClient } from '@edl/proto';
 import { shardOfId } from '@edl/ps';
 import type { MasterErrorCode } from './errors.js';
+import { indexCacheDirsOf } from './file-index-service.js';
 import { type MasterServer, serveMaster } from './grpc-server.js';
 import { type LiveViewServer, serveLiveView } from './http/live-view-server.js';
 import { createJobMetrics } from './http/metrics.js';
@@ -129,6 +130,11 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       return instances.scaleTo(n);
     },
     numWorkers: () => instances?.runningWorkers ?? 0,
+    indexCacheDirs: indexCacheDirsOf([
+      options.trainingReader,
+      options.evaluationReader,
+      options.predictionReader,
+    ]),
   });
   const events = {
     workerLost: (workerId: string, reason: string, crashed: boolean) => {

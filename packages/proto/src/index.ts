@@ -59,7 +59,7 @@ export {
   parseLogLevel,
   silentLogger,
 } from './logger.js';
-export { MasterClient, type MasterClientOptions } from './master-client.js';
+export { type FileIndexAnswer, MasterClient, type MasterClientOptions } from './master-client.js';
 export type {
   EvaluationMetricsReport,
   GetTaskResult,

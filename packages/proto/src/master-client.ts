@@ -3,6 +3,7 @@ import { type Client, connectivityState, status as grpcStatus } from '@grpc/grpc
 import { BatchStreamTransport } from './batch-stream-transport.js';
 import { MasterRpcError } from './errors.js';
 import {
+  type GetFileIndexRequest,
   GetJobStatusRequestSchema,
   type GetTaskRequest,
   type HeartbeatRequest,
@@ -30,6 +31,15 @@ import type { NamedTensor } from './tensor.js';
 import { UnaryTransport } from './unary-transport.js';
 import { toSafeNumber, toWireInt } from './wire-numbers.js';
 import { toWorkerStatsMessage, type WorkerStatsReport } from './worker-stats.js';
+
+/**
+ * The master's answer to {@link MasterClient.fileIndex}: the index bytes, nothing (it holds no index
+ * of that version), or the size of an index over its message limit (the worker builds it itself).
+ */
+export type FileIndexAnswer =
+  | { readonly index: Uint8Array }
+  | { readonly tooLargeBytes: number; readonly limitBytes: number }
+  | undefined;
 
 /** Options of {@link MasterClient}. */
 export interface MasterClientOptions {
@@ -272,6 +282,23 @@ export class MasterClient {
       recordsTotal: toSafeNumber(r.recordsTotal, 'recordsTotal'),
       numWorkers: r.numWorkers,
     };
+  }
+
+  /**
+   * The master's cached index of version `version` (an ETag) of the remote object `location`, of
+   * `kind` (`recordio`, `tfrecord`, or a text reader's index key): what a worker pod asks before
+   * walking the object's headers itself. An index of any other version is never answered.
+   */
+  async fileIndex(kind: string, location: string, version: string): Promise<FileIndexAnswer> {
+    const request: GetFileIndexRequest = { $typeName: 'edl.v1.GetFileIndexRequest', kind, location, version };
+    const response = await this.#unary.call('getFileIndex', request);
+    if (response.tooLargeBytes > 0n) {
+      return {
+        tooLargeBytes: toSafeNumber(response.tooLargeBytes, 'tooLargeBytes'),
+        limitBytes: toSafeNumber(response.limitBytes, 'limitBytes'),
+      };
+    }
+    return response.found ? { index: response.index } : undefined;
   }
 
   /** A no-op round trip (liveness probe, benchmark baseline). */

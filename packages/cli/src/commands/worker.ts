@@ -184,6 +184,10 @@ export const command: Command = {
       transport: 'batch',
       gradientTransport: 'stream',
     });
+    // Worker pods share no disk with the master: the indexes it built when cutting shards come
+    // from it, not from another header walk (readers index their remote files on first read).
+    const { setRemoteIndexProvider } = await import('@edl/data');
+    setRemoteIndexProvider(client, (reason) => logger.warn('index.from_master', { reason }));
     // A master restarting from its checkpoint, or a lost reply, should not kill the worker.
     const master = withRetries(client, { logger });
     const parameterServers =

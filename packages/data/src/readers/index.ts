@@ -38,7 +38,14 @@ export {
   type RecordIOPrefetchOptions,
 } from './recordio-data-reader.js';
 export { type BuiltSidecarIndex, buildSidecarIndex } from './remote/build-sidecar.js';
-export { defaultIndexCacheDir, INDEX_CACHE_ENV } from './remote/index-cache.js';
+export {
+  defaultIndexCacheDir,
+  INDEX_CACHE_ENV,
+  IndexCache,
+  type RemoteIndexAnswer,
+  type RemoteIndexProvider,
+  setRemoteIndexProvider,
+} from './remote/index-cache.js';
 export type { RemoteFileStats } from './remote/remote-file.js';
 export type { IndexOrigin, RemoteIndexReport } from './remote/remote-index.js';
 export type { RemoteReadOptions } from './remote/remote-options.js';

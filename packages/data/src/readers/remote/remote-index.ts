@@ -12,10 +12,11 @@ import {
 import type { IndexCache } from './index-cache.js';
 
 /**
- * Where a remote object's index came from: the local cache, its sidecar, a header walk, or (a
- * GZIP/ZLIB TFRecord object, which has no index) a count of its records by one decompressing pass.
+ * Where a remote object's index came from: the local cache, the master (a worker pod's index
+ * provider, set by `setRemoteIndexProvider`), its sidecar, a header walk, or (a GZIP/ZLIB TFRecord
+ * object, which has no index) a count of its records by one decompressing pass.
  */
-export type IndexOrigin = 'cache' | 'sidecar' | 'header-walk' | 'stream-count';
+export type IndexOrigin = 'cache' | 'master' | 'sidecar' | 'header-walk' | 'stream-count';
 
 /** How a remote object was indexed, and what it cost. */
 export interface RemoteIndexReport {
@@ -40,10 +41,10 @@ export const SIDECAR_SUFFIX = '.idx';
 
 /**
  * The index of a remote object, cheapest first: the local cache (keyed by URL and ETag, no
+ * request), the master's cache (a worker pod's index provider: one call to the master, no storage
  * request), the sidecar `<object>.idx` when present and of the object's size (one GET when the
  * listing that found the object saw it, else a HEAD and a GET; no request when the listing saw
- * none),
- * else a header walk ({@link walkRecordIOHeaders}, {@link walkTFRecordHeaders}). What was loaded
+ * none), else a header walk ({@link walkRecordIOHeaders}, {@link walkTFRecordHeaders}). What was loaded
  * or built is cached for the next reader of this version. A GZIP/ZLIB TFRecord object, which has
  * no offsets to index, gives its compression and the requests spent finding it out.
  */
@@ -56,7 +57,7 @@ export async function loadRemoteIndex(
   const { version, location, size } = object;
   if (version !== undefined) {
     const cached = await cache.get(format, location, version, size);
-    if (cached !== undefined) return { index: cached, report: { origin: 'cache', requests: 0 } };
+    if (cached !== undefined) return { index: cached.index, report: { origin: cached.origin, requests: 0 } };
   }
   const counter: RequestCounter = { requests: 0 };
   const sidecar = await readSidecar(format, source, object, counter);

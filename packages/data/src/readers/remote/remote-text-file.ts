@@ -96,19 +96,18 @@ export class RemoteTextFile implements TextFile {
   }
 
   /**
-   * The text index of this version of the object: from the cache (no request) when it holds one
-   * for these options, else built by `build` (one streaming pass) and cached.
+   * The text index of this version of the object: from the cache (no request) or the master (a
+   * worker pod's index provider) when either holds one for these options, else built by `build` (one streaming pass) and cached.
    *
    * @param kind - the index's format and the options that shape it (part of the cache key).
    */
   async index(cache: IndexCache, kind: string, build: () => Promise<TextIndex>): Promise<TextIndex> {
     const { location, version, size } = this.object;
     if (version !== undefined) {
-      const bytes = await cache.getBytes(kind, location, version);
-      const cached = bytes === undefined ? undefined : decodeTextIndex(bytes, size);
+      const cached = await cache.lookup(kind, location, version, (bytes) => decodeTextIndex(bytes, size));
       if (cached !== undefined) {
-        this.indexReport = { origin: 'cache', requests: 0 };
-        return cached;
+        this.indexReport = { origin: cached.origin, requests: 0 };
+        return cached.value;
       }
     }
     this.#indexing = true;
