@@ -11,6 +11,7 @@ import {
   jobTypeOf,
   namespaceOf,
   one,
+  parameterServerOptions,
   pullPolicy,
   size,
   splitArgs,
@@ -45,6 +46,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
   const workerSize = size(args, 'worker');
   const masterSize = size(args, 'master');
   const credentials = credentialOptions(args);
+  const shards = parameterServerOptions(args);
 
   const L = await loadLibs();
   const namespace = namespaceOf(args, given ?? (needsCluster ? contextNamespace(L, args) : 'default'));
@@ -65,6 +67,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
     ...(mountPath ? { dataMountPath: mountPath } : {}),
     ...(account ? { serviceAccount: account } : {}),
     ...credentials,
+    ...shards,
   });
   return { L, args, objects, namespace, jobName, port, account: account ?? 'edl-master' };
 }

@@ -5,6 +5,10 @@ import { type MasterLogger, silentLogger } from '../logger.js';
 import type { Master } from '../master.js';
 import { LABELS, workerSelector } from './labels.js';
 import { masterInstanceEvents } from './master-events.js';
+import {
+  KubernetesParameterServers,
+  type KubernetesParameterServersOptions,
+} from './parameter-server-pods.js';
 import type { PodApi } from './pod-api.js';
 import { type PodOutcome, podOutcome } from './pod-outcome.js';
 import { PodWatcher, type PodWatcherOptions, type PodWatcherStats } from './pod-watcher.js';
@@ -30,6 +34,11 @@ export interface KubernetesInstanceManagerOptions {
   readonly createAttempts?: number;
   readonly watcher?: PodWatcherOptions;
   readonly logger?: MasterLogger;
+  /**
+   * The job's parameter-server shards (`--num-ps`): started before the first worker, whose pods get
+   * their addresses in EDL_PS_ADDRESSES, and stopped after the last.
+   */
+  readonly parameterServers?: KubernetesParameterServers;
 }
 
 /** How the workers of a job fared, for the final status line. */
@@ -112,7 +121,14 @@ export class KubernetesInstanceManager implements InstanceManager {
     this.#options = options;
     this.#api = options.api;
     this.#events = events;
-    this.#template = { ...options.template, namespace: options.api.namespace };
+    const shards = options.parameterServers;
+    this.#template = {
+      ...options.template,
+      namespace: options.api.namespace,
+      ...(shards === undefined
+        ? {}
+        : { env: { ...options.template.env, EDL_PS_ADDRESSES: shards.addresses.join(',') } }),
+    };
     this.#logger = options.logger ?? silentLogger;
     this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);
     this.#maxRelaunches = checkInteger(options.maxRelaunches ?? 3, 'maxRelaunches', 0);
@@ -148,6 +164,11 @@ export class KubernetesInstanceManager implements InstanceManager {
     return this.#watcher.stats;
   }
 
+  /** The job's parameter-server shards, when it has any. */
+  get parameterServers(): KubernetesParameterServers | undefined {
+    return this.#options.parameterServers;
+  }
+
   /** How the workers fared so far. */
   summary(): WorkerSummary {
     return { ...this.#summary, running: this.runningWorkers };
@@ -163,6 +184,9 @@ export class KubernetesInstanceManager implements InstanceManager {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
+    await this.#options.parameterServers?.start((reason) =>
+      this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason),
+    );
     // The first list tells which worker ids pods of this job already use (a restarted master):
     // new ids continue after them, so pod names never collide.
     await this.#watcher.start();
@@ -201,6 +225,7 @@ export class KubernetesInstanceManager implements InstanceManager {
     const deadline = Date.now() + graceMs + (this.#options.deleteGraceSeconds ?? 10) * 1000;
     while (this.runningWorkers > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await this.#watcher.stop();
+    await this.#options.parameterServers?.stop(graceMs);
     if (first) {
       const s = this.summary();
       this.#logger.info(
@@ -390,15 +415,26 @@ export class KubernetesInstanceManager implements InstanceManager {
  * ```
  */
 export function kubernetesInstanceManager(
-  options: KubernetesInstanceManagerOptions,
+  options: Omit<KubernetesInstanceManagerOptions, 'parameterServers'> & {
+    /** The job's parameter-server shards (`--num-ps`), connected to the master's checkpoints. */
+    readonly parameterServers?: KubernetesParameterServersOptions;
+  },
 ): (address: string, token: string, master: Master) => KubernetesInstanceManager {
-  return (address, _token, master) =>
-    new KubernetesInstanceManager(
+  return (address, token, master) => {
+    const { parameterServers: shardOptions, ...rest } = options;
+    const shards =
+      shardOptions === undefined
+        ? undefined
+        : new KubernetesParameterServers({ logger: master.logger, ...shardOptions });
+    shards?.attach(master, token);
+    return new KubernetesInstanceManager(
       {
         logger: master.logger,
-        ...options,
+        ...rest,
         template: { ...options.template, masterAddress: options.template.masterAddress || address },
+        ...(shards === undefined ? {} : { parameterServers: shards }),
       },
       masterInstanceEvents(master),
     );
+  };
 }

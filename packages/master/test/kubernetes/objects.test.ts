@@ -226,10 +226,11 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
     ).toThrow('Expected an integer in [0, 10000] for numWorkers but received -1');
   });
 
-  it('RBAC: pods only, with exactly the verbs the master uses', () => {
+  it('RBAC: pods, and services to create (parameter-server shards), with exactly the verbs the master uses', () => {
     const rbac = buildRbacObjects('ml');
     expect(rbac.role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['create', 'list', 'watch', 'delete'] },
+      { apiGroups: [''], resources: ['services'], verbs: ['create'] },
     ]);
     expect(rbac.roleBinding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'edl-master', namespace: 'ml' },

@@ -1,0 +1,174 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type KubernetesInstanceManager,
+  kubernetesInstanceManager,
+} from '../../src/kubernetes/kubernetes-instance-manager.js';
+import { createServiceApi } from '../../src/kubernetes/service-api.js';
+import { silentLogger } from '../../src/logger.js';
+import { startMaster } from '../../src/start-master.js';
+import { buildDist, repoRoot, simWorker, waitFor } from '../helpers.js';
+import { type FakeCluster, startFakeCluster } from './fixtures/fake-cluster.js';
+
+// The shard pods run the real `edl ps` of the built CLI.
+beforeAll(() => buildDist(['-b packages/cli']), 300_000);
+
+const RECORDS = 400;
+const EPOCHS = 3;
+const edl = join(repoRoot, 'packages/cli/dist/bin/edl.js');
+let cluster: FakeCluster | undefined;
+const checkpointDir = mkdtempSync(join(tmpdir(), 'edl-ps-pods-'));
+afterAll(async () => {
+  await cluster?.close();
+  rmSync(checkpointDir, { recursive: true, force: true });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describe('parameter-server pods on the fake cluster: real edl ps shards behind their Services', () => {
+  it('relaunches a deleted shard under its Service name from the last checkpoint, and the job succeeds', async () => {
+    const output: string[] = [];
+    cluster = await startFakeCluster({
+      mode: 'process',
+      startDelayMs: 30,
+      onOutput: (pod, line) => output.push(`${pod}: ${line}`),
+    });
+    const c = cluster;
+    const token = 'job-token-from-the-secret';
+    c.server.create('secrets', 'edl', { metadata: { name: 'psjob-token' }, stringData: { token } });
+    // One host runs every "pod": each shard gets its own loopback port (in a cluster every pod
+    // listens on the same port of its own IP, behind its Service).
+    const ports = [await freePort(), await freePort()];
+    const relaunchedShards: number[] = [];
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: [{ name: 'shard-a', start: 0, count: RECORDS }],
+      minibatchSize: 10,
+      numMinibatchesPerTask: 4,
+      numEpochs: EPOCHS,
+      seed: 3,
+      leaseMs: 3_000,
+      token,
+      checkpointDir,
+      checkpointSteps: 5,
+      parameterStore: { mode: 'async', maxStaleness: 1_000, optimizer: { type: 'sgd', learningRate: 1 } },
+      logger: silentLogger,
+      instanceManager: kubernetesInstanceManager({
+        api: c.podApi,
+        template: {
+          jobName: 'psjob',
+          image: 'elasticdl-ts:test',
+          command: [process.execPath, simWorker],
+          masterAddress: '',
+          tokenSecret: { name: 'psjob-token', key: 'token' },
+          owner: { name: 'psjob-master', uid: 'uid-1' },
+          env: { SIM_RECORDS: String(RECORDS), SIM_MINIBATCH: '10', SIM_STEP_DELAY_MS: '40' },
+        },
+        numWorkers: 2,
+        deleteGraceSeconds: 1,
+        watcher: { backoffMs: 20, maxBackoffMs: 200 },
+        parameterServers: {
+          api: c.podApi,
+          services: createServiceApi(c.kubeConfig, 'edl'),
+          template: {
+            jobName: 'psjob',
+            image: 'elasticdl-ts:test',
+            command: [process.execPath],
+            args: [edl, 'ps'],
+            numShards: 2,
+            optimizer: { type: 'sgd', learningRate: 1 },
+            seed: 7,
+            tokenSecret: { name: 'psjob-token', key: 'token' },
+            owner: { name: 'psjob-master', uid: 'uid-1' },
+            priorityClassName: 'edl-ps',
+          },
+          maxRelaunches: 2,
+          deleteGraceSeconds: 1,
+          checkpointDir,
+          portOf: (index) => ports[index] as number,
+          addressOf: (index) => `127.0.0.1:${ports[index]}`,
+          onShardRelaunched: (index) => relaunchedShards.push(index),
+          watcher: { backoffMs: 20, maxBackoffMs: 200 },
+        },
+      }),
+    });
+    const manager = handle.instanceManager as KubernetesInstanceManager;
+    const shards = manager.parameterServers;
+    if (shards === undefined) throw new Error('no parameter servers');
+
+    // Each shard has its Service, selecting its pods by shard index, owned by the master pod.
+    for (const index of [0, 1]) {
+      const service = c.server.get('services', 'edl', `psjob-ps-${index}`);
+      expect(service?.spec).toEqual({
+        selector: { 'edl.dev/job': 'psjob', 'edl.dev/role': 'ps', 'edl.dev/ps-index': String(index) },
+        ports: [{ name: 'grpc', port: ports[index], targetPort: 'grpc' }],
+      });
+      expect(service?.metadata.ownerReferences).toEqual([
+        { apiVersion: 'v1', kind: 'Pod', name: 'psjob-master', uid: 'uid-1' },
+      ]);
+    }
+    // Workers get every shard's address.
+    const worker = c.server.pods('edl').find((p) => p.metadata.labels['edl.dev/role'] === 'worker');
+    expect(worker?.spec.containers[0].env).toContainEqual({
+      name: 'EDL_PS_ADDRESSES',
+      value: `127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`,
+    });
+
+    // Both shards listen; a checkpoint covering them is committed; then shard 1's pod is deleted.
+    await waitFor(
+      () => output.filter((l) => l.includes('"event":"listening"')).length >= 2,
+      'both shards listening',
+      60_000,
+    );
+    await waitFor(() => shards.restorePoint !== undefined, 'a checkpoint with the shards', 60_000);
+    expect(handle.master.taskManager.finished).toBe(false);
+    const core = c.kubeConfig.makeApiClient(CoreV1Api);
+    await core.deleteNamespacedPod({ name: 'psjob-ps-1-0', namespace: 'edl', gracePeriodSeconds: 1 });
+
+    await waitFor(() => c.kubelet.running().includes('psjob-ps-1-1'), 'shard 1 relaunched', 30_000);
+    const relaunched = c.server.get('pods', 'edl', 'psjob-ps-1-1');
+    expect(relaunched?.metadata.labels).toMatchObject({ 'edl.dev/role': 'ps', 'edl.dev/ps-index': '1' });
+    expect(relaunched?.spec.priorityClassName).toBe('edl-ps');
+    const args: string[] = relaunched?.spec.containers[0].args;
+    expect(args.slice(args.indexOf('--restore-dir'), args.indexOf('--restore-dir') + 2)).toEqual([
+      '--restore-dir',
+      checkpointDir,
+    ]);
+    const version = Number(args[args.indexOf('--restore-version') + 1]);
+    expect(version).toBeGreaterThan(0);
+    expect(version % 5).toBe(0);
+    // The relaunched shard restored that checkpoint's shard files before it served.
+    await waitFor(
+      () => output.some((l) => l.startsWith('psjob-ps-1-1: {"event":"restored"')),
+      'the relaunched shard restored',
+      30_000,
+    );
+    expect(relaunchedShards).toEqual([1]);
+    // The first launch was never relaunched a second time; shard 0 kept its pod.
+    expect(shards.pods().map((p) => p.podName)).toEqual(['psjob-ps-0-0', 'psjob-ps-1-1']);
+
+    const result = await handle.wait();
+    expect(result.error?.message, output.slice(-20).join('\n')).toBeUndefined();
+    expect(result.state).toBe('succeeded');
+    expect(Array.from(new Set(handle.master.store.getModel().variables[0]!.values))).toEqual([EPOCHS]);
+    expect(shards.pods().map((p) => p.relaunches)).toEqual([0, 1]);
+    // The job's end took the shards' pods down with the workers'.
+    expect(c.kubelet.running()).toEqual([]);
+    expect(output.filter((l) => l.includes('"event":"stopped"')).map((l) => l.split(':')[0])).toEqual(
+      expect.arrayContaining(['psjob-ps-0-0', 'psjob-ps-1-1']),
+    );
+  }, 240_000);
+});
