@@ -18,6 +18,7 @@ import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options
 import { recordsSummary } from '../job/records-summary.js';
 import { applyS3Options } from '../job/s3-options.js';
 import {
+  checkShardCheckpointDir,
   credentialOptions,
   edlCommand,
   integer,
@@ -74,6 +75,7 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
   if (!token) throw new UsageError('EDL_JOB_TOKEN is not set: the master pod gets it from the job Secret');
   const trainOptions = parseJobOptions(args.trainArgs);
   const jobType = jobTypeOf(trainOptions);
+  checkShardCheckpointDir(trainOptions);
   const port = integer(args, 'port', 50001, 0, 65_535);
   const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
   const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
@@ -236,7 +238,7 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
  * workers' credentials and volume (checkpoint shard files go to --checkpoint-dir on it), the
  * job's optimizer (the one the master's store takes) and seed, and the `--ps-*` options.
  */
-function parameterServerTemplate(
+export function parameterServerTemplate(
   pod: MasterPodArgs,
   basics: Omit<WorkerPodTemplate, 'namespace' | 'masterAddress'>,
   command: readonly string[],

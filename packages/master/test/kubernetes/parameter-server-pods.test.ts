@@ -21,9 +21,11 @@ const RECORDS = 400;
 const EPOCHS = 3;
 const edl = join(repoRoot, 'packages/cli/dist/bin/edl.js');
 let cluster: FakeCluster | undefined;
+let idleCluster: FakeCluster | undefined;
 const checkpointDir = mkdtempSync(join(tmpdir(), 'edl-ps-pods-'));
 afterAll(async () => {
   await cluster?.close();
+  await idleCluster?.close();
   rmSync(checkpointDir, { recursive: true, force: true });
 });
 
@@ -171,4 +173,65 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
       expect.arrayContaining(['psjob-ps-0-0', 'psjob-ps-1-1']),
     );
   }, 240_000);
+
+  it('fails the job once a shard ended more often than maxRelaunches allows', async () => {
+    idleCluster = await startFakeCluster({ mode: 'idle', startDelayMs: 10 });
+    const c = idleCluster;
+    const relaunchedShards: number[] = [];
+    const handle = await startMaster({
+      jobType: 'training',
+      trainingShards: [{ name: 'shard-a', start: 0, count: 100 }],
+      minibatchSize: 10,
+      numEpochs: 1,
+      token: 't',
+      parameterStore: { mode: 'async', maxStaleness: 10, optimizer: { type: 'sgd', learningRate: 1 } },
+      logger: silentLogger,
+      workerExitGraceMs: 0,
+      instanceManager: kubernetesInstanceManager({
+        api: c.podApi,
+        template: {
+          jobName: 'few',
+          image: 'elasticdl-ts:test',
+          masterAddress: '',
+          tokenSecret: { name: 'few-token', key: 'token' },
+        },
+        numWorkers: 0,
+        deleteGraceSeconds: 0,
+        parameterServers: {
+          api: c.podApi,
+          services: createServiceApi(c.kubeConfig, 'edl'),
+          template: {
+            jobName: 'few',
+            image: 'elasticdl-ts:test',
+            args: ['ps'],
+            numShards: 1,
+            optimizer: { type: 'sgd', learningRate: 1 },
+            seed: 0,
+            tokenSecret: { name: 'few-token', key: 'token' },
+          },
+          maxRelaunches: 1,
+          deleteGraceSeconds: 0,
+          onShardRelaunched: (index) => relaunchedShards.push(index),
+          watcher: { backoffMs: 20, maxBackoffMs: 200 },
+        },
+      }),
+    });
+    const shards = (handle.instanceManager as KubernetesInstanceManager).parameterServers;
+    // The Service DNS name is what workers get when no test overrides it.
+    expect(shards?.addresses).toEqual(['few-ps-0.edl.svc:50002']);
+    await waitFor(() => c.kubelet.running().includes('few-ps-0-0'), 'the shard running');
+    c.kubelet.exit('few-ps-0-0', 1);
+    await waitFor(() => c.kubelet.running().includes('few-ps-0-1'), 'the shard relaunched');
+    // No checkpoint was committed (the job has no --checkpoint-dir): it starts from the initializer.
+    expect(c.server.get('pods', 'edl', 'few-ps-0-1')?.spec.containers[0].args).not.toContain('--restore-dir');
+    expect(relaunchedShards).toEqual([0]);
+    c.kubelet.kill('few-ps-0-1', 'oom');
+    const result = await handle.wait();
+    expect(result.state).toBe('failed');
+    expect(result.error?.code).toBe('PS_RESTARTS_EXHAUSTED');
+    expect(result.error?.message).toBe(
+      'Parameter-server shard 0 (few-ps-0.edl.svc:50002, pod few-ps-0-1) failed: exit code 137 (OOMKilled); 1 relaunch(es) used, maxRelaunches is 1',
+    );
+    expect(c.server.get('pods', 'edl', 'few-ps-0-2')).toBeUndefined();
+  }, 60_000);
 });
