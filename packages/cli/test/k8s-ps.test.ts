@@ -1,5 +1,7 @@
 /** `edl k8s` with `--num-ps`: the parameter-server options, from the command line to the shard pods. */
+import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { buildPsPod } from '@edl/master/kubernetes';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -150,5 +152,18 @@ describe('edl k8s with --num-ps', () => {
       expect(run.code).toBe(2);
       expect(run.stderr.split('\n')[0]).toBe(message);
     }
+  });
+
+  it('deploy/k8s/ps-priority-class.yaml is a PriorityClass above the workers (who carry none)', () => {
+    const path = fileURLToPath(new URL('../../../deploy/k8s/ps-priority-class.yaml', import.meta.url));
+    // biome-ignore lint/suspicious/noExplicitAny: one YAML document, checked field by field.
+    const [priorityClass] = loadAllYaml(readFileSync(path, 'utf8')) as Array<Record<string, any>>;
+    expect(priorityClass).toMatchObject({
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      metadata: { name: 'edl-ps' },
+      globalDefault: false,
+    });
+    expect(priorityClass?.value).toBeGreaterThan(0);
   });
 });
