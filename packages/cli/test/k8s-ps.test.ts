@@ -1,24 +1,15 @@
 /** `edl k8s` with `--num-ps`: the parameter-server options, from the command line to the shard pods. */
 import { readFileSync } from 'node:fs';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { buildPsPod } from '@edl/master/kubernetes';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { loadLibs } from '../src/k8s/cluster.js';
 import { parameterServerTemplate, parseMasterPodArgs } from '../src/k8s/master-pod.js';
-import { runCli } from '../src/main.js';
+import { runEdl } from './helpers/run-edl.js';
 
-async function edl(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  stdout.on('data', (d) => out.push(String(d)));
-  stderr.on('data', (d) => err.push(String(d)));
-  const code = await runCli(args, { stdout, stderr, stdin: new PassThrough(), isTTY: false });
-  return { code, stdout: out.join(''), stderr: err.join('') };
-}
+/** The built CLI: `edl k8s manifest` needs no cluster. */
+const edl = (args: readonly string[]) => runEdl(args);
 
 const JOB = ['--image', 'registry.example.com/edl:1', '--namespace', 'ml', '--job-name', 'ctr'];
 const PS = [

@@ -11,7 +11,13 @@ import {
 } from './parameter-server-pods.js';
 import type { PodApi } from './pod-api.js';
 import { type PodOutcome, podOutcome } from './pod-outcome.js';
-import { PodWatcher, type PodWatcherOptions, type PodWatcherStats } from './pod-watcher.js';
+import {
+  CreationClock,
+  type PodWatcher,
+  type PodWatcherOptions,
+  type PodWatcherStats,
+  watchOwnPods,
+} from './pod-watcher.js';
 import { buildWorkerPod, type WorkerPodTemplate, workerPodName } from './worker-pod.js';
 
 /** Options of {@link KubernetesInstanceManager}. */
@@ -64,7 +70,7 @@ interface WorkerRecord {
   readonly slot: number;
   /** Create call in flight. */
   creating: boolean;
-  /** Stamp of the finished create call (see #listStamp). */
+  /** Stamp of the finished create call ({@link CreationClock}). */
   createdAt: number;
   /** The pod exists and has not reached Succeeded or Failed. */
   alive: boolean;
@@ -95,6 +101,7 @@ export class KubernetesInstanceManager implements InstanceManager {
   readonly #maxRelaunches: number;
   readonly #createAttempts: number;
   readonly #watcher: PodWatcher;
+  readonly #clock = new CreationClock();
   readonly #workers = new Map<string, WorkerRecord>();
   /** Worker ids by slot: the slot's current worker. */
   readonly #slots = new Map<number, string>();
@@ -111,8 +118,6 @@ export class KubernetesInstanceManager implements InstanceManager {
   #nextWorker = 0;
   #nextSlot = 0;
   #relaunches = 0;
-  #stamp = 0;
-  #listStamp = 0;
   #stopped = false;
   #started = false;
   readonly #creations = new Set<Promise<void>>();
@@ -134,16 +139,14 @@ export class KubernetesInstanceManager implements InstanceManager {
     this.#maxRelaunches = checkInteger(options.maxRelaunches ?? 3, 'maxRelaunches', 0);
     this.#createAttempts = checkInteger(options.createAttempts ?? 5, 'createAttempts', 1);
     checkInteger(options.deleteGraceSeconds ?? 10, 'deleteGraceSeconds', 0);
-    this.#watcher = new PodWatcher(
+    this.#watcher = watchOwnPods(
       this.#api,
       workerSelector(options.template.jobName),
+      this.#clock,
       {
-        listing: () => {
-          this.#listStamp = this.#stamp;
-        },
         synced: (pods) => this.#synced(pods),
-        changed: (type, pod) => this.#observe(pod, type === 'DELETED'),
-        notice: (message, fields) => this.#logger.warn(message, fields),
+        observe: (pod, deleted) => this.#observe(pod, deleted),
+        warn: (message, fields) => this.#logger.warn(message, fields),
       },
       options.watcher,
     );
@@ -267,7 +270,7 @@ export class KubernetesInstanceManager implements InstanceManager {
       try {
         await this.#api.create(pod);
         record.creating = false;
-        record.createdAt = ++this.#stamp;
+        record.createdAt = this.#clock.created();
         // The ADDED event may have come first and already ended it; otherwise it is alive now.
         if (!record.ended)
           record.alive = record.lastSeen === undefined || podOutcome(record.lastSeen).kind === 'active';
@@ -325,7 +328,12 @@ export class KubernetesInstanceManager implements InstanceManager {
     }
     for (const record of this.#workers.values()) {
       // Only pods whose creation finished before the list began can be missing from it.
-      if (record.ended || record.creating || record.createdAt > this.#listStamp || listed.has(record.podName))
+      if (
+        record.ended ||
+        record.creating ||
+        !this.#clock.listedAfter(record.createdAt) ||
+        listed.has(record.podName)
+      )
         continue;
       this.#logger.warn(`worker pod ${record.podName} is gone (found by a re-list)`);
       this.#observe(record.lastSeen ?? { metadata: { name: record.podName } }, true, record);

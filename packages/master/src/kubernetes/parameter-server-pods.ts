@@ -7,7 +7,7 @@ import type { Master } from '../master.js';
 import { LABELS, psSelector } from './labels.js';
 import type { PodApi } from './pod-api.js';
 import { podOutcome } from './pod-outcome.js';
-import { PodWatcher, type PodWatcherOptions } from './pod-watcher.js';
+import { CreationClock, type PodWatcher, type PodWatcherOptions, watchOwnPods } from './pod-watcher.js';
 import {
   buildPsPod,
   buildPsService,
@@ -67,7 +67,7 @@ interface ShardState {
   relaunches: number;
   podName?: string;
   creating: boolean;
-  /** Stamp of the finished create call (see #listStamp). */
+  /** Stamp of the finished create call ({@link CreationClock}). */
   createdAt: number;
   /** The current pod exists and has not reached Succeeded or Failed. */
   alive: boolean;
@@ -96,13 +96,12 @@ export class KubernetesParameterServers {
   readonly #graceSeconds: number;
   readonly #shards: ShardState[] = [];
   readonly #watcher: PodWatcher;
+  readonly #clock = new CreationClock();
   readonly #creations = new Set<Promise<void>>();
   #restorePoint: ShardRestorePoint | undefined;
   #failed: ((reason: string) => void) | undefined;
   #client: EmbeddingClient | undefined;
   #stopped = false;
-  #stamp = 0;
-  #listStamp = 0;
 
   constructor(options: KubernetesParameterServersOptions) {
     this.#o = options;
@@ -130,16 +129,14 @@ export class KubernetesParameterServers {
         ended: false,
       });
     }
-    this.#watcher = new PodWatcher(
+    this.#watcher = watchOwnPods(
       options.api,
       psSelector(options.template.jobName),
+      this.#clock,
       {
-        listing: () => {
-          this.#listStamp = this.#stamp;
-        },
         synced: (pods) => this.#synced(pods),
-        changed: (type, pod) => this.#observe(pod, type === 'DELETED'),
-        notice: (message, fields) => this.#logger.warn(message, fields),
+        observe: (pod, deleted) => this.#observe(pod, deleted),
+        warn: (message, fields) => this.#logger.warn(message, fields),
       },
       options.watcher,
     );
@@ -269,7 +266,7 @@ export class KubernetesParameterServers {
           shard.ended = true;
           return;
         }
-        shard.createdAt = ++this.#stamp;
+        shard.createdAt = this.#clock.created();
         if (!shard.ended)
           shard.alive = shard.lastSeen === undefined || podOutcome(shard.lastSeen).kind === 'active';
         this.#logger.info(`parameter-server pod ${podName} created`, { shard: shard.index });
@@ -293,7 +290,7 @@ export class KubernetesParameterServers {
     }
     for (const shard of this.#shards) {
       if (shard.podName === undefined || shard.ended || shard.creating) continue;
-      if (shard.createdAt > this.#listStamp || listed.has(shard.podName)) continue;
+      if (!this.#clock.listedAfter(shard.createdAt) || listed.has(shard.podName)) continue;
       this.#logger.warn(`parameter-server pod ${shard.podName} is gone (found by a re-list)`);
       this.#observe(shard.lastSeen ?? { metadata: { name: shard.podName } }, true, shard);
     }

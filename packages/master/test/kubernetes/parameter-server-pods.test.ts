@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { createServiceApi } from '../../src/kubernetes/service-api.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
 import { buildDist, repoRoot, simWorker, waitFor } from '../helpers.js';
-import { type FakeCluster, startFakeCluster } from './fixtures/fake-cluster.js';
+import { type FakeCluster, startFakeCluster, startProcessCluster } from './fixtures/fake-cluster.js';
 
 // The shard pods run the real `edl ps` of the built CLI.
 beforeAll(() => buildDist(['-b packages/cli']), 300_000);
@@ -29,28 +30,22 @@ afterAll(async () => {
   rmSync(checkpointDir, { recursive: true, force: true });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
+/** A loopback port free now: the kernel's pick for a server that closes at once. */
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  return port;
 }
 
 describe('parameter-server pods on the fake cluster: real edl ps shards behind their Services', () => {
   it('relaunches a deleted shard under its Service name from the last checkpoint, and the job succeeds', async () => {
-    const output: string[] = [];
-    cluster = await startFakeCluster({
-      mode: 'process',
-      startDelayMs: 30,
-      onOutput: (pod, line) => output.push(`${pod}: ${line}`),
-    });
-    const c = cluster;
     const token = 'job-token-from-the-secret';
-    c.server.create('secrets', 'edl', { metadata: { name: 'psjob-token' }, stringData: { token } });
+    const started = await startProcessCluster('psjob-token', token);
+    cluster = started.cluster;
+    const { output } = started;
+    const c = cluster;
     // One host runs every "pod": each shard gets its own loopback port (in a cluster every pod
     // listens on the same port of its own IP, behind its Service).
     const ports = [await freePort(), await freePort()];
