@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EmbeddingClient } from '@edl/proto';
+import { shardOfId } from '@edl/ps';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +14,7 @@ import {
 import { createServiceApi } from '../../src/kubernetes/service-api.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
-import { buildDist, repoRoot, simWorker, waitFor } from '../helpers.js';
+import { buildDist, repoRoot, simWorker, sleep, waitFor } from '../helpers.js';
 import { type FakeCluster, startFakeCluster, startProcessCluster } from './fixtures/fake-cluster.js';
 
 // The shard pods run the real `edl ps` of the built CLI.
@@ -74,7 +76,8 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
           owner: { name: 'psjob-master', uid: 'uid-1' },
           env: { SIM_RECORDS: String(RECORDS), SIM_MINIBATCH: '10', SIM_STEP_DELAY_MS: '40' },
         },
-        numWorkers: 2,
+        // The workers start once the test has put rows on the shards (scaleTo below).
+        numWorkers: 0,
         deleteGraceSeconds: 1,
         watcher: { backoffMs: 20, maxBackoffMs: 200 },
         parameterServers: {
@@ -117,12 +120,6 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
         { apiVersion: 'v1', kind: 'Pod', name: 'psjob-master', uid: 'uid-1' },
       ]);
     }
-    // Workers get every shard's address.
-    const worker = c.server.pods('edl').find((p) => p.metadata.labels['edl.dev/role'] === 'worker');
-    expect(worker?.spec.containers[0].env).toContainEqual({
-      name: 'EDL_PS_ADDRESSES',
-      value: `127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`,
-    });
 
     // Both shards listen; a checkpoint covering them is committed; then shard 1's pod is deleted.
     await waitFor(
@@ -130,7 +127,34 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
       'both shards listening',
       60_000,
     );
-    await waitFor(() => shards.restorePoint !== undefined, 'a checkpoint with the shards', 60_000);
+    // Rows on both shards, moved away from their initial values by a push (SGD, rate 1), then a
+    // checkpoint taken after that.
+    const client = new EmbeddingClient({ addresses: shards.addresses, token, shardOfId });
+    const ids = Float64Array.from({ length: 64 }, (_, i) => i);
+    await client.declareTables([{ name: 'clicks', dim: 4 }], 'test');
+    const initial = await client.pull('clicks', ids);
+    await client.push('clicks', ids, new Float32Array(ids.length * 4).fill(1), {
+      modelVersion: handle.master.store.version,
+      workerId: 'test',
+    });
+    const trained = await client.pull('clicks', ids);
+    expect(trained[0]).toBeCloseTo((initial[0] as number) - 1, 5);
+    const rowsBefore = (await client.describe()).map((d) => d.tables[0]?.rows);
+    expect(rowsBefore[0]! + rowsBefore[1]!).toBe(ids.length);
+    expect(rowsBefore[1]).toBeGreaterThan(0);
+    const versionOfRows = handle.master.store.version;
+    await manager.scaleTo(2);
+    // Workers get every shard's address.
+    const worker = c.server.pods('edl').find((p) => p.metadata.labels['edl.dev/role'] === 'worker');
+    expect(worker?.spec.containers[0].env).toContainEqual({
+      name: 'EDL_PS_ADDRESSES',
+      value: `127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`,
+    });
+    await waitFor(
+      () => (shards.restorePoint?.version ?? -1) > versionOfRows,
+      'a checkpoint with the shards',
+      60_000,
+    );
     expect(handle.master.taskManager.finished).toBe(false);
     const core = c.kubeConfig.makeApiClient(CoreV1Api);
     await core.deleteNamespacedPod({ name: 'psjob-ps-1-0', namespace: 'edl', gracePeriodSeconds: 1 });
@@ -154,6 +178,23 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
       30_000,
     );
     expect(relaunchedShards).toEqual([1]);
+    // It holds its rows as they were trained, not fresh ones from the initializer.
+    const restored = JSON.parse(
+      (output.find((l) => l.startsWith('psjob-ps-1-1: {"event":"restored"')) as string).slice(
+        'psjob-ps-1-1: '.length,
+      ),
+    );
+    expect(restored.tables).toEqual([{ name: 'clicks', rows: rowsBefore[1] }]);
+    // Its Service address answers again (the client's channel reconnects, as a worker's does).
+    let reread: Float32Array | undefined;
+    for (let attempt = 0; reread === undefined; attempt++) {
+      reread = await client.pull('clicks', ids, { create: false }).catch((error: unknown) => {
+        if (attempt >= 50) throw error;
+        return sleep(200).then(() => undefined);
+      });
+    }
+    expect(Array.from(reread)).toEqual(Array.from(trained));
+    client.close();
     // The first launch was never relaunched a second time; shard 0 kept its pod.
     expect(shards.pods().map((p) => p.podName)).toEqual(['psjob-ps-0-0', 'psjob-ps-1-1']);
 
