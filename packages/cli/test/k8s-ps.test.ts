@@ -1,9 +1,13 @@
 /** `edl k8s` with `--num-ps`: the parameter-server options, from the command line to the shard pods. */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildPsPod } from '@edl/master/kubernetes';
+import { buildPsPod, buildPsService } from '@edl/master/kubernetes';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { waitFor } from '../../master/test/helpers.js';
+import { kubeConfigFor, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
 import { loadLibs } from '../src/k8s/cluster.js';
 import { parameterServerTemplate, parseMasterPodArgs } from '../src/k8s/master-pod.js';
 import { runEdl } from './helpers/run-edl.js';
@@ -157,4 +161,48 @@ describe('edl k8s with --num-ps', () => {
     });
     expect(priorityClass?.value).toBeGreaterThan(0);
   });
+
+  it('edl k8s status counts the parameter-server pods, edl k8s delete takes their Services too', async () => {
+    const cluster = await startFakeCluster({ mode: 'idle', startDelayMs: 5 });
+    const dir = mkdtempSync(join(tmpdir(), 'edl-k8s-ps-'));
+    try {
+      const kubeconfig = join(dir, 'kubeconfig.json');
+      writeFileSync(kubeconfig, kubeConfigFor(cluster.server.url).exportConfig());
+      const { server } = cluster;
+      server.create('pods', 'edl', {
+        metadata: { name: 'ctr-master', labels: { 'edl.dev/job': 'ctr', 'edl.dev/role': 'master' } },
+        spec: { containers: [{ name: 'master', image: 'i' }] },
+      });
+      const template = {
+        jobName: 'ctr',
+        namespace: 'edl',
+        image: 'i',
+        args: ['ps'],
+        numShards: 2,
+        optimizer: { type: 'sgd' as const, learningRate: 0.1 },
+        seed: 0,
+        tokenSecret: { name: 'ctr-token', key: 'token' },
+      };
+      for (const index of [0, 1]) {
+        server.create('pods', 'edl', buildPsPod(template, index, 0) as Record<string, unknown>);
+        server.create('services', 'edl', buildPsService('ctr', 'edl', index) as Record<string, unknown>);
+      }
+      await waitFor(() => cluster.kubelet.running().length === 3, 'the pods running');
+      const status = await edl(['k8s', 'status', 'ctr', '--kubeconfig', kubeconfig]);
+      expect(status.stderr).toBe('');
+      expect(status.stdout.split('\n')[0]).toBe(
+        'job ctr (namespace edl): master Running; workers none; parameter servers 2 Running',
+      );
+      expect(status.stdout).toMatch(/ctr-ps-1-0 +ps +Running/);
+      const deleted = await edl(['k8s', 'delete', 'ctr', '--kubeconfig', kubeconfig]);
+      expect(deleted.stderr).toBe('');
+      expect(deleted.stdout).toBe(
+        'deleted pod/ctr-master pod/ctr-ps-0-0 pod/ctr-ps-1-0 service/ctr-ps-0 service/ctr-ps-1\n',
+      );
+      expect(server.get('services', 'edl', 'ctr-ps-0')).toBeUndefined();
+    } finally {
+      await cluster.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -205,6 +205,12 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
     if (handle.liveView)
       logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
+    // How the pods fared: the workers, and each parameter-server shard's pod and relaunches.
+    const podSummaries = () => {
+      const manager = handle.instanceManager as KubernetesInstanceManager;
+      const shards = manager.parameterServers?.pods();
+      return { workers: manager.summary(), ...(shards ? { parameterServers: shards } : {}) };
+    };
     // The pod is being deleted (or the node drained): stop the workers and leave; a job with
     // --checkpoint-dir resumes from there when submitted again.
     let onSignal = () => {};
@@ -218,14 +224,12 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
     if (result === 'terminated') {
       logger.warn('terminated: deleting the worker pods (a job with --checkpoint-dir resumes from there)');
       await handle.stop();
-      const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
-      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
+      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', ...podSummaries() })}\n`);
       return 143;
     }
     await handle.stop();
-    const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
-      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
+      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), ...podSummaries(), evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {
