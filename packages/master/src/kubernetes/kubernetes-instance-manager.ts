@@ -187,8 +187,9 @@ export class KubernetesInstanceManager implements InstanceManager {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
-    await this.#options.parameterServers?.start((reason) =>
-      this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason),
+    await this.#options.parameterServers?.start(
+      (reason) => this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason),
+      () => this.#events.jobEnded(),
     );
     // The first list tells which worker ids pods of this job already use (a restarted master):
     // new ids continue after them, so pod names never collide.

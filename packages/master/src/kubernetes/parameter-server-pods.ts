@@ -100,6 +100,7 @@ export class KubernetesParameterServers {
   readonly #creations = new Set<Promise<void>>();
   #restorePoint: ShardRestorePoint | undefined;
   #failed: ((reason: string) => void) | undefined;
+  #jobEnded: () => boolean = () => false;
   #client: EmbeddingClient | undefined;
   #stopped = false;
 
@@ -188,10 +189,11 @@ export class KubernetesParameterServers {
    * Creates the Services, lists the shards' pods (a master run again continues their launch
    * numbers) and creates one pod per shard; resolves once those create calls are done, without
    * waiting for the shards to listen (workers retry). `onFailed` is told when a shard cannot be
-   * kept running: the job must fail.
+   * kept running: the job must fail. A shard that ends once `jobEnded()` holds is not relaunched.
    */
-  async start(onFailed: (reason: string) => void): Promise<void> {
+  async start(onFailed: (reason: string) => void, jobEnded: () => boolean = () => false): Promise<void> {
     this.#failed = onFailed;
+    this.#jobEnded = jobEnded;
     const { jobName, owner } = this.#template;
     const namespace = this.#template.namespace;
     for (const shard of this.#shards) {
@@ -305,7 +307,7 @@ export class KubernetesParameterServers {
     else if (!shard.creating) shard.alive = true;
     if (outcome.kind === 'active' || shard.ended) return;
     shard.ended = true;
-    if (this.#stopped) return;
+    if (this.#stopped || this.#jobEnded()) return;
     const podName = shard.podName as string;
     const phase = pod.status?.phase;
     // A pod that cannot start (image pull error) still exists: delete it, so that it neither holds
