@@ -14,6 +14,7 @@ export { type KubeConfigSource, loadKubeConfig } from './kube-config.js';
 export {
   KubernetesInstanceManager,
   type KubernetesInstanceManagerOptions,
+  type KubernetesShardOptions,
   kubernetesInstanceManager,
   type WorkerSummary,
 } from './kubernetes-instance-manager.js';

@@ -413,6 +413,33 @@ export class KubernetesInstanceManager implements InstanceManager {
   }
 }
 
+/** The parameter-server options of {@link kubernetesInstanceManager}: the hook also gets the master. */
+export interface KubernetesShardOptions extends Omit<KubernetesParameterServersOptions, 'onShardRelaunched'> {
+  /**
+   * Shard `index`'s pod was relaunched: where the job's roll-back to its last cut is wired
+   * ({@link KubernetesParameterServersOptions.onShardRelaunched}), with this job's master.
+   */
+  readonly onShardRelaunched?: (index: number, master: Master) => void;
+}
+
+/** The shards of a job, their relaunch hook bound to its master, connected to its checkpoints. */
+function parameterServersOf(
+  options: KubernetesShardOptions,
+  master: Master,
+  token: string,
+): KubernetesParameterServers {
+  const { onShardRelaunched, ...settings } = options;
+  const shards = new KubernetesParameterServers({
+    logger: master.logger,
+    ...settings,
+    ...(onShardRelaunched === undefined
+      ? {}
+      : { onShardRelaunched: (index: number) => onShardRelaunched(index, master) }),
+  });
+  shards.attach(master, token);
+  return shards;
+}
+
 /**
  * The `instanceManager` factory of `startMaster` for Kubernetes: workers dial `masterAddress`
  * (the master's Service, e.g. `mnist-master.ml.svc:50001`) rather than the address the server
@@ -426,16 +453,12 @@ export class KubernetesInstanceManager implements InstanceManager {
 export function kubernetesInstanceManager(
   options: Omit<KubernetesInstanceManagerOptions, 'parameterServers'> & {
     /** The job's parameter-server shards (`--num-ps`), connected to the master's checkpoints. */
-    readonly parameterServers?: KubernetesParameterServersOptions;
+    readonly parameterServers?: KubernetesShardOptions;
   },
 ): (address: string, token: string, master: Master) => KubernetesInstanceManager {
   return (address, token, master) => {
     const { parameterServers: shardOptions, ...rest } = options;
-    const shards =
-      shardOptions === undefined
-        ? undefined
-        : new KubernetesParameterServers({ logger: master.logger, ...shardOptions });
-    shards?.attach(master, token);
+    const shards = shardOptions === undefined ? undefined : parameterServersOf(shardOptions, master, token);
     return new KubernetesInstanceManager(
       {
         logger: master.logger,

@@ -52,6 +52,7 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
     // listens on the same port of its own IP, behind its Service).
     const ports = [await freePort(), await freePort()];
     const relaunchedShards: number[] = [];
+    const hookMasters = new Set<unknown>();
     const handle = await startMaster({
       jobType: 'training',
       trainingShards: [{ name: 'shard-a', start: 0, count: RECORDS }],
@@ -100,7 +101,10 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
           checkpointDir,
           portOf: (index) => ports[index] as number,
           addressOf: (index) => `127.0.0.1:${ports[index]}`,
-          onShardRelaunched: (index) => relaunchedShards.push(index),
+          onShardRelaunched: (index, master) => {
+            relaunchedShards.push(index);
+            hookMasters.add(master);
+          },
           watcher: { backoffMs: 20, maxBackoffMs: 200 },
         },
       }),
@@ -178,6 +182,8 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
       30_000,
     );
     expect(relaunchedShards).toEqual([1]);
+    // The hook gets the job's master, where the roll-back to the last cut is wired.
+    expect([...hookMasters]).toEqual([handle.master]);
     // It holds its rows as they were trained, not fresh ones from the initializer.
     const restored = JSON.parse(
       (output.find((l) => l.startsWith('psjob-ps-1-1: {"event":"restored"')) as string).slice(
