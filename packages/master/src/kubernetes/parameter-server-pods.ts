@@ -206,7 +206,7 @@ export class KubernetesParameterServers {
       if (made === undefined) return;
     }
     await this.#watcher.start();
-    for (const shard of this.#shards) this.#launch(shard);
+    for (const shard of this.#shards) this.#launch(shard, false);
     await this.#settled();
   }
 
@@ -254,7 +254,7 @@ export class KubernetesParameterServers {
     }
   }
 
-  #launch(shard: ShardState): void {
+  #launch(shard: ShardState, relaunch: boolean): void {
     const launch = shard.launches++;
     const podName = psPodName(this.#template.jobName, shard.index, launch);
     Object.assign(shard, { podName, creating: true, alive: false, ended: false, createdAt: 0 });
@@ -272,7 +272,14 @@ export class KubernetesParameterServers {
         if (!shard.ended)
           shard.alive = shard.lastSeen === undefined || podOutcome(shard.lastSeen).kind === 'active';
         this.#logger.info(`parameter-server pod ${podName} created`, { shard: shard.index });
-        if (launch > 0) this.#o.onShardRelaunched?.(shard.index);
+        if (!relaunch) return;
+        try {
+          this.#o.onShardRelaunched?.(shard.index);
+        } catch (error) {
+          this.#logger.error(`the relaunch hook of parameter-server shard ${shard.index} failed`, {
+            error: (error as Error).message,
+          });
+        }
       })
       .finally(() => this.#creations.delete(creation));
     this.#creations.add(creation);
@@ -337,6 +344,6 @@ export class KubernetesParameterServers {
       `Parameter-server shard ${shard.index} (pod ${podName}) ${outcome.kind}: ${outcome.reason}; relaunched under ${address}. ${point === undefined ? 'Its embedding rows restart from the initializer (seeded): no checkpoint was committed yet' : `It restores the checkpoint of model version ${point.version} in ${point.dir}`}`,
       { shard: shard.index, relaunches: shard.relaunches },
     );
-    this.#launch(shard);
+    this.#launch(shard, true);
   }
 }
