@@ -17,7 +17,9 @@ const usage = `Usage: edl k8s submit   --image IMAGE --namespace NS --num-worker
 Runs a job on Kubernetes: 'submit' creates a Secret with the job token, the master pod and its
 Service; the master (the same code as 'edl train') creates the worker pods, watches them and
 relaunches lost ones: preempted, evicted or deleted workers always, failed ones up to
---max-relaunches. 'manifest' prints the same objects as YAML for kubectl apply (with --rbac, the
+--max-relaunches. With --num-ps N in the train options, the master also runs N parameter-server
+pods, each behind a Service <job>-ps-<i> (workers get these addresses in EDL_PS_ADDRESSES), and
+relaunches a lost one under its Service from the last checkpoint. 'manifest' prints the same objects as YAML for kubectl apply (with --rbac, the
 ServiceAccount, Role and RoleBinding of deploy/k8s/rbac.yaml too).
 
 Kubernetes options:
@@ -41,6 +43,13 @@ Kubernetes options:
                               master's --service-account, whose RBAC role creates the pods
   --port N                    the master's gRPC port (default 50001)
   --kubeconfig FILE  --context NAME    the cluster (default: $KUBECONFIG, ~/.kube/config)
+Parameter-server pods (a job with --num-ps N; relaunches per shard bounded by --max-relaunches):
+  --ps-cpu Q  --ps-memory Q   requests = limits of each shard's pod
+  --ps-priority-class NAME    their priorityClassName: a class above the workers', created
+                              beforehand (deploy/k8s/ps-priority-class.yaml)
+  --ps-service-account NAME   their service account (default: --worker-service-account); they
+                              get the --s3-credentials-secret and --data-claim as workers do
+  --ps-port N                 their port and their Services' (default 50002)
 Train options: as for 'edl train' (--model-def, --training-data, --validation-data, ...), paths
 as seen inside the pods. With data and --checkpoint-dir in S3 (s3://..., --s3-endpoint for other
 stores) no volume is needed: a relaunched master restores from the checkpoint there.
@@ -52,6 +61,9 @@ Example:
   edl k8s submit --image registry.example.com/elasticdl-ts:0.1.0 --namespace ml --num-workers 4 \\
     --job-name mnist-s3 --s3-credentials-secret s3-creds --model-def mnist \\
     --training-data s3://bucket/mnist/train/ --checkpoint-dir s3://bucket/mnist/ckpt/
+  edl k8s submit --image registry.example.com/elasticdl-ts:0.1.0 --namespace ml --num-workers 4 \\
+    --job-name ctr --data-claim edl-data --ps-memory 8Gi --ps-priority-class edl-ps \\
+    --model-def deepfm --training-data /data/clicks --checkpoint-dir /data/ckpt --num-ps 2
   edl k8s status mnist --namespace ml
   edl k8s logs mnist --namespace ml --worker worker-3`;
 

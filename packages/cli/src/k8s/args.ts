@@ -31,6 +31,11 @@ export const JOB_K8S_OPTIONS: ReadonlySet<string> = new Set([
   'edl-command',
   's3-credentials-secret',
   'worker-service-account',
+  'ps-cpu',
+  'ps-memory',
+  'ps-priority-class',
+  'ps-service-account',
+  'ps-port',
 ]);
 export const MASTER_K8S_OPTIONS: ReadonlySet<string> = new Set([
   ...JOB_K8S_OPTIONS,
@@ -102,8 +107,8 @@ export function integer(
   return raw === undefined ? fallback : integerValue(raw, `--${name}`, min, max);
 }
 
-/** The requests (= limits) of the worker or master container. */
-export function size(args: SplitArgs, prefix: 'worker' | 'master'): ContainerSize {
+/** The requests (= limits) of the worker, master or parameter-server container. */
+export function size(args: SplitArgs, prefix: 'worker' | 'master' | 'ps'): ContainerSize {
   const cpu = one(args, `${prefix}-cpu`);
   const memory = one(args, `${prefix}-memory`);
   const gpu =
@@ -133,17 +138,40 @@ export function credentialOptions(
 ): Pick<JobObjectsOptions, 'credentialsSecret' | 'workerServiceAccount'> {
   const secret = one(args, 's3-credentials-secret');
   const account = one(args, 'worker-service-account');
-  for (const [name, value] of [
-    ['s3-credentials-secret', secret],
-    ['worker-service-account', account],
-  ] as const) {
+  checkObjectNames(args, ['s3-credentials-secret', 'worker-service-account']);
+  return {
+    ...(secret === undefined ? {} : { credentialsSecret: secret }),
+    ...(account === undefined ? {} : { workerServiceAccount: account }),
+  };
+}
+
+/** Checks that the options named, when given, are Kubernetes object names (DNS subdomains). */
+function checkObjectNames(args: SplitArgs, names: readonly string[]): void {
+  for (const name of names) {
+    const value = one(args, name);
     if (value !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(value)) {
       throw new UsageError(`Expected a Kubernetes object name for --${name} but received '${value}'`);
     }
   }
+}
+
+/**
+ * The parameter-server pods' options (a job with `--num-ps N` in its train options):
+ * `--ps-cpu`/`--ps-memory`, `--ps-priority-class` (a PriorityClass above the workers', created
+ * beforehand), `--ps-service-account` (default: the workers') and `--ps-port` (default 50002).
+ */
+export function parameterServerOptions(
+  args: SplitArgs,
+): Pick<JobObjectsOptions, 'psSize' | 'psPriorityClass' | 'psServiceAccount' | 'psPort'> {
+  checkObjectNames(args, ['ps-priority-class', 'ps-service-account']);
+  const psSize = size(args, 'ps');
+  const priorityClass = one(args, 'ps-priority-class');
+  const account = one(args, 'ps-service-account');
   return {
-    ...(secret === undefined ? {} : { credentialsSecret: secret }),
-    ...(account === undefined ? {} : { workerServiceAccount: account }),
+    ...(Object.keys(psSize).length > 0 ? { psSize } : {}),
+    ...(priorityClass === undefined ? {} : { psPriorityClass: priorityClass }),
+    ...(account === undefined ? {} : { psServiceAccount: account }),
+    ...(one(args, 'ps-port') === undefined ? {} : { psPort: integer(args, 'ps-port', 50002, 1, 65_535) }),
   };
 }
 
@@ -161,6 +189,21 @@ export function pullPolicy(args: SplitArgs): JobObjectsOptions['imagePullPolicy'
     );
   }
   return p;
+}
+
+/**
+ * A job with `--num-ps` on Kubernetes: its shards write their checkpoint files to a directory they
+ * share with the master (a --data-claim volume), which an object store is not.
+ */
+export function checkShardCheckpointDir(options: JobOptions): void {
+  if (
+    options.numPs > 0 &&
+    options.checkpointDir !== undefined &&
+    /^[a-z][a-z0-9+.-]*:\/\//.test(options.checkpointDir)
+  )
+    throw new UsageError(
+      `--num-ps needs a --checkpoint-dir on a volume the master and the parameter-server pods share (--data-claim), not ${options.checkpointDir}: the shards write their checkpoint files there`,
+    );
 }
 
 /** The job type of the data options given (a job on Kubernetes says no more). */

@@ -1,4 +1,4 @@
-/** `edl k8s delete`: the job's pods, Service and Secret. */
+/** `edl k8s delete`: the job's pods, Services and Secret. */
 import type { CommandIO } from '../command.js';
 import { connectToJob } from './cluster.js';
 
@@ -21,9 +21,14 @@ export async function deleteJob(argv: string[], io: CommandIO): Promise<number> 
       .deleteNamespacedPod({ name, namespace })
       .then(() => deleted.push(`pod/${name}`), ignoreMissing);
   }
-  await core
-    .deleteNamespacedService({ name: `${job}-master`, namespace })
-    .then(() => deleted.push(`service/${job}-master`), ignoreMissing);
+  // The parameter-server shards' Services (a job with --num-ps) are owned by the master pod too.
+  const shardServices = await core.listNamespacedService({ namespace, labelSelector: L.psSelector(job) });
+  const services = [`${job}-master`, ...shardServices.items.map((s) => s.metadata?.name as string)];
+  for (const name of services) {
+    await core
+      .deleteNamespacedService({ name, namespace })
+      .then(() => deleted.push(`service/${name}`), ignoreMissing);
+  }
   await core
     .deleteNamespacedSecret({ name: `${job}-token`, namespace })
     .then(() => deleted.push(`secret/${job}-token`), ignoreMissing);

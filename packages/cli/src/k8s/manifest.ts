@@ -4,6 +4,7 @@ import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { parseJobOptions } from '../job/job-options.js';
 import {
+  checkShardCheckpointDir,
   credentialOptions,
   edlCommand,
   integer,
@@ -11,6 +12,7 @@ import {
   jobTypeOf,
   namespaceOf,
   one,
+  parameterServerOptions,
   pullPolicy,
   size,
   splitArgs,
@@ -34,6 +36,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
   // The train options are checked here, so that a typo fails now rather than in the master pod.
   const jobOptions = parseJobOptions(args.trainArgs);
   jobTypeOf(jobOptions);
+  checkShardCheckpointDir(jobOptions);
   const command = edlCommand(args);
   const policy = pullPolicy(args);
   const claim = one(args, 'data-claim');
@@ -45,6 +48,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
   const workerSize = size(args, 'worker');
   const masterSize = size(args, 'master');
   const credentials = credentialOptions(args);
+  const shards = parameterServerOptions(args);
 
   const L = await loadLibs();
   const namespace = namespaceOf(args, given ?? (needsCluster ? contextNamespace(L, args) : 'default'));
@@ -65,6 +69,7 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
     ...(mountPath ? { dataMountPath: mountPath } : {}),
     ...(account ? { serviceAccount: account } : {}),
     ...credentials,
+    ...shards,
   });
   return { L, args, objects, namespace, jobName, port, account: account ?? 'edl-master' };
 }

@@ -2,14 +2,23 @@
  * `edl k8s master`: the master pod's process, a job whose workers are pods. The same master
  * options as `edl train` (job/master-options.ts); only the workers differ.
  */
+
+import type { OptimizerConfig } from '@edl/common';
 import type { JobType } from '@edl/master';
-import type { ContainerSize, JobObjectsOptions, KubernetesInstanceManager } from '@edl/master/kubernetes';
+import type {
+  ContainerSize,
+  JobObjectsOptions,
+  KubernetesInstanceManager,
+  ParameterServerPodTemplate,
+  WorkerPodTemplate,
+} from '@edl/master/kubernetes';
 import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
 import { recordsSummary } from '../job/records-summary.js';
 import { applyS3Options } from '../job/s3-options.js';
 import {
+  checkShardCheckpointDir,
   credentialOptions,
   edlCommand,
   integer,
@@ -17,12 +26,13 @@ import {
   MASTER_K8S_OPTIONS,
   namespaceOf,
   one,
+  parameterServerOptions,
   pullPolicy,
   type SplitArgs,
   size,
   splitArgs,
 } from './args.js';
-import { kubeConfigOf, loadLibs } from './cluster.js';
+import { kubeConfigOf, type Libs, loadLibs } from './cluster.js';
 
 /** The master pod's command line, checked. */
 export interface MasterPodArgs {
@@ -46,6 +56,8 @@ export interface MasterPodArgs {
   readonly policy?: JobObjectsOptions['imagePullPolicy'];
   /** Object-store credentials of the worker pods: a Secret for `envFrom`, a service account (IRSA). */
   readonly credentials: Pick<JobObjectsOptions, 'credentialsSecret' | 'workerServiceAccount'>;
+  /** The parameter-server pods' options (used when the train options have `--num-ps N`). */
+  readonly shards: ReturnType<typeof parameterServerOptions>;
 }
 
 /**
@@ -63,6 +75,7 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
   if (!token) throw new UsageError('EDL_JOB_TOKEN is not set: the master pod gets it from the job Secret');
   const trainOptions = parseJobOptions(args.trainArgs);
   const jobType = jobTypeOf(trainOptions);
+  checkShardCheckpointDir(trainOptions);
   const port = integer(args, 'port', 50001, 0, 65_535);
   const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
   const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
@@ -97,6 +110,7 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
     mountPath: one(args, 'data-mount-path') ?? '/data',
     ...(policy ? { policy } : {}),
     credentials: credentialOptions(args),
+    shards: parameterServerOptions(args),
   };
 }
 
@@ -116,6 +130,23 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
   const resources = L.resourcesFor(pod.workerSize);
   const podName = process.env.EDL_POD_NAME;
   const podUid = process.env.EDL_POD_UID;
+  const owner = podName && podUid ? { owner: { name: podName, uid: podUid } } : {};
+  // What workers and parameter-server shards share: the image, the credentials, the data volume.
+  const podBasics = {
+    jobName,
+    image: pod.image,
+    command: [command[0] as string],
+    tokenSecret: { name: `${jobName}-token`, key: 'token' },
+    ...owner,
+    ...(pod.credentials.credentialsSecret ? { envFromSecrets: [pod.credentials.credentialsSecret] } : {}),
+    ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
+    ...(pod.claim
+      ? {
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pod.claim } }],
+          volumeMounts: [{ name: 'data', mountPath: pod.mountPath }],
+        }
+      : {}),
+  };
   const masterAddress = one(args, 'master-address') ?? L.masterServiceAddress(jobName, namespace, port);
   const logger = createStreamLogger(io.stderr, {
     level: options.logLevel,
@@ -124,10 +155,12 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
   });
   const definition = await models.loadModel(options.modelDef);
   const readers = await models.openJobReaders(pod.jobType, options, definition);
+  const masterOptions = jobMasterOptions(options, pod.jobType, definition.optimizer, options.modelDef);
   try {
-    const api = L.createPodApi(kubeConfigOf(L, args), namespace);
+    const kubeConfig = kubeConfigOf(L, args);
+    const api = L.createPodApi(kubeConfig, namespace);
     const handle = await startMaster({
-      ...jobMasterOptions(options, pod.jobType, definition.optimizer, options.modelDef),
+      ...masterOptions,
       ...readers,
       host: one(args, 'host') ?? '0.0.0.0',
       port,
@@ -138,42 +171,48 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
       instanceManager: L.kubernetesInstanceManager({
         api,
         template: {
-          jobName,
-          image: pod.image,
-          command: [command[0] as string],
+          ...podBasics,
           args: [
             ...command.slice(1),
             'worker',
             ...workerArgs(options, models.resolveModelDef(options.modelDef), '/tmp'),
           ],
           masterAddress: masterAddress === 'bound' ? '' : masterAddress,
-          tokenSecret: { name: `${jobName}-token`, key: 'token' },
-          ...(podName && podUid ? { owner: { name: podName, uid: podUid } } : {}),
           ...(resources ? { resources } : {}),
           env: pod.env,
-          ...(pod.credentials.credentialsSecret
-            ? { envFromSecrets: [pod.credentials.credentialsSecret] }
-            : {}),
           ...(pod.credentials.workerServiceAccount
             ? { serviceAccountName: pod.credentials.workerServiceAccount }
-            : {}),
-          ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
-          ...(pod.claim
-            ? {
-                volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pod.claim } }],
-                volumeMounts: [{ name: 'data', mountPath: pod.mountPath }],
-              }
             : {}),
         },
         numWorkers: pod.numWorkers,
         maxRelaunches: pod.maxRelaunches,
         deleteGraceSeconds: pod.deleteGraceSeconds,
         logger,
+        ...(options.numPs > 0
+          ? {
+              parameterServers: {
+                api,
+                services: L.createServiceApi(kubeConfig, namespace),
+                template: parameterServerTemplate(pod, podBasics, command, masterOptions, L),
+                maxRelaunches: pod.maxRelaunches,
+                deleteGraceSeconds: pod.deleteGraceSeconds,
+                // The roll-back of every shard and the task state to the last cut after a shard's
+                // relaunch (issue 25) is to be wired here: onShardRelaunched: (index, master) => ...
+                ...(options.checkpointDir === undefined ? {} : { checkpointDir: options.checkpointDir }),
+              },
+            }
+          : {}),
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
     if (handle.liveView)
       logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
+    // How the pods fared: the workers, and each parameter-server shard's pod and relaunches.
+    const podSummaries = () => {
+      const manager = handle.instanceManager as KubernetesInstanceManager;
+      const shards = manager.parameterServers?.pods();
+      return { workers: manager.summary(), ...(shards ? { parameterServers: shards } : {}) };
+    };
     // The pod is being deleted (or the node drained): stop the workers and leave; a job with
     // --checkpoint-dir resumes from there when submitted again.
     let onSignal = () => {};
@@ -187,17 +226,45 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
     if (result === 'terminated') {
       logger.warn('terminated: deleting the worker pods (a job with --checkpoint-dir resumes from there)');
       await handle.stop();
-      const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
-      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', workers })}\n`);
+      io.stdout.write(`${JSON.stringify({ job: jobName, state: 'terminated', ...podSummaries() })}\n`);
       return 143;
     }
     await handle.stop();
-    const workers = (handle.instanceManager as KubernetesInstanceManager).summary();
     io.stdout.write(
-      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), workers, evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
+      `${JSON.stringify({ job: jobName, state: result.state, modelVersion: result.modelVersion, code: result.error?.code, error: result.error?.message, records: recordsSummary(handle.master.status()), ...podSummaries(), evaluations: result.evaluations, checkpoint: result.checkpoint })}\n`,
     );
     return result.state === 'succeeded' ? 0 : 1;
   } finally {
     await readers.close();
   }
+}
+
+/**
+ * The parameter-server pods of a job with `--num-ps N`: `edl ps` in the job's image with the
+ * workers' credentials and volume (checkpoint shard files go to --checkpoint-dir on it), the
+ * job's optimizer (the one the master's store takes) and seed, and the `--ps-*` options.
+ */
+export function parameterServerTemplate(
+  pod: MasterPodArgs,
+  basics: Omit<WorkerPodTemplate, 'namespace' | 'masterAddress'>,
+  command: readonly string[],
+  masterOptions: { readonly parameterStore?: { readonly optimizer?: OptimizerConfig } },
+  L: Libs,
+): Omit<ParameterServerPodTemplate, 'namespace'> {
+  const optimizer = masterOptions.parameterStore?.optimizer;
+  if (optimizer === undefined)
+    throw new UsageError("--num-ps needs a training job: its shards take the job's optimizer");
+  const resources = L.resourcesFor(pod.shards.psSize);
+  const account = pod.shards.psServiceAccount ?? pod.credentials.workerServiceAccount;
+  return {
+    ...basics,
+    args: [...command.slice(1), 'ps'],
+    numShards: pod.options.numPs,
+    optimizer,
+    seed: pod.options.seed,
+    ...(pod.shards.psPort === undefined ? {} : { port: pod.shards.psPort }),
+    ...(resources ? { resources } : {}),
+    ...(account ? { serviceAccountName: account } : {}),
+    ...(pod.shards.psPriorityClass ? { priorityClassName: pod.shards.psPriorityClass } : {}),
+  };
 }

@@ -18,6 +18,18 @@ function podRow(L: Libs, pod: V1Pod): PodRow {
   };
 }
 
+/** How many of `rows` are in each phase. */
+function phaseCounts(rows: readonly PodRow[]): Record<string, number> {
+  const count = (phase: string) => rows.filter((r) => r.phase === phase).length;
+  return {
+    Running: count('Running'),
+    Pending: count('Pending'),
+    Succeeded: count('Succeeded'),
+    Failed: count('Failed'),
+    Terminating: count('Terminating'),
+  };
+}
+
 export async function status(argv: string[], io: CommandIO): Promise<number> {
   const { L, job, args, namespace, core } = await connectToJob(argv, { json: true });
   const list = await core.listNamespacedPod({ namespace, labelSelector: L.jobSelector(job) });
@@ -28,20 +40,20 @@ export async function status(argv: string[], io: CommandIO): Promise<number> {
       a.role === b.role ? a.pod.localeCompare(b.pod, 'en', { numeric: true }) : a.role === 'master' ? -1 : 1,
     );
   const master = rows.find((r) => r.role === 'master');
-  const workers = rows.filter((r) => r.role === 'worker');
-  const count = (phase: string) => workers.filter((w) => w.phase === phase).length;
+  const shards = rows.filter((r) => r.role === 'ps');
   const summary = {
     job,
     namespace,
     master: master?.phase ?? 'missing',
-    workers: {
-      Running: count('Running'),
-      Pending: count('Pending'),
-      Succeeded: count('Succeeded'),
-      Failed: count('Failed'),
-      Terminating: count('Terminating'),
-    },
+    workers: phaseCounts(rows.filter((r) => r.role === 'worker')),
+    // A job with --num-ps: its parameter-server pods (relaunches included).
+    ...(shards.length > 0 ? { parameterServers: phaseCounts(shards) } : {}),
   };
+  const counted = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .filter(([, n]) => n > 0)
+      .map(([p, n]) => `${n} ${p}`)
+      .join(', ') || 'none';
   if (args.flags.has('json')) {
     io.stdout.write(`${JSON.stringify({ ...summary, pods: rows })}\n`);
     return 0;
@@ -54,11 +66,8 @@ export async function status(argv: string[], io: CommandIO): Promise<number> {
       .join('  ')
       .trimEnd();
   io.stdout.write(
-    `job ${job} (namespace ${namespace}): master ${summary.master}; workers ${
-      Object.entries(summary.workers)
-        .filter(([, n]) => n > 0)
-        .map(([p, n]) => `${n} ${p}`)
-        .join(', ') || 'none'
+    `job ${job} (namespace ${namespace}): master ${summary.master}; workers ${counted(summary.workers)}${
+      summary.parameterServers ? `; parameter servers ${counted(summary.parameterServers)}` : ''
     }\n`,
   );
   io.stdout.write(

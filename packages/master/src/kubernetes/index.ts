@@ -14,11 +14,16 @@ export { type KubeConfigSource, loadKubeConfig } from './kube-config.js';
 export {
   KubernetesInstanceManager,
   type KubernetesInstanceManagerOptions,
+  type KubernetesShardOptions,
   kubernetesInstanceManager,
   type WorkerSummary,
 } from './kubernetes-instance-manager.js';
-export { APP_NAME, checkJobName, jobSelector, LABELS, workerSelector } from './labels.js';
+export { APP_NAME, checkJobName, jobSelector, LABELS, psSelector, workerSelector } from './labels.js';
 export { masterInstanceEvents } from './master-events.js';
+export {
+  KubernetesParameterServers,
+  type KubernetesParameterServersOptions,
+} from './parameter-server-pods.js';
 export {
   createPodApi,
   type PodApi,
@@ -35,7 +40,20 @@ export {
   type PodWatcherStats,
 } from './pod-watcher.js';
 export {
+  buildPsPod,
+  buildPsService,
+  DEFAULT_PS_PORT,
+  type ParameterServerPodTemplate,
+  psPodName,
+  psServiceAddress,
+  psServiceName,
+  type ShardRestorePoint,
+} from './ps-pod.js';
+export { createServiceApi, type ServiceApi } from './service-api.js';
+export {
+  buildJobPod,
   buildWorkerPod,
+  type JobPodParts,
   type PodOwner,
   type SecretKeyRef,
   type WorkerPodTemplate,

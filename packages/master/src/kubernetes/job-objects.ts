@@ -57,6 +57,17 @@ export interface JobObjectsOptions {
    * {@link serviceAccount}, the master's account for the Kubernetes API.
    */
   readonly workerServiceAccount?: string;
+  /** The parameter-server pods' sizes (`--num-ps` in the train options starts them). */
+  readonly psSize?: ContainerSize;
+  /**
+   * The parameter-server pods' priorityClassName: a class above the workers' (created beforehand,
+   * deploy/k8s/ps-priority-class.yaml), so that the scheduler preempts workers rather than shards.
+   */
+  readonly psPriorityClass?: string;
+  /** The parameter-server pods' service account (default: {@link workerServiceAccount}). */
+  readonly psServiceAccount?: string;
+  /** The port of the parameter-server pods and Services (default 50002). */
+  readonly psPort?: number;
 }
 
 /** The objects of a job, in the order they are created. */
@@ -144,6 +155,12 @@ export function buildJobObjects(options: JobObjectsOptions): JobObjects {
     ...(options.edlCommand ? ['--edl-command', JSON.stringify(edl)] : []),
     ...(options.credentialsSecret ? ['--s3-credentials-secret', options.credentialsSecret] : []),
     ...(options.workerServiceAccount ? ['--worker-service-account', options.workerServiceAccount] : []),
+    ...sizeArgs('ps', options.psSize),
+    ...(options.psPriorityClass ? ['--ps-priority-class', options.psPriorityClass] : []),
+    ...(options.psServiceAccount ? ['--ps-service-account', options.psServiceAccount] : []),
+    ...(options.psPort !== undefined
+      ? ['--ps-port', String(checkInteger(options.psPort, 'psPort', 1, 65_535))]
+      : []),
     '--',
     ...options.trainArgs,
   ];
@@ -204,8 +221,9 @@ export interface RbacObjects {
 
 /**
  * Least-privilege RBAC for masters in a namespace: a ServiceAccount, a Role that may create, list,
- * watch and delete pods (nothing else: the Secret and the Service are created by the
- * user who submits), and the RoleBinding. deploy/k8s/rbac.yaml holds the same for `default`.
+ * watch and delete pods and create Services (the parameter-server shards' of a job with `--num-ps`;
+ * the job's Secret and master Service are created by the user who submits), and the RoleBinding.
+ * deploy/k8s/rbac.yaml holds the same for `default`.
  */
 export function buildRbacObjects(namespace: string, serviceAccount = 'edl-master'): RbacObjects {
   const meta = { namespace, labels: { [LABELS.app]: APP_NAME } };
@@ -222,6 +240,13 @@ export function buildRbacObjects(namespace: string, serviceAccount = 'edl-master
           // Exactly what the master calls (pod-api.ts): create and delete its workers, list and
           // watch them. No get or patch: it never reads or changes a single pod.
           verbs: ['create', 'list', 'watch', 'delete'],
+        },
+        {
+          apiGroups: [''],
+          resources: ['services'],
+          // The Service `<job>-ps-<i>` of each parameter-server shard (service-api.ts). They go with
+          // the master pod, their owner, so no delete.
+          verbs: ['create'],
         },
       ],
     },

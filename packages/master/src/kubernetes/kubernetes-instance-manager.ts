@@ -5,9 +5,19 @@ import { type MasterLogger, silentLogger } from '../logger.js';
 import type { Master } from '../master.js';
 import { LABELS, workerSelector } from './labels.js';
 import { masterInstanceEvents } from './master-events.js';
+import {
+  KubernetesParameterServers,
+  type KubernetesParameterServersOptions,
+} from './parameter-server-pods.js';
 import type { PodApi } from './pod-api.js';
 import { type PodOutcome, podOutcome } from './pod-outcome.js';
-import { PodWatcher, type PodWatcherOptions, type PodWatcherStats } from './pod-watcher.js';
+import {
+  CreationClock,
+  type PodWatcher,
+  type PodWatcherOptions,
+  type PodWatcherStats,
+  watchOwnPods,
+} from './pod-watcher.js';
 import { buildWorkerPod, type WorkerPodTemplate, workerPodName } from './worker-pod.js';
 
 /** Options of {@link KubernetesInstanceManager}. */
@@ -30,6 +40,11 @@ export interface KubernetesInstanceManagerOptions {
   readonly createAttempts?: number;
   readonly watcher?: PodWatcherOptions;
   readonly logger?: MasterLogger;
+  /**
+   * The job's parameter-server shards (`--num-ps`): started before the first worker, whose pods get
+   * their addresses in EDL_PS_ADDRESSES, and stopped after the last.
+   */
+  readonly parameterServers?: KubernetesParameterServers;
 }
 
 /** How the workers of a job fared, for the final status line. */
@@ -55,7 +70,7 @@ interface WorkerRecord {
   readonly slot: number;
   /** Create call in flight. */
   creating: boolean;
-  /** Stamp of the finished create call (see #listStamp). */
+  /** Stamp of the finished create call ({@link CreationClock}). */
   createdAt: number;
   /** The pod exists and has not reached Succeeded or Failed. */
   alive: boolean;
@@ -86,6 +101,7 @@ export class KubernetesInstanceManager implements InstanceManager {
   readonly #maxRelaunches: number;
   readonly #createAttempts: number;
   readonly #watcher: PodWatcher;
+  readonly #clock = new CreationClock();
   readonly #workers = new Map<string, WorkerRecord>();
   /** Worker ids by slot: the slot's current worker. */
   readonly #slots = new Map<number, string>();
@@ -102,8 +118,6 @@ export class KubernetesInstanceManager implements InstanceManager {
   #nextWorker = 0;
   #nextSlot = 0;
   #relaunches = 0;
-  #stamp = 0;
-  #listStamp = 0;
   #stopped = false;
   #started = false;
   readonly #creations = new Set<Promise<void>>();
@@ -112,22 +126,27 @@ export class KubernetesInstanceManager implements InstanceManager {
     this.#options = options;
     this.#api = options.api;
     this.#events = events;
-    this.#template = { ...options.template, namespace: options.api.namespace };
+    const shards = options.parameterServers;
+    this.#template = {
+      ...options.template,
+      namespace: options.api.namespace,
+      ...(shards === undefined
+        ? {}
+        : { env: { ...options.template.env, EDL_PS_ADDRESSES: shards.addresses.join(',') } }),
+    };
     this.#logger = options.logger ?? silentLogger;
     this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);
     this.#maxRelaunches = checkInteger(options.maxRelaunches ?? 3, 'maxRelaunches', 0);
     this.#createAttempts = checkInteger(options.createAttempts ?? 5, 'createAttempts', 1);
     checkInteger(options.deleteGraceSeconds ?? 10, 'deleteGraceSeconds', 0);
-    this.#watcher = new PodWatcher(
+    this.#watcher = watchOwnPods(
       this.#api,
       workerSelector(options.template.jobName),
+      this.#clock,
       {
-        listing: () => {
-          this.#listStamp = this.#stamp;
-        },
         synced: (pods) => this.#synced(pods),
-        changed: (type, pod) => this.#observe(pod, type === 'DELETED'),
-        notice: (message, fields) => this.#logger.warn(message, fields),
+        observe: (pod, deleted) => this.#observe(pod, deleted),
+        warn: (message, fields) => this.#logger.warn(message, fields),
       },
       options.watcher,
     );
@@ -148,6 +167,11 @@ export class KubernetesInstanceManager implements InstanceManager {
     return this.#watcher.stats;
   }
 
+  /** The job's parameter-server shards, when it has any. */
+  get parameterServers(): KubernetesParameterServers | undefined {
+    return this.#options.parameterServers;
+  }
+
   /** How the workers fared so far. */
   summary(): WorkerSummary {
     return { ...this.#summary, running: this.runningWorkers };
@@ -163,6 +187,10 @@ export class KubernetesInstanceManager implements InstanceManager {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
+    await this.#options.parameterServers?.start(
+      (reason) => this.#events.giveUp('PS_RESTARTS_EXHAUSTED', reason),
+      () => this.#events.jobEnded(),
+    );
     // The first list tells which worker ids pods of this job already use (a restarted master):
     // new ids continue after them, so pod names never collide.
     await this.#watcher.start();
@@ -201,6 +229,7 @@ export class KubernetesInstanceManager implements InstanceManager {
     const deadline = Date.now() + graceMs + (this.#options.deleteGraceSeconds ?? 10) * 1000;
     while (this.runningWorkers > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await this.#watcher.stop();
+    await this.#options.parameterServers?.stop(graceMs);
     if (first) {
       const s = this.summary();
       this.#logger.info(
@@ -242,7 +271,7 @@ export class KubernetesInstanceManager implements InstanceManager {
       try {
         await this.#api.create(pod);
         record.creating = false;
-        record.createdAt = ++this.#stamp;
+        record.createdAt = this.#clock.created();
         // The ADDED event may have come first and already ended it; otherwise it is alive now.
         if (!record.ended)
           record.alive = record.lastSeen === undefined || podOutcome(record.lastSeen).kind === 'active';
@@ -300,7 +329,12 @@ export class KubernetesInstanceManager implements InstanceManager {
     }
     for (const record of this.#workers.values()) {
       // Only pods whose creation finished before the list began can be missing from it.
-      if (record.ended || record.creating || record.createdAt > this.#listStamp || listed.has(record.podName))
+      if (
+        record.ended ||
+        record.creating ||
+        !this.#clock.listedAfter(record.createdAt) ||
+        listed.has(record.podName)
+      )
         continue;
       this.#logger.warn(`worker pod ${record.podName} is gone (found by a re-list)`);
       this.#observe(record.lastSeen ?? { metadata: { name: record.podName } }, true, record);
@@ -379,6 +413,33 @@ export class KubernetesInstanceManager implements InstanceManager {
   }
 }
 
+/** The parameter-server options of {@link kubernetesInstanceManager}: the hook also gets the master. */
+export interface KubernetesShardOptions extends Omit<KubernetesParameterServersOptions, 'onShardRelaunched'> {
+  /**
+   * Shard `index`'s pod was relaunched: where the job's roll-back to its last cut is wired
+   * ({@link KubernetesParameterServersOptions.onShardRelaunched}), with this job's master.
+   */
+  readonly onShardRelaunched?: (index: number, master: Master) => void;
+}
+
+/** The shards of a job, their relaunch hook bound to its master, connected to its checkpoints. */
+function parameterServersOf(
+  options: KubernetesShardOptions,
+  master: Master,
+  token: string,
+): KubernetesParameterServers {
+  const { onShardRelaunched, ...settings } = options;
+  const shards = new KubernetesParameterServers({
+    logger: master.logger,
+    ...settings,
+    ...(onShardRelaunched === undefined
+      ? {}
+      : { onShardRelaunched: (index: number) => onShardRelaunched(index, master) }),
+  });
+  shards.attach(master, token);
+  return shards;
+}
+
 /**
  * The `instanceManager` factory of `startMaster` for Kubernetes: workers dial `masterAddress`
  * (the master's Service, e.g. `mnist-master.ml.svc:50001`) rather than the address the server
@@ -390,15 +451,22 @@ export class KubernetesInstanceManager implements InstanceManager {
  * ```
  */
 export function kubernetesInstanceManager(
-  options: KubernetesInstanceManagerOptions,
+  options: Omit<KubernetesInstanceManagerOptions, 'parameterServers'> & {
+    /** The job's parameter-server shards (`--num-ps`), connected to the master's checkpoints. */
+    readonly parameterServers?: KubernetesShardOptions;
+  },
 ): (address: string, token: string, master: Master) => KubernetesInstanceManager {
-  return (address, _token, master) =>
-    new KubernetesInstanceManager(
+  return (address, token, master) => {
+    const { parameterServers: shardOptions, ...rest } = options;
+    const shards = shardOptions === undefined ? undefined : parameterServersOf(shardOptions, master, token);
+    return new KubernetesInstanceManager(
       {
         logger: master.logger,
-        ...options,
+        ...rest,
         template: { ...options.template, masterAddress: options.template.masterAddress || address },
+        ...(shards === undefined ? {} : { parameterServers: shards }),
       },
       masterInstanceEvents(master),
     );
+  };
 }

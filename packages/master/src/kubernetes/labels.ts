@@ -5,6 +5,8 @@ export const LABELS = {
   job: 'edl.dev/job',
   role: 'edl.dev/role',
   workerId: 'edl.dev/worker-id',
+  /** A parameter-server pod's shard index: its Service selects on it. */
+  psIndex: 'edl.dev/ps-index',
 } as const;
 
 /** The value of {@link LABELS.app} on every object elasticdl-ts creates. */
@@ -13,6 +15,11 @@ export const APP_NAME = 'elasticdl-ts';
 /** Selects the worker pods of one job. */
 export function workerSelector(jobName: string): string {
   return `${LABELS.job}=${jobName},${LABELS.role}=worker`;
+}
+
+/** Selects the parameter-server pods of one job. */
+export function psSelector(jobName: string): string {
+  return `${LABELS.job}=${jobName},${LABELS.role}=ps`;
 }
 
 /** Selects every object (pods, service, secret) of one job. */

@@ -229,3 +229,58 @@ export class PodWatcher {
     });
   }
 }
+
+/**
+ * Stamps that tell a manager which of the pods it created a list must hold: a pod whose create
+ * call finished before the list began and is missing from it is gone.
+ */
+export class CreationClock {
+  #stamp = 0;
+  #listStamp = 0;
+
+  /** Marks a finished create call; returns its stamp. */
+  created(): number {
+    return ++this.#stamp;
+  }
+
+  /** Whether a list that began after the create of stamp `createdAt` must hold the pod. */
+  listedAfter(createdAt: number): boolean {
+    return createdAt <= this.#listStamp;
+  }
+
+  /** A list is about to start. */
+  listing(): void {
+    this.#listStamp = this.#stamp;
+  }
+}
+
+/** What a manager of its own pods hears from {@link watchOwnPods}. */
+export interface OwnPodsListener {
+  /** A full list (see {@link PodWatcherListener.synced}). */
+  synced(pods: readonly V1Pod[]): void;
+  /** One pod changed; `deleted` for a DELETED event. */
+  observe(pod: V1Pod, deleted: boolean): void;
+  /** A notice for the log. */
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** A {@link PodWatcher} of the pods a manager creates (workers, parameter servers), lists stamped by `clock`. */
+export function watchOwnPods(
+  api: PodApi,
+  labelSelector: string,
+  clock: CreationClock,
+  listener: OwnPodsListener,
+  options?: PodWatcherOptions,
+): PodWatcher {
+  return new PodWatcher(
+    api,
+    labelSelector,
+    {
+      listing: () => clock.listing(),
+      synced: (pods) => listener.synced(pods),
+      changed: (type, pod) => listener.observe(pod, type === 'DELETED'),
+      notice: (message, fields) => listener.warn(message, fields),
+    },
+    options,
+  );
+}

@@ -1,6 +1,8 @@
 import type {
+  V1ContainerPort,
   V1EnvVar,
   V1Pod,
+  V1Probe,
   V1ResourceRequirements,
   V1Volume,
   V1VolumeMount,
@@ -86,23 +88,57 @@ export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V
     { name: 'EDL_MASTER_LEASE_MS', value: String(WORKER_MASTER_LEASE_MS) },
     ...Object.entries(template.env ?? {}).map(([name, value]) => ({ name, value })),
   ];
+  return buildJobPod(template, {
+    name: workerPodName(template.jobName, workerId),
+    role: 'worker',
+    labels: { [LABELS.workerId]: workerId },
+    containerName: 'worker',
+    env,
+  });
+}
+
+/** What differs between the pods of a job (workers, parameter servers): see {@link buildJobPod}. */
+export interface JobPodParts {
+  readonly name: string;
+  /** The {@link LABELS.role} label. */
+  readonly role: string;
+  /** Labels besides the app, job and role labels. */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly containerName: string;
+  readonly env: readonly V1EnvVar[];
+  /** Arguments that replace the template's. */
+  readonly args?: readonly string[];
+  readonly ports?: readonly V1ContainerPort[];
+  readonly readinessProbe?: V1Probe;
+}
+
+/**
+ * A pod of the job that the master creates, worker or parameter server: labelled, owned by the
+ * master pod, `restartPolicy: Never` (the master relaunches, as a new pod), no Kubernetes API
+ * token, and the template's image, credentials, resources, volumes and priority class.
+ */
+export function buildJobPod(
+  template: Omit<WorkerPodTemplate, 'masterAddress' | 'env'>,
+  parts: JobPodParts,
+): V1Pod {
+  const args = parts.args ?? template.args;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: workerPodName(template.jobName, workerId),
+      name: parts.name,
       namespace: template.namespace,
       labels: {
         ...template.labels,
         [LABELS.app]: APP_NAME,
         [LABELS.job]: template.jobName,
-        [LABELS.role]: 'worker',
-        [LABELS.workerId]: workerId,
+        [LABELS.role]: parts.role,
+        ...parts.labels,
       },
       ...(template.owner
         ? {
             // No blockOwnerDeletion: setting it needs update on pods/finalizers, a right the master
-            // does not need otherwise (least privilege). Background deletion still collects workers.
+            // does not need otherwise (least privilege). Background deletion still collects them.
             ownerReferences: [
               { apiVersion: 'v1', kind: 'Pod', name: template.owner.name, uid: template.owner.uid },
             ],
@@ -111,22 +147,24 @@ export function buildWorkerPod(template: WorkerPodTemplate, workerId: string): V
     },
     spec: {
       restartPolicy: 'Never',
-      // Workers never talk to the Kubernetes API: no service-account token in their file system.
-      // IRSA needs none either: its webhook mounts a separate projected token for AWS STS.
+      // Workers and shards never talk to the Kubernetes API: no service-account token in their
+      // file system. IRSA needs none either: its webhook mounts a separate projected token for AWS STS.
       automountServiceAccountToken: false,
       ...(template.serviceAccountName ? { serviceAccountName: template.serviceAccountName } : {}),
       ...(template.priorityClassName ? { priorityClassName: template.priorityClassName } : {}),
       containers: [
         {
-          name: 'worker',
+          name: parts.containerName,
           image: template.image,
           ...(template.command ? { command: [...template.command] } : {}),
-          ...(template.args ? { args: [...template.args] } : {}),
+          ...(args ? { args: [...args] } : {}),
           ...(template.imagePullPolicy ? { imagePullPolicy: template.imagePullPolicy } : {}),
-          env,
+          env: [...parts.env],
           ...(template.envFromSecrets?.length
             ? { envFrom: template.envFromSecrets.map((name) => ({ secretRef: { name } })) }
             : {}),
+          ...(parts.ports ? { ports: [...parts.ports] } : {}),
+          ...(parts.readinessProbe ? { readinessProbe: parts.readinessProbe } : {}),
           ...(template.resources ? { resources: template.resources } : {}),
           ...(template.volumeMounts ? { volumeMounts: [...template.volumeMounts] } : {}),
         },

@@ -7,7 +7,7 @@ import {
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
 import { buildDist, simWorker, sleep, waitFor } from '../helpers.js';
-import { type FakeCluster, startFakeCluster } from './fixtures/fake-cluster.js';
+import { type FakeCluster, startProcessCluster } from './fixtures/fake-cluster.js';
 import type { KillKind } from './fixtures/fake-kubelet.js';
 
 beforeAll(() => buildDist(['-b packages/proto', '-b packages/data']), 180_000);
@@ -19,15 +19,11 @@ afterAll(async () => cluster?.close());
 
 describe('a whole job on the fake cluster: a real gRPC master, worker pods run as sim-worker processes', () => {
   it('trains every record of every epoch exactly once while pods are preempted, evicted, OOM-killed and deleted', async () => {
-    const output: string[] = [];
-    cluster = await startFakeCluster({
-      mode: 'process',
-      startDelayMs: 30,
-      onOutput: (pod, line) => output.push(`${pod}: ${line}`),
-    });
-    const c = cluster;
     const token = 'job-token-from-the-secret';
-    c.server.create('secrets', 'edl', { metadata: { name: 'sim-token' }, stringData: { token } });
+    const started = await startProcessCluster('sim-token', token);
+    cluster = started.cluster;
+    const { output } = started;
+    const c = cluster;
     const applied = new Map<string, number>();
     let mismatches = 0;
     let epochOf = () => 0;

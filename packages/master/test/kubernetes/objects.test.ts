@@ -8,6 +8,7 @@ import {
 } from '../../src/kubernetes/job-objects.js';
 import { checkJobName, workerSelector } from '../../src/kubernetes/labels.js';
 import { podOutcome } from '../../src/kubernetes/pod-outcome.js';
+import { buildPsPod, buildPsService, psPodName, psServiceAddress } from '../../src/kubernetes/ps-pod.js';
 import { buildWorkerPod } from '../../src/kubernetes/worker-pod.js';
 
 const failed = (exitCode: number, reason: string, podReason?: string): V1Pod => ({
@@ -226,10 +227,11 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
     ).toThrow('Expected an integer in [0, 10000] for numWorkers but received -1');
   });
 
-  it('RBAC: pods only, with exactly the verbs the master uses', () => {
+  it('RBAC: pods, and services to create (parameter-server shards), with exactly the verbs the master uses', () => {
     const rbac = buildRbacObjects('ml');
     expect(rbac.role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['create', 'list', 'watch', 'delete'] },
+      { apiGroups: [''], resources: ['services'], verbs: ['create'] },
     ]);
     expect(rbac.roleBinding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'edl-master', namespace: 'ml' },
@@ -239,5 +241,136 @@ describe('buildJobObjects (what edl k8s submit creates and edl k8s manifest prin
       kind: 'Role',
       name: 'edl-master',
     });
+  });
+});
+
+describe('parameter-server pods and Services (what the master creates for --num-ps)', () => {
+  const template = {
+    jobName: 'ctr',
+    namespace: 'ml',
+    image: 'registry/edl:1',
+    command: ['node'],
+    args: ['/app/packages/cli/dist/bin/edl.js', 'ps'],
+    numShards: 2,
+    optimizer: { type: 'adam' as const, learningRate: 0.01 },
+    seed: 5,
+    tokenSecret: { name: 'ctr-token', key: 'token' },
+    owner: { name: 'ctr-master', uid: 'u' },
+    resources: resourcesFor({ cpu: '2', memory: '8Gi' })!,
+    envFromSecrets: ['s3-creds'],
+    serviceAccountName: 'edl-ps',
+    priorityClassName: 'edl-ps-high',
+    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'edl-data' } }],
+    volumeMounts: [{ name: 'data', mountPath: '/data' }],
+  };
+
+  it('a pod per launch of a shard: edl ps with its index, the job optimizer and seed, its priority class and credentials', () => {
+    const pod = buildPsPod(template, 1, 0);
+    expect(pod.metadata?.name).toBe('ctr-ps-1-0');
+    expect(psPodName('ctr', 1, 3)).toBe('ctr-ps-1-3');
+    expect(pod.metadata?.labels).toEqual({
+      'app.kubernetes.io/name': 'elasticdl-ts',
+      'edl.dev/job': 'ctr',
+      'edl.dev/role': 'ps',
+      'edl.dev/ps-index': '1',
+    });
+    expect(pod.metadata?.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Pod', name: 'ctr-master', uid: 'u' },
+    ]);
+    expect(pod.spec).toMatchObject({
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      serviceAccountName: 'edl-ps',
+      priorityClassName: 'edl-ps-high',
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'edl-data' } }],
+    });
+    const c = pod.spec!.containers[0]!;
+    expect([...c.command!, ...c.args!]).toEqual([
+      'node',
+      '/app/packages/cli/dist/bin/edl.js',
+      'ps',
+      '--shard-index',
+      '1',
+      '--num-shards',
+      '2',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '50002',
+      '--optimizer',
+      '{"type":"adam","learningRate":0.01}',
+      '--seed',
+      '5',
+    ]);
+    expect(c.env).toEqual([
+      { name: 'EDL_JOB_NAME', value: 'ctr' },
+      { name: 'EDL_JOB_TOKEN', valueFrom: { secretKeyRef: { name: 'ctr-token', key: 'token' } } },
+      { name: 'EDL_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ]);
+    expect(c.envFrom).toEqual([{ secretRef: { name: 's3-creds' } }]);
+    expect(c.ports).toEqual([{ name: 'grpc', containerPort: 50002 }]);
+    expect(c.readinessProbe).toEqual({ tcpSocket: { port: 'grpc' }, periodSeconds: 2 });
+    expect(c.resources).toEqual({
+      requests: { cpu: '2', memory: '8Gi' },
+      limits: { cpu: '2', memory: '8Gi' },
+    });
+    expect(c.volumeMounts).toEqual([{ name: 'data', mountPath: '/data' }]);
+  });
+
+  it('a relaunched shard starts from the last committed checkpoint', () => {
+    const args = buildPsPod({ ...template, port: 6000 }, 0, 2, { dir: '/data/ckpt', version: 40 }).spec!
+      .containers[0]!.args!;
+    expect(args.slice(args.indexOf('--port'), args.indexOf('--port') + 2)).toEqual(['--port', '6000']);
+    expect(args.slice(-4)).toEqual(['--restore-dir', '/data/ckpt', '--restore-version', '40']);
+    expect(() => buildPsPod(template, 2, 0)).toThrow(
+      'Expected an integer in [0, 1] for index but received 2',
+    );
+  });
+
+  it('a Service per shard with a stable name and a named port, selecting the shard by index', () => {
+    expect(buildPsService('ctr', 'ml', 1, 50002, { name: 'ctr-master', uid: 'u' })).toEqual({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: 'ctr-ps-1',
+        namespace: 'ml',
+        labels: { 'app.kubernetes.io/name': 'elasticdl-ts', 'edl.dev/job': 'ctr', 'edl.dev/role': 'ps' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'ctr-master', uid: 'u' }],
+      },
+      spec: {
+        selector: { 'edl.dev/job': 'ctr', 'edl.dev/role': 'ps', 'edl.dev/ps-index': '1' },
+        ports: [{ name: 'grpc', port: 50002, targetPort: 'grpc' }],
+      },
+    });
+    expect(psServiceAddress('ctr', 'ml', 1)).toBe('ctr-ps-1.ml.svc:50002');
+  });
+
+  it('edl k8s submit passes the parameter-server options on to the master pod', () => {
+    const pod = buildJobObjects({
+      jobName: 'ctr',
+      namespace: 'ml',
+      image: 'i',
+      numWorkers: 2,
+      token: 't',
+      trainArgs: ['--num-ps', '2'],
+      psSize: { cpu: '2', memory: '8Gi' },
+      psPriorityClass: 'edl-ps-high',
+      psServiceAccount: 'edl-ps',
+      psPort: 6000,
+    }).masterPod;
+    const args = pod.spec!.containers[0]!.args!;
+    expect(args.slice(args.indexOf('--ps-cpu'), args.indexOf('--'))).toEqual([
+      '--ps-cpu',
+      '2',
+      '--ps-memory',
+      '8Gi',
+      '--ps-priority-class',
+      'edl-ps-high',
+      '--ps-service-account',
+      'edl-ps',
+      '--ps-port',
+      '6000',
+    ]);
+    expect(args.slice(args.indexOf('--') + 1)).toEqual(['--num-ps', '2']);
   });
 });
