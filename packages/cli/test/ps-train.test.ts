@@ -121,6 +121,7 @@ interface Summary {
   records: { done: number; total: number; training: { done: number; total: number } };
   evaluations: { records: number; metrics: Record<string, number> }[];
   workers: { workerId: string; lost?: boolean; lastLoss?: number; records: Record<string, number> }[];
+  rollBacks?: { shardIndex: number; checkpoint: string | null; recordsRolledBack: number }[];
 }
 
 function summaryOf(run: Run): Summary {
@@ -157,6 +158,14 @@ function rolledBack(run: Run, summary: Summary, shardIndex: number, to: 'start' 
   expect(recordsRolledBack).toBeGreaterThanOrEqual(0);
   const trained = summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0);
   expect(trained).toBe(TRAIN_RECORDS * EPOCHS + recordsRolledBack);
+  // --stats says the same: the roll-back, where to, and the records trained again.
+  expect(summary.rollBacks).toEqual([
+    expect.objectContaining({
+      shardIndex,
+      checkpoint: to === 'start' ? null : expect.stringMatching(/checkpoint-\d+\.edlckpt$/),
+      recordsRolledBack,
+    }),
+  ]);
   return event as Record<string, unknown>;
 }
 

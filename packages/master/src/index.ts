@@ -80,6 +80,7 @@ export {
   type TaskReply,
 } from './master.js';
 export type { MasterObserver } from './master-observer.js';
+export type { ShardRollBack } from './shard-cuts.js';
 export { type MasterHandle, type StartMasterOptions, startMaster } from './start-master.js';
 export { TaskManager } from './task-manager.js';
 export type { TaskManagerState } from './tasks/task-state.js';

@@ -30,7 +30,7 @@ import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
 import { createStreamLogger, type MasterLogger } from './logger.js';
 import type { MasterObserver } from './master-observer.js';
 import { PushBarrier } from './push-barrier.js';
-import { type ShardCheckpointWriter, ShardCuts } from './shard-cuts.js';
+import { type ShardCheckpointWriter, ShardCuts, type ShardRollBack } from './shard-cuts.js';
 import { TaskManager } from './task-manager.js';
 import { waitAssignment } from './tasks/leases.js';
 import { DEFAULT_MINIBATCH_SIZE } from './tasks/settings.js';
@@ -117,6 +117,7 @@ export class Master implements ParameterEndpoints {
   #lastCheckpoint: string | undefined;
   /** The checkpoints and roll-backs of a job with parameter-server shards. */
   #shards: ShardCuts | undefined;
+  readonly #rollBacks: ShardRollBack[] = [];
   /** Pauses step acceptance until every accepted step's rows push reached the shards. */
   readonly #pushes = new PushBarrier();
   /** The state before the first step was applied: the cut of a roll-back before any checkpoint. */
@@ -424,7 +425,13 @@ export class Master implements ParameterEndpoints {
       snapshot: () => this.#snapshot(),
       startCut: () => this.#startCut,
       applyCut: (cut) => this.#applyCut(cut),
+      rolledBack: (rollBack) => this.#rollBacks.push(rollBack),
     });
+  }
+
+  /** The job-wide roll-backs so far, each after a parameter-server shard was relaunched. */
+  get rollBacks(): readonly ShardRollBack[] {
+    return this.#rollBacks;
   }
 
   /**

@@ -31,6 +31,20 @@ export interface ShardCutsHost {
   startCut(): Checkpoint | undefined;
   /** Puts the master back to `cut`; returns the training records this undid and the new version. */
   applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number };
+  /** A roll-back finished (for the job's `--stats` and status). */
+  rolledBack?(rollBack: ShardRollBack): void;
+}
+
+/** A job-wide roll-back after a parameter-server shard was relaunched. */
+export interface ShardRollBack {
+  readonly shardIndex: number;
+  /** The checkpoint rolled back to; null for the job's start (no checkpoint committed yet). */
+  readonly checkpoint: string | null;
+  readonly cutVersion: number;
+  /** The model version after the roll-back (above every version handed out before it). */
+  readonly modelVersion: number;
+  /** Training records done before the roll-back and not in the cut: they are trained again. */
+  readonly recordsRolledBack: number;
 }
 
 /** A checkpoint committed by {@link ShardCuts.checkpoint}. */
@@ -123,6 +137,13 @@ export class ShardCuts {
       );
       const cut = found?.checkpoint ?? this.#host.startCut();
       const applied = cut === undefined ? undefined : this.#host.applyCut(cut);
+      this.#host.rolledBack?.({
+        shardIndex,
+        checkpoint: found?.path ?? null,
+        cutVersion: found?.checkpoint.store.version ?? 0,
+        modelVersion: applied?.modelVersion ?? 0,
+        recordsRolledBack: applied?.recordsRolledBack ?? 0,
+      });
       logger.warn(
         found === undefined
           ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched (no checkpoint was committed yet)`

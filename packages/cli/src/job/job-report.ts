@@ -82,6 +82,8 @@ export function reportJob(
       records,
       // What the master did with the gradients: applied, refused as stale (computed again) or for their range.
       gradients: handle.master.gradientOutcomes,
+      // Roll-backs after a parameter-server shard died: their records were trained again.
+      ...(handle.master.rollBacks.length > 0 ? { rollBacks: handle.master.rollBacks } : {}),
       evaluations: result.evaluations,
       workers,
     };

@@ -196,8 +196,6 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
                 template: parameterServerTemplate(pod, podBasics, command, masterOptions, L),
                 maxRelaunches: pod.maxRelaunches,
                 deleteGraceSeconds: pod.deleteGraceSeconds,
-                // The roll-back of every shard and the task state to the last cut after a shard's
-                // relaunch (issue 25) is to be wired here: onShardRelaunched: (index, master) => ...
                 ...(options.checkpointDir === undefined ? {} : { checkpointDir: options.checkpointDir }),
               },
             }

@@ -416,8 +416,8 @@ export class KubernetesInstanceManager implements InstanceManager {
 /** The parameter-server options of {@link kubernetesInstanceManager}: the hook also gets the master. */
 export interface KubernetesShardOptions extends Omit<KubernetesParameterServersOptions, 'onShardRelaunched'> {
   /**
-   * Shard `index`'s pod was relaunched: where the job's roll-back to its last cut is wired
-   * ({@link KubernetesParameterServersOptions.onShardRelaunched}), with this job's master.
+   * Shard `index`'s pod was relaunched, told after the job's roll-back to its last cut has begun
+   * (`Master.onShardRelaunched`, which this manager always calls), with this job's master.
    */
   readonly onShardRelaunched?: (index: number, master: Master) => void;
 }
@@ -432,9 +432,17 @@ function parameterServersOf(
   const shards = new KubernetesParameterServers({
     logger: master.logger,
     ...settings,
-    ...(onShardRelaunched === undefined
-      ? {}
-      : { onShardRelaunched: (index: number) => onShardRelaunched(index, master) }),
+    onShardRelaunched: (index: number) => {
+      // A relaunched shard alone at the cut beside live shards is not a consistent state: every
+      // shard and the task state go back to the last cut (docs/master.md). The roll-back retries
+      // its RestoreShard calls while the new pod's Service does not answer yet.
+      master.onShardRelaunched(index).catch((error: unknown) => {
+        master.logger.error(`roll-back after parameter-server shard ${index} was relaunched failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+      onShardRelaunched?.(index, master);
+    },
   });
   shards.attach(master, token);
   return shards;

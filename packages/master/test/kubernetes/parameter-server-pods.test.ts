@@ -209,6 +209,11 @@ describe('parameter-server pods on the fake cluster: real edl ps shards behind t
     expect(result.state).toBe('succeeded');
     expect(Array.from(new Set(handle.master.store.getModel().variables[0]!.values))).toEqual([EPOCHS]);
     expect(shards.pods().map((p) => p.relaunches)).toEqual([0, 1]);
+    // The relaunch rolled the whole job back to the last committed checkpoint (the one the shard
+    // restored, or a later one committed before the roll-back began).
+    expect(handle.master.rollBacks.map((r) => r.shardIndex)).toEqual([1]);
+    expect(handle.master.rollBacks[0]?.checkpoint).toContain(checkpointDir);
+    expect(handle.master.rollBacks[0]?.cutVersion).toBeGreaterThanOrEqual(version);
     // The job's end took the shards' pods down with the workers'.
     expect(c.kubelet.running()).toEqual([]);
     expect(output.filter((l) => l.includes('"event":"stopped"')).map((l) => l.split(':')[0])).toEqual(
