@@ -57,9 +57,12 @@ describe("RecordIO reader 'auto' read-ahead", () => {
     expect(got.every((r, i) => Buffer.compare(r, records[i] as Uint8Array) === 0)).toBe(true);
     // A quarter of 8 MiB; the native ring admits compressed chunks on an estimate of their size.
     expect(reader.prefetchStats?.peakBufferedBytes).toBeLessThanOrEqual(2 * MIB + 256 * 1024);
-    const reservation = autotuneSnapshot().stages.find((s) => s.label === 'RecordIO read-ahead');
-    expect(reservation).toMatchObject({ parallelism: 2, bufferSize: 1 });
-    expect(autotuneSnapshot().modelledBytes).toBeGreaterThanOrEqual(2 * MIB);
+    // A tuned stage now: its threads within the budget (3, plus the consumer's core at most 4).
+    const stage = autotuneSnapshot().stages.find((s) => s.label === 'RecordIO read-ahead');
+    expect(stage?.parallelism).toBeGreaterThanOrEqual(1);
+    expect(stage?.parallelism).toBeLessThanOrEqual(4);
+    expect(reader.prefetchStats?.activeThreads).toBe(stage?.parallelism);
+    expect(autotuneSnapshot().modelledBytes).toBeGreaterThan(0);
     await reader.close();
     expect(autotuneSnapshot().stages.find((s) => s.label === 'RecordIO read-ahead')).toBeUndefined();
   });
