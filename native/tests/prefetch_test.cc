@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -101,13 +102,16 @@ edl::prefetch::SpareBlock SpareOf(ByteBuffer& b, std::shared_ptr<void>& owner) {
   return spare;
 }
 
+// `before_pop(i)`, when given, runs before the i-th Pop (a tuner changing the read-ahead).
 Drained Drain(Prefetcher& p, uint32_t batch_records, uint64_t batch_bytes,
-              const std::vector<Range>& ranges, bool recycle = false) {
+              const std::vector<Range>& ranges, bool recycle = false,
+              const std::function<void(size_t)>& before_pop = nullptr) {
   Drained d;
   Item item;
   std::vector<uint64_t> next(ranges.size());
   for (size_t r = 0; r < ranges.size(); ++r) next[r] = ranges[r].start;
-  for (;;) {
+  for (size_t pops = 0;; ++pops) {
+    if (before_pop) before_pop(pops);
     PopResult res = p.Pop(&item, true);
     if (res != PopResult::kItem) {
       CHECK(res == PopResult::kEnded);
@@ -436,6 +440,17 @@ bool StatsReach(const Prefetcher& p, Pred done) {
   return false;
 }
 
+PrefetchOptions TunedOptions(uint32_t threads, uint32_t batch_records, uint64_t max_bytes,
+                             uint32_t max_batches, uint64_t piece_bytes) {
+  PrefetchOptions o;
+  o.threads = threads;
+  o.batch_records = batch_records;
+  o.max_buffered_bytes = max_bytes;
+  o.max_buffered_batches = max_batches;
+  o.piece_bytes = piece_bytes;
+  return o;
+}
+
 }  // namespace
 
 TEST(SetReadAheadParksAndResumesThreads) {
@@ -475,12 +490,7 @@ TEST(SetReadAheadParksAndResumesThreads) {
 TEST(SetReadAheadLowersAndRaisesTheByteBoundWhileReadsAreQueued) {
   // Stored chunks: estimates are exact, so the bound is strict up to one piece in flight.
   const std::string f = MakeFile("bound.rio", Compressor::kNone, 20000, 400, 16 << 10, 12);
-  PrefetchOptions o;
-  o.threads = 2;
-  o.batch_records = 64;
-  o.max_buffered_bytes = 1 << 20;
-  o.max_buffered_batches = 1000;
-  o.piece_bytes = 16 << 10;
+  const PrefetchOptions o = TunedOptions(2, 64, 1 << 20, 1000, 16 << 10);
   Prefetcher p(o);
   CHECK_OK(p.Start());
   CHECK(p.Enqueue({f, 0, 20000}).ok());
@@ -518,37 +528,16 @@ TEST(SetReadAheadWhileConsumingLosesAndRepeatsNoRecord) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     const auto ranges = RandomRanges(files, sizes, 16, seed);
     const auto want = Sequential(ranges);
-    PrefetchOptions o;
-    o.threads = 4;
-    o.batch_records = 16;
-    o.max_buffered_bytes = 256 << 10;
-    o.max_buffered_batches = 16;
-    o.piece_bytes = 8 << 10;
+    const PrefetchOptions o = TunedOptions(4, 16, 256 << 10, 16, 8 << 10);
     Prefetcher p(o);
     CHECK_OK(p.Start());
     for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
     p.EndInput();
     edl::test::Rng rng(seed);
-    std::vector<std::string> got;
-    Item item;
-    for (int i = 0;; ++i) {
+    const Drained d = Drain(p, o.batch_records, o.batch_bytes, ranges, false, [&](size_t i) {
       if (i % 5 == 0) p.SetReadAhead(1 + rng.Below(300 << 10), rng.Below(6));
-      const PopResult r = p.Pop(&item, true);
-      if (r != PopResult::kItem) {
-        CHECK(r == PopResult::kEnded);
-        break;
-      }
-      if (item.kind == Item::Kind::kError) {
-        got.push_back("error " + std::string(item.error.status.code_name()));
-        continue;
-      }
-      const auto* b = reinterpret_cast<const uint32_t*>(item.bounds.data());
-      for (uint64_t k = 0; k < item.records; ++k) {
-        got.push_back(RecordLine(item.range_id, item.first_record + k, item.data.data() + b[2 * k],
-                                 b[2 * k + 1] - b[2 * k]));
-      }
-    }
-    CHECK(got == want);
+    });
+    CHECK(d.records == want);
     CHECK_EQ(p.Stats().buffered_bytes, 0u);
   }
 }
