@@ -11,7 +11,8 @@ import type { BatchRecycler } from './record-batch.js';
 export interface PrefetcherOptions {
   /**
    * Decoding threads. Default: 2, or 1 on a one-core machine. `0` decodes on the JavaScript thread
-   * when a batch is asked for (no read-ahead: the baseline the benchmarks compare with).
+   * when a batch is asked for (no read-ahead: the baseline the benchmarks compare with). Also the
+   * most that {@link Prefetcher.setReadAhead} may make active: a tuner starts with all it may use.
    */
   readonly threads?: number;
   /** Records per batch (the last batch of a range may be shorter). Default 64. */
@@ -20,7 +21,8 @@ export interface PrefetcherOptions {
    * Decoded bytes held ahead of the consumer — ready batches plus chunks decoded or being decoded.
    * Threads stop when it is reached (backpressure). Default 64 MiB. Exact for stored chunks; for
    * compressed ones a chunk is admitted on an estimate of its decoded size, so the peak can pass it
-   * by the estimate's error on the chunks in flight.
+   * by the estimate's error on the chunks in flight. Also the most {@link Prefetcher.setReadAhead}
+   * may set.
    */
   readonly maxBufferedBytes?: number;
   /** Record bytes per batch at most (a larger record gets a batch alone). Default 64 MiB. */
