@@ -7,7 +7,11 @@ import type { ResolvedRemoteReadOptions } from './remote-reads.js';
 export interface RemoteReadOptions {
   /** Bytes one ranged GET asks for at most (whole chunks or frame blocks; a bigger one alone). Default 8 MiB. */
   readonly partBytes?: number;
-  /** Ranged GETs in flight at once, per reader. Default 4. */
+  /**
+   * Ranged GETs in flight at once, per reader (and, apart from them, files being opened: their
+   * sidecar GETs or header walks). Default 16: as many as the worker's TaskFeed announces tasks
+   * ahead, so a directory of small objects (one task each) has all of them in flight.
+   */
   readonly maxInFlight?: number;
   /** Fetched, not yet decoded bytes of announced ranges held at most. Default 64 MiB. */
   readonly readAheadBytes?: number;
@@ -31,7 +35,7 @@ export function checkRemoteOptions(value: unknown): {
   }
   const resolved = {
     partBytes: checkOptionalInteger(o.partBytes, 'options.remote.partBytes', 8 * MIB, 1, 2 ** 31),
-    maxInFlight: checkOptionalInteger(o.maxInFlight, 'options.remote.maxInFlight', 4, 1, 256),
+    maxInFlight: checkOptionalInteger(o.maxInFlight, 'options.remote.maxInFlight', 16, 1, 256),
     readAheadBytes: checkOptionalInteger(
       o.readAheadBytes,
       'options.remote.readAheadBytes',

@@ -138,6 +138,12 @@ export class RemoteReads {
   readonly #cache: IndexCache;
   readonly #files = new Map<string, Promise<RemoteObject>>();
   readonly #opened = new Map<string, RemoteObject>();
+  /** Opens of announced files waiting for a slot, in announce order. */
+  readonly #waitingOpens = new Map<string, WaitingOpen>();
+  /** Opens (index loads) in progress. */
+  #opens = 0;
+  /** Per announced range not planned yet: when it (and every range announced before it) is planned. */
+  readonly #plannedBy = new Map<string, Promise<void>>();
   /** Announced ranges not read yet, in announce order. */
   readonly #announced: PlannedRange[] = [];
   /** Pieces of announced ranges not fetched yet, in order. */
@@ -182,43 +188,56 @@ export class RemoteReads {
     this.#cache = new IndexCache(options.indexCacheDir);
   }
 
-  /** The opened remote file at `location`, indexed once (a failed open is tried again next time). */
+  /**
+   * The opened remote file at `location`, indexed once (a failed open is tried again next time).
+   * Opened now, even when an announcement queued its open behind others: a read waits on it.
+   */
   file(location: string): Promise<RemoteObject> {
-    let file = this.#files.get(location);
-    if (file === undefined) {
-      file = this.#open(location);
-      this.#files.set(location, file);
-      file.then(
-        (opened) => this.#opened.set(location, opened),
-        () => this.#files.delete(location),
-      );
-    }
-    return file;
+    return this.#file(location, true);
   }
 
-  /** Plans records `[start, end)` of `location` (a checked, non-empty range) and fetches it ahead. */
+  /**
+   * Plans records `[start, end)` of `location` (a checked, non-empty range) and fetches it ahead.
+   * The file is opened (indexed) at once, beside the files of other announcements (at most
+   * `maxInFlight` opens at a time), so that many small objects' index loads and GETs overlap;
+   * ranges are planned, and fetched, in announce order.
+   */
   announce(location: string, start: number, end: number): void {
     if (this.#closed) return;
-    this.#planning = this.#planning.then(async () => {
-      let file: RemoteObject;
+    const opening = this.#file(location, false);
+    // Advisory: the read of the range reports a failed open.
+    opening.catch(() => {});
+    const key = rangeKey(location, start, end);
+    const planned = this.#planning.then(async () => {
       try {
-        file = await this.file(location);
-      } catch {
-        // Advisory: the read of the range reports the failure.
-        return;
+        await this.#planAnnounced(opening, start, end);
+      } finally {
+        if (this.#plannedBy.get(key) === planned) this.#plannedBy.delete(key);
       }
-      // A stream is read in order from its start: nothing to fetch ahead of the range before it.
-      if (this.#closed || !(file instanceof RemoteFile) || end > file.numRecords) return;
-      const range = this.#plan(file, start, end);
-      this.#announced.push(range);
-      for (const piece of range.pieces) if (piece !== undefined) this.#queue.push(piece);
-      this.#pump();
     });
+    this.#plannedBy.set(key, planned);
+    this.#planning = planned;
+  }
+
+  async #planAnnounced(opening: Promise<RemoteObject>, start: number, end: number): Promise<void> {
+    let file: RemoteObject;
+    try {
+      file = await opening;
+    } catch {
+      return;
+    }
+    // A stream is read in order from its start: nothing to fetch ahead of the range before it.
+    if (this.#closed || !(file instanceof RemoteFile) || end > file.numRecords) return;
+    const range = this.#plan(file, start, end);
+    this.#announced.push(range);
+    for (const piece of range.pieces) if (piece !== undefined) this.#queue.push(piece);
+    this.#pump();
   }
 
   /** The batches of records `[start, end)` of an opened file (a checked, non-empty range). */
   async *read(file: RemoteObject, start: number, end: number): AsyncGenerator<RecordBatch> {
-    await this.#planning;
+    // An announced range waits only for the announcements up to it, not for later files' indexes.
+    await (this.#plannedBy.get(rangeKey(file.location, start, end)) ?? this.#planning);
     if (file instanceof RemoteStream) {
       yield* file.batches(start, end);
       return;
@@ -272,6 +291,11 @@ export class RemoteReads {
   /** Gives up every announced range; reads in progress fail with `CLOSED` at their next piece. */
   close(): void {
     this.#closed = true;
+    const waiting = [...this.#waitingOpens.values()];
+    this.#waitingOpens.clear();
+    for (const open of waiting) {
+      open.fail(new DataReaderError('CLOSED', `the reader was closed before ${open.location} was opened`));
+    }
     for (const file of this.#opened.values()) file.close();
     for (const range of this.#announced) this.#dropAll(range);
     this.#announced.length = 0;
@@ -280,6 +304,42 @@ export class RemoteReads {
     this.#fetchSpares.clear();
     this.#dataSpares.clear();
     this.#boundsSpares.clear();
+  }
+
+  /** The file's open, started now if `now` or a slot is free, else queued for one. */
+  #file(location: string, now: boolean): Promise<RemoteObject> {
+    const file = this.#files.get(location);
+    if (file !== undefined) {
+      if (now) this.#waitingOpens.get(location)?.start();
+      return file;
+    }
+    const opening = new Promise<RemoteObject>((resolve, reject) => {
+      const start = (): void => {
+        this.#waitingOpens.delete(location);
+        this.#opens++;
+        this.#open(location)
+          .then(resolve, reject)
+          .finally(() => {
+            this.#opens--;
+            this.#startWaitingOpens();
+          });
+      };
+      if (now || this.#opens < this.#options.maxInFlight) start();
+      else this.#waitingOpens.set(location, { location, start, fail: reject });
+    });
+    this.#files.set(location, opening);
+    opening.then(
+      (opened) => this.#opened.set(location, opened),
+      () => this.#files.delete(location),
+    );
+    return opening;
+  }
+
+  #startWaitingOpens(): void {
+    for (const open of this.#waitingOpens.values()) {
+      if (this.#closed || this.#opens >= this.#options.maxInFlight) return;
+      open.start();
+    }
   }
 
   async #open(location: string): Promise<RemoteObject> {
@@ -459,6 +519,13 @@ export class RemoteReads {
       throw new DataReaderError('CLOSED', 'the reader was closed while reading a remote object');
     }
   }
+}
+
+/** An announced file's open, queued until fewer than `maxInFlight` opens are in progress. */
+interface WaitingOpen {
+  readonly location: string;
+  readonly start: () => void;
+  readonly fail: (error: Error) => void;
 }
 
 function rangeKey(location: string, start: number, end: number): string {

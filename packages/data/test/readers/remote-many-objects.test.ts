@@ -1,0 +1,171 @@
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeSidecarIndex, TFRecordWriter } from '@edl/recordio';
+import {
+  type ByteSource,
+  type ObjectStat,
+  type ReadRangeOptions,
+  registerByteSource,
+  S3ByteSource,
+} from '@edl/storage';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FaultProxy } from '../../../storage/test/support/fault-proxy.js';
+import {
+  S3RVER_CREDENTIALS,
+  type S3rverProcess,
+  startS3rver,
+} from '../../../storage/test/support/s3rver-process.js';
+import type { RecordRange, Shard } from '../../src/protocols.js';
+import { buildSidecarIndex, createDataReader, TFRecordDataReader } from '../../src/readers/index.js';
+
+// A worker's reader of a directory of many small TFRecord objects (one task each) behind a proxy
+// that delays every request: the files of announced tasks are opened (their sidecars fetched) at
+// once, not one after another, so several GETs are in flight together; the records are those of
+// the local read.
+
+const BUCKET = 'many-objects';
+const FILES = 24;
+const LATENCY_MS = 50;
+const MAX_IN_FLIGHT = 8;
+
+/** The S3 source, counting its ranged reads in flight (sidecar and data GETs alike). */
+class CountingSource implements ByteSource {
+  readonly scheme = 's3';
+  inFlight = 0;
+  mostInFlight = 0;
+  reads = 0;
+
+  constructor(private readonly s3: S3ByteSource) {}
+
+  list(location: string, options?: { readonly signal?: AbortSignal }): Promise<ObjectStat[]> {
+    return this.s3.list(location, options);
+  }
+
+  stat(location: string, options?: { readonly signal?: AbortSignal }): Promise<ObjectStat> {
+    return this.s3.stat(location, options);
+  }
+
+  async readRange(
+    object: ObjectStat,
+    offset: number,
+    length: number,
+    options?: ReadRangeOptions,
+  ): Promise<Uint8Array> {
+    this.reads++;
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    try {
+      return await this.s3.readRange(object, offset, length, options);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  localPath(): undefined {
+    return undefined;
+  }
+}
+
+let s3: S3rverProcess;
+let proxy: FaultProxy;
+let s3Source: S3ByteSource;
+let scratch: string;
+let localDir: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'edl-remote-many-'));
+  localDir = join(scratch, 'data');
+  await mkdir(localDir);
+  s3 = await startS3rver();
+  await s3.createBucket(BUCKET);
+  for (let file = 0; file < FILES; file++) {
+    const name = `part-${String(file).padStart(3, '0')}.tfrecord`;
+    const path = join(localDir, name);
+    const writer = TFRecordWriter.create(path);
+    for (let i = 0; i < 40 + file; i++) writer.write(Buffer.alloc(100 + ((i * 37 + file) % 300), i + file));
+    await writer.close();
+    await s3.put(BUCKET, `dir/${name}`, await readFile(path));
+    const { index } = await buildSidecarIndex(path, 'tfrecord');
+    await s3.put(BUCKET, `dir/${name}.idx`, encodeSidecarIndex(index));
+  }
+  proxy = await FaultProxy.start(Number(new URL(s3.endpoint).port));
+  proxy.latencyMs = LATENCY_MS;
+  s3Source = new S3ByteSource({ endpoint: proxy.endpoint, credentials: S3RVER_CREDENTIALS });
+}, 60_000);
+
+afterAll(async () => {
+  registerByteSource('s3', () => new S3ByteSource());
+  await s3Source?.close();
+  await proxy?.close();
+  await s3?.stop();
+  if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+});
+
+/** The records of each task, copied out. */
+async function readTaskRecords(
+  reader: { readBatches(range: RecordRange): AsyncIterable<Iterable<Uint8Array>> },
+  tasks: readonly RecordRange[],
+): Promise<Buffer[][]> {
+  const records: Buffer[][] = [];
+  for (const task of tasks) {
+    const taskRecords: Buffer[] = [];
+    for await (const batch of reader.readBatches(task)) {
+      for (const record of batch) taskRecords.push(Buffer.from(record));
+    }
+    records.push(taskRecords);
+  }
+  return records;
+}
+
+function wholeShardTasks(shards: readonly Shard[]): RecordRange[] {
+  return shards.map((shard) => ({
+    shardName: shard.name,
+    start: shard.start,
+    end: shard.start + shard.count,
+  }));
+}
+
+describe('a worker reading many small objects behind a 50 ms proxy', () => {
+  it('opens the announced files together: several GETs in flight at once, records identical to local', async () => {
+    const local = await TFRecordDataReader.open({ dataDir: localDir });
+    const localTasks = wholeShardTasks(await local.createShards());
+    const expected = await readTaskRecords(local, localTasks);
+    await local.close();
+
+    const counting = new CountingSource(s3Source);
+    registerByteSource('s3', () => counting);
+    // The master's reader cuts the shards; the worker's reader, with an index cache of its own,
+    // is given tasks by name and must open each file itself (one sidecar GET each).
+    const master = await createDataReader(`s3://${BUCKET}/dir/`, {
+      type: 'tfrecord',
+      remote: { indexCacheDir: await mkdtemp(join(scratch, 'master-cache-')) },
+    });
+    const tasks = wholeShardTasks(await master.createShards());
+    await master.close?.();
+    expect(tasks).toHaveLength(FILES);
+
+    const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
+      type: 'tfrecord',
+      remote: { indexCacheDir: await mkdtemp(join(scratch, 'worker-cache-')), maxInFlight: MAX_IN_FLIGHT },
+    })) as TFRecordDataReader;
+    // A reader of remote files announces the tasks it is given ahead.
+    const announce = worker.prefetch;
+    expect(announce).toBeDefined();
+    counting.mostInFlight = 0;
+    counting.reads = 0;
+    for (const task of tasks) announce?.(task);
+    const records = await readTaskRecords(worker, tasks);
+    const stats = worker.remoteStats;
+    await worker.close();
+
+    expect(records).toEqual(expected);
+    // One sidecar GET and one data GET per file, none repeated.
+    expect(counting.reads).toBe(2 * FILES);
+    expect(stats.files.map((file) => file.index.origin)).toEqual(new Array(FILES).fill('sidecar'));
+    // Opened one after another, at most a sidecar GET and a data GET would overlap.
+    expect(counting.mostInFlight).toBeGreaterThanOrEqual(MAX_IN_FLIGHT / 2);
+    // At most maxInFlight opens and maxInFlight data GETs at once.
+    expect(counting.mostInFlight).toBeLessThanOrEqual(2 * MAX_IN_FLIGHT);
+  });
+});
