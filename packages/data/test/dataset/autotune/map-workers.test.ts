@@ -49,7 +49,9 @@ describe("mapParallel({ workers: 'auto' }) under the default CPU budget", () => 
 
   it('keeps a cheap map at one thread: a second one would not pay for its messages', async () => {
     const { most, values } = await mostWorkers(3000, 0);
-    expect(most).toBe(1);
+    // On a loaded machine a thread's work can look long (the thread descheduled mid-map), so the
+    // tuner may try a second thread; the trial then measures no gain and takes it back.
+    expect(most).toBeLessThanOrEqual(2);
     expect(values).toEqual(Array.from({ length: 3000 }, (_, i) => i));
     expect(autotuneSnapshot().endedStages.at(-1)?.parallelism).toBe(1);
   });
