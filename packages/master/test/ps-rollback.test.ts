@@ -258,8 +258,8 @@ describe('parameter-server shards: exact checkpoint barrier and roll-back', () =
 describe('PushBarrier', () => {
   it('drains once every worker with an accepted step reported again or was lost, and names the ones that never did', async () => {
     const barrier = new PushBarrier();
-    barrier.accepted('a');
-    barrier.accepted('b');
+    barrier.accepted('a', 1);
+    barrier.accepted('b', 1);
     let drained: DrainedPushes | undefined;
     const pause = barrier.pause(60_000).then((d) => {
       drained = d;
@@ -274,7 +274,7 @@ describe('PushBarrier', () => {
     barrier.resume();
     expect(barrier.paused).toBe(false);
 
-    barrier.accepted('c');
+    barrier.accepted('c', 2);
     const timedOut = await barrier.pause(30);
     expect(timedOut.unconfirmed).toEqual(['c']);
     expect(timedOut.waitedMs).toBeGreaterThan(0);

@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs';
 import { type DeclaredEmbeddingTable, type EmbeddingClient, ShardRpcError } from '@edl/proto';
 import type * as tflTypes from '@tensorflow/tfjs-layers';
 import { silentLogger, type WorkerLogger } from '../logger.js';
@@ -73,12 +74,15 @@ export class ParameterServerRows implements EmbeddingRowSource {
   }
 
   /**
-   * Pushes each table's rows gradient to the shards holding its ids, all tables and shards in
-   * parallel. Only an unreachable shard (the request never arrived) is retried: a push whose answer
-   * was lost is not sent again, so no rows gradient is applied twice.
+   * Pushes each table's rows gradient to every shard (empty where the shard holds none of its ids),
+   * all tables and shards in parallel, each push saying how many the step sends to that shard: so
+   * the master can ask the shards whether a lost worker's last step reached them whole
+   * (docs/master.md). Only an unreachable shard (the request never arrived) is retried: a push
+   * whose answer was lost is not sent again, so no rows gradient is applied twice.
    */
   async push(rows: readonly RowGradients[], modelVersion: number): Promise<void> {
-    const info = { modelVersion, workerId: this.#o.workerId };
+    exitBeforePushForTests();
+    const info = { modelVersion, workerId: this.#o.workerId, stepPushes: rows.length };
     await Promise.all(
       rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
     );
@@ -115,4 +119,26 @@ export class ParameterServerRows implements EmbeddingRowSource {
       }
     }
   }
+}
+
+let pushesBeforeExit: number | undefined;
+
+/**
+ * TEST ONLY: with `EDL_TEST_EXIT_BEFORE_PUSH=FILE:N`, the first worker to reach its Nth rows push
+ * creates FILE and SIGKILLs itself before sending it: the master accepted that step's dense
+ * gradient, and its rows update never reaches the shards (packages/cli/test/ps-train.test.ts).
+ * Other workers, and relaunched ones, find FILE and push as usual.
+ */
+function exitBeforePushForTests(): void {
+  const hook = process.env.EDL_TEST_EXIT_BEFORE_PUSH;
+  if (hook === undefined || hook === '') return;
+  const at = hook.lastIndexOf(':');
+  pushesBeforeExit ??= Number(hook.slice(at + 1));
+  if (--pushesBeforeExit !== 0) return;
+  try {
+    closeSync(openSync(hook.slice(0, at), 'wx'));
+  } catch {
+    return; // another worker took the exit
+  }
+  process.kill(process.pid, 'SIGKILL');
 }
