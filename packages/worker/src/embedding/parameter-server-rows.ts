@@ -54,6 +54,8 @@ export class ParameterServerRows implements EmbeddingRowSource {
   readonly #o: ParameterServerRowsOptions;
   readonly #logger: WorkerLogger;
   #declared: Promise<void> | undefined;
+  /** Steps pushed so far (for the test-only exits). */
+  #pushes = 0;
 
   constructor(options: ParameterServerRowsOptions) {
     this.#o = options;
@@ -81,11 +83,13 @@ export class ParameterServerRows implements EmbeddingRowSource {
    * whose answer was lost is not sent again, so no rows gradient is applied twice.
    */
   async push(rows: readonly RowGradients[], modelVersion: number): Promise<void> {
-    exitBeforePushForTests();
+    const push = ++this.#pushes;
+    exitAtPushForTests('EDL_TEST_EXIT_BEFORE_PUSH', push);
     const info = { modelVersion, workerId: this.#o.workerId, stepPushes: rows.length };
     await Promise.all(
       rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
     );
+    exitAtPushForTests('EDL_TEST_EXIT_AFTER_PUSH', push);
   }
 
   /** Closes the channels to the shards. */
@@ -121,20 +125,19 @@ export class ParameterServerRows implements EmbeddingRowSource {
   }
 }
 
-let pushesBeforeExit: number | undefined;
-
 /**
- * TEST ONLY: with `EDL_TEST_EXIT_BEFORE_PUSH=FILE:N`, the first worker to reach its Nth rows push
- * creates FILE and SIGKILLs itself before sending it: the master accepted that step's dense
- * gradient, and its rows update never reaches the shards (packages/cli/test/ps-train.test.ts).
- * Other workers, and relaunched ones, find FILE and push as usual.
+ * TEST ONLY: with `EDL_TEST_EXIT_BEFORE_PUSH=FILE:N` (or `EDL_TEST_EXIT_AFTER_PUSH=FILE:N`), the
+ * first worker to reach its Nth step's rows push creates FILE and SIGKILLs itself just before
+ * sending it (just after every shard answered it): the master accepted that step's dense gradient
+ * and hears nothing more from the worker, and the step's rows update never reaches the shards (or
+ * reached them whole). Other workers, and relaunched ones, find FILE and go on as usual
+ * (packages/cli/test/ps-train.test.ts).
  */
-function exitBeforePushForTests(): void {
-  const hook = process.env.EDL_TEST_EXIT_BEFORE_PUSH;
+function exitAtPushForTests(variable: string, push: number): void {
+  const hook = process.env[variable];
   if (hook === undefined || hook === '') return;
   const at = hook.lastIndexOf(':');
-  pushesBeforeExit ??= Number(hook.slice(at + 1));
-  if (--pushesBeforeExit !== 0) return;
+  if (Number(hook.slice(at + 1)) !== push) return;
   try {
     closeSync(openSync(hook.slice(0, at), 'wx'));
   } catch {
