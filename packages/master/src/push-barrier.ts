@@ -12,7 +12,7 @@ export interface DrainedPushes {
  * (gradient, evaluation metrics or task result) only once that push was answered: its steps run
  * one after another (mirroring and pushing ahead are off for a model with distributed embeddings).
  * So a worker whose step was accepted has its push on the way until the master hears from it again,
- * or loses it. While paused the master accepts no step; once no push is on the way, every push of
+ * or, having lost it, learnt from the shards whether the push arrived (ShardCuts.lostPush). While paused the master accepts no step; once no push is on the way, every push of
  * every accepted step has reached the shards, and none of a later step can: the shards' rows and
  * the master's state are one cut.
  */
