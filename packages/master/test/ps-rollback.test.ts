@@ -21,7 +21,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listCheckpoints } from '../src/checkpoint.js';
 import type { MasterLogger } from '../src/logger.js';
-import { Master } from '../src/master.js';
+import { Master, type MasterOptions } from '../src/master.js';
 import { type DrainedPushes, PushBarrier } from '../src/push-barrier.js';
 import { sleep, waitFor } from './helpers.js';
 
@@ -84,6 +84,23 @@ async function rowsInFiles(version: number): Promise<Float32Array> {
   return out;
 }
 
+/** A master training RECORDS records in 4-record minibatches, 3 per task, asynchronously. */
+function trainingMaster(
+  logger: MasterLogger,
+  options: Pick<MasterOptions, 'numEpochs' | 'checkpointDir' | 'checkpointSteps' | 'keepCheckpoints'>,
+): Master {
+  return new Master({
+    jobType: 'training',
+    trainingShards: [{ name: 's', start: 0, count: RECORDS }],
+    minibatchSize: 4,
+    numMinibatchesPerTask: 3,
+    trainEndCallback: false,
+    logger,
+    parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
+    ...options,
+  });
+}
+
 interface AcceptedStep {
   /** The model version the master answered with: the step's place in the job-wide order. */
   readonly version: number;
@@ -112,18 +129,11 @@ describe('parameter-server shards: exact checkpoint barrier and roll-back', () =
       },
       error: (message, fields = {}) => logged.push({ message, fields }),
     };
-    const master = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: RECORDS }],
-      minibatchSize: 4,
-      numMinibatchesPerTask: 3,
+    const master = trainingMaster(logger, {
       numEpochs: EPOCHS,
-      trainEndCallback: false,
       checkpointDir: dir,
       checkpointSteps: 5,
       keepCheckpoints: 1000,
-      logger,
-      parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
     });
     master.useParameterServers(client);
     await client.declareTables([{ name: 't', dim: DIM }], 'test');
@@ -265,17 +275,7 @@ describe('a worker lost with its rows push on the way (Master.workerLost)', () =
       warn: (message) => logged.push(message),
       error: (message) => logged.push(message),
     };
-    const master = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: RECORDS }],
-      minibatchSize: 4,
-      numMinibatchesPerTask: 3,
-      numEpochs: 1,
-      trainEndCallback: false,
-      checkpointDir: join(dir, 'lost-push'),
-      logger,
-      parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
-    });
+    const master = trainingMaster(logger, { numEpochs: 1, checkpointDir: join(dir, 'lost-push') });
     master.useParameterServers(client);
     const tables = [
       { name: 'a', dim: DIM },
