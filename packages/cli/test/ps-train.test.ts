@@ -66,6 +66,7 @@ function train(
   onEvent?: (event: Record<string, unknown>) => void,
   checkpointDir = path.join(dir, `ckpt-${Math.random().toString(36).slice(2)}`),
   onStart?: (pid: number) => void,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<Run> {
   const args = [
     EDL_BIN,
@@ -92,7 +93,10 @@ function train(
     ...extra,
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     if (child.pid !== undefined) onStart?.(child.pid);
     let stdout = '';
     let stderr = '';
@@ -121,7 +125,8 @@ interface Summary {
   records: { done: number; total: number; training: { done: number; total: number } };
   evaluations: { records: number; metrics: Record<string, number> }[];
   workers: { workerId: string; lost?: boolean; lastLoss?: number; records: Record<string, number> }[];
-  rollBacks?: { shardIndex: number; checkpoint: string | null; recordsRolledBack: number }[];
+  gradients: { applied: number };
+  rollBacks?: { shardIndex: number; cause: string; checkpoint: string | null; recordsRolledBack: number }[];
 }
 
 function summaryOf(run: Run): Summary {
@@ -435,14 +440,11 @@ describe('edl train --num-ps 2 checkpoints', () => {
     const listening: Record<string, unknown>[] = [];
     const checkpointDir = path.join(dir, 'ckpt-rollback');
     const cutCopy = path.join(dir, 'cut-copy');
+    const keepCut = cutKeeper(checkpointDir, cutCopy);
     const run = await train(
       ['--num-ps', '2', '--checkpoint-steps', '20'],
       (event) => {
-        // Kept before a later checkpoint removes it (3 are kept).
-        if (typeof event.msg === 'string' && event.msg.startsWith('job rolled back')) {
-          const name = shardCheckpointDirName(event.cutVersion as number);
-          cpSync(path.join(checkpointDir, name), path.join(cutCopy, name), { recursive: true });
-        }
+        keepCut(event);
         if (event.event === 'listening') listening.push(event);
         if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
         const shard1 = listening.find((e) => e.shardIndex === 1);
@@ -462,6 +464,85 @@ describe('edl train --num-ps 2 checkpoints', () => {
     const rollback = rolledBack(run, summary, 1, 'checkpoint');
     const markers = readShardMarkers(cutCopy, rollback.cutVersion as number);
     expect(rollback.rows).toBe(markers.map((m) => m.tables.find((t) => t.name === 'item')?.rows).join(','));
+  }, 240_000);
+});
+
+/**
+ * Copies the shard files of the cut a job rolls back to into `cutCopy` when the roll-back is
+ * logged, before a later checkpoint removes them (3 are kept).
+ */
+function cutKeeper(checkpointDir: string, cutCopy: string): (event: Record<string, unknown>) => void {
+  return (event) => {
+    if (typeof event.msg === 'string' && event.msg.startsWith('job rolled back')) {
+      const name = shardCheckpointDirName(event.cutVersion as number);
+      cpSync(path.join(checkpointDir, name), path.join(cutCopy, name), { recursive: true });
+    }
+  };
+}
+
+describe('edl train --num-ps 2: a worker lost with its rows push on the way', () => {
+  it('rolls the job back to the last cut when the push never reached the shards, each record once', async () => {
+    const checkpointDir = path.join(dir, 'ckpt-lost-push');
+    const cutCopy = path.join(dir, 'cut-copy-lost-push');
+    // Test only: the first worker at its 30th step (past the checkpoints of versions 20 and 40 of
+    // the 180 steps) SIGKILLs itself after the master accepted the step, before pushing its rows.
+    const exitFile = path.join(dir, 'exit-before-push');
+    const run = await train(
+      ['--num-ps', '2', '--checkpoint-steps', '20'],
+      cutKeeper(checkpointDir, cutCopy),
+      checkpointDir,
+      undefined,
+      { EDL_TEST_EXIT_BEFORE_PUSH: `${exitFile}:30` },
+    );
+    expect(existsSync(exitFile)).toBe(true);
+    const summary = succeededOnce(run);
+    const lost = summary.workers.filter((w) => w.lost).map((w) => w.workerId);
+    expect(lost).toHaveLength(1);
+    // Shard 0 is the first asked, and neither shard applied any of the step.
+    const cause = `worker ${lost[0]} was lost with its rows push of version \\d+ missing at parameter-server shard 0 \\(its last push of the worker is of version \\d+\\)`;
+    const rollback = run.events.find((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'));
+    expect(rollback?.msg, run.stderr.slice(-3000)).toMatch(
+      new RegExp(`^job rolled back to checkpoint .+ after ${cause}$`),
+    );
+    const recordsRolledBack = rollback?.recordsRolledBack as number;
+    expect(summary.rollBacks).toEqual([
+      expect.objectContaining({
+        shardIndex: 0,
+        cause: expect.stringMatching(new RegExp(`^${cause}$`)),
+        recordsRolledBack,
+      }),
+    ]);
+    // The master applied a minibatch of 20 records per gradient: the records since the cut twice.
+    expect(recordsRolledBack).toBeGreaterThan(0);
+    expect(summary.gradients.applied * 20).toBe(TRAIN_RECORDS * EPOCHS + recordsRolledBack);
+    // Every shard holds the cut's rows again, then trains on from there.
+    const markers = readShardMarkers(cutCopy, rollback?.cutVersion as number);
+    expect(rollback?.rows).toBe(markers.map((m) => m.tables.find((t) => t.name === 'item')?.rows).join(','));
+  }, 240_000);
+
+  it("does not roll back when the lost worker's push reached every shard", async () => {
+    // Test only: the first worker at its 10th step SIGKILLs itself once every shard answered its
+    // rows push, before its next report: the master still has that push on the way.
+    const exitFile = path.join(dir, 'exit-after-push');
+    const run = await train(['--num-ps', '2'], undefined, undefined, undefined, {
+      EDL_TEST_EXIT_AFTER_PUSH: `${exitFile}:10`,
+    });
+    expect(existsSync(exitFile)).toBe(true);
+    const summary = succeededOnce(run);
+    const lost = summary.workers.filter((w) => w.lost).map((w) => w.workerId);
+    expect(lost).toHaveLength(1);
+    const settled = run.events.find(
+      (e) => typeof e.msg === 'string' && e.msg.startsWith(`worker ${lost[0]} was lost after its rows push`),
+    );
+    expect(settled?.msg, run.stderr.slice(-3000)).toMatch(
+      /reached every parameter-server shard: no roll-back$/,
+    );
+    expect(summary.rollBacks).toBeUndefined();
+    expect(run.events.some((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'))).toBe(
+      false,
+    );
+    // No roll-back: the master applied a minibatch of 20 records per gradient, each record once.
+    expect(summary.gradients.applied * 20).toBe(TRAIN_RECORDS * EPOCHS);
   }, 240_000);
 });
 

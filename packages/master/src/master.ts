@@ -278,7 +278,11 @@ export class Master implements ParameterEndpoints {
     const reply = this.#parameters.reportGradient(report);
     // Tracked before the shards are known too: a pause may follow their arrival at once.
     if (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
-      this.#pushes.accepted(report.workerId);
+      this.#pushes.accepted(
+        report.workerId,
+        report.modelVersion,
+        reply.status === GradientStatus.ALREADY_APPLIED,
+      );
     return reply;
   }
 
@@ -379,12 +383,33 @@ export class Master implements ParameterEndpoints {
   /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
-    // A dead worker pushes nothing more: what of its push arrived is all there will be.
-    this.#pushes.confirmed(workerId);
+    this.#settleLostPush(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
     if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
     for (const o of this.#observers) o.onWorkerLost?.(workerId, reason, recovered);
     return recovered;
+  }
+
+  /**
+   * A dead worker pushes nothing more: what of its push arrived is all there will be. With a push
+   * on the way, the shards say whether it arrived whole; if not, the job rolls back to its last cut
+   * (ShardCuts.lostPush), or the step's dense update would stand without its rows update.
+   */
+  #settleLostPush(workerId: string): void {
+    const step = this.#pushes.onTheWay(workerId);
+    if (step === undefined || this.#shards === undefined || this.#ended) {
+      this.#pushes.forget(workerId);
+      return;
+    }
+    this.#shards
+      .lostPush(workerId, step, this.#options.checkpointDir)
+      .catch((error: unknown) =>
+        this.fail(
+          'PS_RESTARTS_EXHAUSTED',
+          `The job could not roll back after worker ${workerId} was lost with its rows push: ${String(error)}`,
+        ),
+      )
+      .finally(() => this.#pushes.forget(workerId));
   }
 
   /** Fails the job from outside (the instance manager ran out of restarts). */
@@ -429,7 +454,10 @@ export class Master implements ParameterEndpoints {
     });
   }
 
-  /** The job-wide roll-backs so far, each after a parameter-server shard was relaunched. */
+  /**
+   * The job-wide roll-backs so far, each after a parameter-server shard was relaunched or a worker
+   * was lost with its rows push missing at a shard.
+   */
   get rollBacks(): readonly ShardRollBack[] {
     return this.#rollBacks;
   }

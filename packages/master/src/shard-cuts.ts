@@ -1,9 +1,9 @@
-import { ShardRpcError } from '@edl/proto';
+import { ShardRpcError, type WorkerLastPush } from '@edl/proto';
 import { type Checkpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { MasterStateError } from './errors.js';
 import type { MasterLogger } from './logger.js';
 import { isObjectStoreLocation } from './object-store-checkpoint.js';
-import type { PushBarrier } from './push-barrier.js';
+import type { PushBarrier, PushOnTheWay } from './push-barrier.js';
 
 /**
  * The job's parameter-server shards as the master's checkpoints and roll-backs reach them (an
@@ -18,6 +18,11 @@ export interface ShardCheckpointWriter {
    * `version` undefined, empty its tables (rows start from the initializer again).
    */
   restoreShards(version: number | undefined, dir: string): Promise<number[]>;
+  /**
+   * What each shard, in shard order, applied of `workerId`'s last step (EmbeddingClient.lastPushes):
+   * undefined where it remembers none, an error where it could not be asked.
+   */
+  lastPushes(workerId: string): Promise<(WorkerLastPush | undefined | Error)[]>;
 }
 
 /** What {@link ShardCuts} needs of the master. */
@@ -35,9 +40,15 @@ export interface ShardCutsHost {
   rolledBack?(rollBack: ShardRollBack): void;
 }
 
-/** A job-wide roll-back after a parameter-server shard was relaunched. */
+/**
+ * A job-wide roll-back: after a parameter-server shard was relaunched, or after a worker was lost
+ * with its last step's rows push missing at a shard.
+ */
 export interface ShardRollBack {
+  /** The shard relaunched, or the first shard the lost worker's push is missing at. */
   readonly shardIndex: number;
+  /** Why, as the log says it. */
+  readonly cause: string;
   /** The checkpoint rolled back to; null for the job's start (no checkpoint committed yet). */
   readonly checkpoint: string | null;
   readonly cutVersion: number;
@@ -119,10 +130,15 @@ export class ShardCuts {
    * start without one) once every accepted step's rows push was answered and `ready` resolved;
    * see `Master.onShardRelaunched`. Rejects when the shards cannot be restored.
    */
-  rollBack(shardIndex: number, ready: Promise<unknown>, dir: string | undefined): Promise<void> {
+  rollBack(
+    shardIndex: number,
+    ready: Promise<unknown>,
+    dir: string | undefined,
+    cause = `parameter-server shard ${shardIndex} was relaunched`,
+  ): Promise<void> {
     this.#rollbackPending = true;
     const { logger } = this.#host;
-    logger.warn(`parameter-server shard ${shardIndex} was relaunched: the job rolls back to its last cut`);
+    logger.warn(`${cause}: the job rolls back to its last cut`);
     const run = this.#paused(async () => {
       this.#rollbackPending = false;
       await ready;
@@ -139,6 +155,7 @@ export class ShardCuts {
       const applied = cut === undefined ? undefined : this.#host.applyCut(cut);
       this.#host.rolledBack?.({
         shardIndex,
+        cause,
         checkpoint: found?.path ?? null,
         cutVersion: found?.checkpoint.store.version ?? 0,
         modelVersion: applied?.modelVersion ?? 0,
@@ -146,8 +163,8 @@ export class ShardCuts {
       });
       logger.warn(
         found === undefined
-          ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched (no checkpoint was committed yet)`
-          : `job rolled back to checkpoint ${found.path} after parameter-server shard ${shardIndex} was relaunched`,
+          ? `job rolled back to its start after ${cause} (no checkpoint was committed yet)`
+          : `job rolled back to checkpoint ${found.path} after ${cause}`,
         {
           shard: shardIndex,
           cutVersion: found?.checkpoint.store.version ?? 0,
@@ -161,6 +178,41 @@ export class ShardCuts {
       this.#rollbackPending = false;
     });
     return run;
+  }
+
+  /**
+   * Settles the rows push `step` of `workerId`, lost with it: the shards are asked what they
+   * applied of the worker's last step; if every shard applied all of it the step is whole, else
+   * (a shard lacks some, remembers an older step, or cannot be asked) the job rolls back to its
+   * last cut, as after a shard relaunch. The push stays on the way until then, so that no
+   * checkpoint commits a cut holding the step's dense update without its rows update. Resolves to
+   * whether the job rolls back; rejects when the roll-back fails.
+   */
+  async lostPush(workerId: string, step: PushOnTheWay, dir: string | undefined): Promise<boolean> {
+    let missing: { shard: number; why: string } | undefined;
+    try {
+      const answers = await this.#writer.lastPushes(workerId);
+      answers.some((answer, shard) => {
+        const why = missingWhy(answer, step);
+        if (why !== undefined) missing = { shard, why };
+        return why !== undefined;
+      });
+    } catch (error) {
+      missing = { shard: 0, why: `the shards could not be asked (${String(error)})` };
+    }
+    if (missing === undefined) {
+      this.#host.logger.info(
+        `worker ${workerId} was lost after its rows push of version ${step.modelVersion} reached every parameter-server shard: no roll-back`,
+      );
+      this.#pushes.confirmed(workerId);
+      return false;
+    }
+    const cause = `worker ${workerId} was lost with its rows push of version ${step.modelVersion} missing at parameter-server shard ${missing.shard} (${missing.why})`;
+    const run = this.rollBack(missing.shard, Promise.resolve(), dir, cause);
+    // After rollBack marked the roll-back pending: a checkpoint waiting on this push skips.
+    this.#pushes.confirmed(workerId);
+    await run;
+    return true;
   }
 
   /** RestoreShard on every shard, retrying while one is UNAVAILABLE (a channel still reconnecting). */
@@ -204,4 +256,16 @@ export class ShardCuts {
     this.#pauses = run.catch(() => undefined);
     return run;
   }
+}
+
+/** Why a shard's record of a worker's last step shows `step` not applied whole there, or undefined. */
+function missingWhy(answer: WorkerLastPush | undefined | Error, step: PushOnTheWay): string | undefined {
+  if (answer instanceof Error) return `it could not be asked: ${answer.message}`;
+  if (answer === undefined) return 'it applied no push of the worker';
+  if (answer.modelVersion !== step.modelVersion)
+    return `its last push of the worker is of version ${answer.modelVersion}`;
+  if (answer.applied < answer.due) return `${answer.applied} of its ${answer.due} pushes applied`;
+  // A complete step of this version may be the worker's step before, at the same version.
+  if (step.repeatsVersion) return 'the step before was of the same version, and cannot be told apart';
+  return undefined;
 }

@@ -21,7 +21,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listCheckpoints } from '../src/checkpoint.js';
 import type { MasterLogger } from '../src/logger.js';
-import { Master } from '../src/master.js';
+import { Master, type MasterOptions } from '../src/master.js';
 import { type DrainedPushes, PushBarrier } from '../src/push-barrier.js';
 import { sleep, waitFor } from './helpers.js';
 
@@ -84,6 +84,23 @@ async function rowsInFiles(version: number): Promise<Float32Array> {
   return out;
 }
 
+/** A master training RECORDS records in 4-record minibatches, 3 per task, asynchronously. */
+function trainingMaster(
+  logger: MasterLogger,
+  options: Pick<MasterOptions, 'numEpochs' | 'checkpointDir' | 'checkpointSteps' | 'keepCheckpoints'>,
+): Master {
+  return new Master({
+    jobType: 'training',
+    trainingShards: [{ name: 's', start: 0, count: RECORDS }],
+    minibatchSize: 4,
+    numMinibatchesPerTask: 3,
+    trainEndCallback: false,
+    logger,
+    parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
+    ...options,
+  });
+}
+
 interface AcceptedStep {
   /** The model version the master answered with: the step's place in the job-wide order. */
   readonly version: number;
@@ -112,18 +129,11 @@ describe('parameter-server shards: exact checkpoint barrier and roll-back', () =
       },
       error: (message, fields = {}) => logged.push({ message, fields }),
     };
-    const master = new Master({
-      jobType: 'training',
-      trainingShards: [{ name: 's', start: 0, count: RECORDS }],
-      minibatchSize: 4,
-      numMinibatchesPerTask: 3,
+    const master = trainingMaster(logger, {
       numEpochs: EPOCHS,
-      trainEndCallback: false,
       checkpointDir: dir,
       checkpointSteps: 5,
       keepCheckpoints: 1000,
-      logger,
-      parameterStore: { mode: 'async', maxStaleness: 100, optimizer: JOB.optimizer },
     });
     master.useParameterServers(client);
     await client.declareTables([{ name: 't', dim: DIM }], 'test');
@@ -255,11 +265,102 @@ describe('parameter-server shards: exact checkpoint barrier and roll-back', () =
   }, 120_000);
 });
 
+describe('a worker lost with its rows push on the way (Master.workerLost)', () => {
+  it('asks the shards: a whole push changes nothing; a partial one, or a shard that cannot be asked, rolls the job back', async () => {
+    const servers: ParameterServer[] = [await shard(0), await shard(1)];
+    const client = new EmbeddingClient({ addresses: servers.map((s) => s.address), token: TOKEN, shardOfId });
+    const logged: string[] = [];
+    const logger: MasterLogger = {
+      info: (message) => logged.push(message),
+      warn: (message) => logged.push(message),
+      error: (message) => logged.push(message),
+    };
+    const master = trainingMaster(logger, { numEpochs: 1, checkpointDir: join(dir, 'lost-push') });
+    master.useParameterServers(client);
+    const tables = [
+      { name: 'a', dim: DIM },
+      { name: 'b', dim: DIM },
+    ];
+    await client.declareTables(tables, 'test');
+    master.reportVariables('w0', [{ name: 'w', shape: [1], values: new Float32Array([0]) }]);
+    const initial = await client.pull('a', ALL_IDS, { create: false });
+
+    /** One accepted step of `workerId`, then its rows push of the tables named (all: the whole step). */
+    async function step(workerId: string, pushed: readonly string[]): Promise<void> {
+      const task = master.getTask(workerId).task;
+      if (task === undefined || task.type !== TaskType.TRAINING) throw new Error(`no task for ${workerId}`);
+      const modelVersion = master.store.version;
+      const answer = master.reportGradient({
+        workerId,
+        taskId: task.id,
+        rangeStart: task.start,
+        rangeEnd: task.start + 4,
+        modelVersion,
+        gradients: [{ name: 'w', shape: [1], values: new Float32Array([0.01]) }],
+      });
+      expect(answer.status).toBe(GradientStatus.ACCEPTED);
+      const ids = idsOf(task.start, task.start + 4);
+      for (const table of pushed)
+        await client.push(table, ids, gradientsOf(ids), {
+          workerId,
+          modelVersion,
+          stepPushes: tables.length,
+        });
+    }
+
+    // Both tables' pushes reached both shards: the step is whole.
+    await step('w1', ['a', 'b']);
+    master.workerLost('w1', 'test', true);
+    await waitFor(
+      () => logged.some((m) => m.includes('reached every parameter-server shard')),
+      'the verdict',
+    );
+    expect(logged.find((m) => m.startsWith('worker w1 was lost'))).toMatch(
+      /^worker w1 was lost after its rows push of version \d+ reached every parameter-server shard: no roll-back$/,
+    );
+    expect(master.rollBacks).toEqual([]);
+    expect(await client.pull('a', ALL_IDS, { create: false })).not.toEqual(initial);
+
+    // Only table a's push went out: half of the step on each shard, so the job rolls back (to its
+    // start: no checkpoint yet), and every shard's rows start from the initializer again.
+    await step('w2', ['a']);
+    master.workerLost('w2', 'test', true);
+    await waitFor(() => master.rollBacks.length === 1, 'the roll-back');
+    expect(master.rollBacks[0]).toMatchObject({
+      shardIndex: 0,
+      checkpoint: null,
+      cause: expect.stringMatching(
+        /^worker w2 was lost with its rows push of version \d+ missing at parameter-server shard 0 \(1 of its 2 pushes applied\)$/,
+      ),
+    });
+    expect(master.rollBacks[0]?.recordsRolledBack).toBe(8);
+    expect(logged).toContain(
+      `job rolled back to its start after ${master.rollBacks[0]?.cause} (no checkpoint was committed yet)`,
+    );
+    expect(await client.pull('a', ALL_IDS, { create: false })).toEqual(initial);
+
+    // Shard 1 is down when the master asks: treated as missing; it comes back on its address.
+    await step('w3', ['a', 'b']);
+    const port = servers[1]?.port as number;
+    await servers[1]?.shutdown(0);
+    master.workerLost('w3', 'test', true);
+    await waitFor(() => logged.some((m) => m.startsWith('worker w3 was lost')), 'the verdict');
+    servers[1] = await shard(1, port);
+    await waitFor(() => master.rollBacks.length === 2, 'the second roll-back', 60_000);
+    expect(master.rollBacks[1]?.shardIndex).toBe(1);
+    expect(master.rollBacks[1]?.cause).toMatch(
+      /^worker w3 was lost with its rows push of version \d+ missing at parameter-server shard 1 \(it could not be asked: describeShard to parameter-server shard 1 \(127\.0\.0\.1:\d+\) failed with UNAVAILABLE: .*\)$/,
+    );
+    client.close();
+    await Promise.all(servers.map((s) => s.shutdown(0)));
+  }, 120_000);
+});
+
 describe('PushBarrier', () => {
   it('drains once every worker with an accepted step reported again or was lost, and names the ones that never did', async () => {
     const barrier = new PushBarrier();
-    barrier.accepted('a');
-    barrier.accepted('b');
+    barrier.accepted('a', 1);
+    barrier.accepted('b', 1);
     let drained: DrainedPushes | undefined;
     const pause = barrier.pause(60_000).then((d) => {
       drained = d;
@@ -274,9 +375,28 @@ describe('PushBarrier', () => {
     barrier.resume();
     expect(barrier.paused).toBe(false);
 
-    barrier.accepted('c');
+    barrier.accepted('c', 2);
     const timedOut = await barrier.pause(30);
     expect(timedOut.unconfirmed).toEqual(['c']);
     expect(timedOut.waitedMs).toBeGreaterThan(0);
+  });
+
+  it("tells a step at the same version as the worker's step before, but not a resent one", () => {
+    const barrier = new PushBarrier();
+    barrier.accepted('a', 4);
+    expect(barrier.onTheWay('a')).toEqual({ modelVersion: 4, repeatsVersion: false });
+    barrier.confirmed('a');
+    expect(barrier.onTheWay('a')).toBeUndefined();
+    barrier.accepted('a', 4);
+    expect(barrier.onTheWay('a')).toEqual({ modelVersion: 4, repeatsVersion: true });
+    barrier.confirmed('a');
+    barrier.accepted('a', 6);
+    // Its answer was lost: the worker sends it again and is told ALREADY_APPLIED.
+    barrier.confirmed('a');
+    barrier.accepted('a', 6, true);
+    expect(barrier.onTheWay('a')).toEqual({ modelVersion: 6, repeatsVersion: false });
+    barrier.forget('a');
+    barrier.accepted('a', 6);
+    expect(barrier.onTheWay('a')).toEqual({ modelVersion: 6, repeatsVersion: false });
   });
 });

@@ -60,6 +60,20 @@ export interface DeclaredEmbeddingTable {
 export interface EmbeddingPushInfo {
   readonly modelVersion: number;
   readonly workerId: string;
+  /**
+   * The pushes the step sends to each shard (its number of tables). Given, the push goes to every
+   * shard, empty where none of `ids` is, and each shard counts it towards the worker's last step
+   * ({@link EmbeddingClient.lastPushes}).
+   */
+  readonly stepPushes?: number;
+}
+
+/** What a shard applied of a worker's last step ({@link EmbeddingClient.lastPushes}). */
+export interface WorkerLastPush {
+  readonly modelVersion: number;
+  /** The step's pushes to the shard, and those it applied. */
+  readonly due: number;
+  readonly applied: number;
 }
 
 /**
@@ -202,15 +216,16 @@ export class EmbeddingClient {
     info: EmbeddingPushInfo,
   ): Promise<{ readonly shard: number; readonly pushes: number; readonly rows: number }[]> {
     checkNonEmptyString(table, 'table');
-    if (ids.length === 0) return [];
-    const dim = gradients.length / ids.length;
-    if (!Number.isInteger(dim) || dim === 0) {
+    const stepPushes = info.stepPushes === undefined ? 0 : checkInteger(info.stepPushes, 'stepPushes', 1);
+    if (ids.length === 0 && stepPushes === 0) return [];
+    const dim = ids.length === 0 ? 0 : gradients.length / ids.length;
+    if (!Number.isInteger(dim) || (dim === 0 && ids.length > 0)) {
       throw new RangeError(
         `Expected a whole number of gradient values per id for the ${ids.length} ids pushed to embedding table '${table}' but received ${gradients.length} values`,
       );
     }
     const modelVersion = toWireInt(info.modelVersion, 'modelVersion');
-    const splits = this.#split(ids);
+    const splits = this.#split(ids, stepPushes > 0);
     const answers = await Promise.all(
       splits.map((split) => {
         const part = new Float32Array(split.ids.length * dim);
@@ -225,6 +240,7 @@ export class EmbeddingClient {
           gradients: floatsToBytes(part),
           modelVersion,
           workerId: info.workerId,
+          stepPushes,
         });
       }),
     );
@@ -309,7 +325,7 @@ export class EmbeddingClient {
   async describe(): Promise<ShardDescription[]> {
     const answers = await Promise.all(
       this.#addresses.map((_, shard) =>
-        this.#call('describeShard', shard, { $typeName: 'edl.v1.DescribeShardRequest' }),
+        this.#call('describeShard', shard, { $typeName: 'edl.v1.DescribeShardRequest', workerId: '' }),
       ),
     );
     return answers.map((a: DescribeShardResponse, shard) => {
@@ -335,13 +351,41 @@ export class EmbeddingClient {
     });
   }
 
+  /**
+   * What each shard, in shard order, applied of `workerId`'s last step: undefined where it
+   * remembers none, the error where it could not be asked.
+   */
+  async lastPushes(workerId: string): Promise<(WorkerLastPush | undefined | Error)[]> {
+    checkNonEmptyString(workerId, 'workerId');
+    const answers = await Promise.allSettled(
+      this.#addresses.map((_, shard) =>
+        this.#call('describeShard', shard, { $typeName: 'edl.v1.DescribeShardRequest', workerId }),
+      ),
+    );
+    return answers.map((answer) => {
+      if (answer.status === 'rejected')
+        return answer.reason instanceof Error ? answer.reason : new Error(String(answer.reason));
+      const last = answer.value.lastPush;
+      return last === undefined
+        ? undefined
+        : {
+            modelVersion: toSafeNumber(last.modelVersion, 'lastPush.modelVersion'),
+            due: last.due,
+            applied: last.applied,
+          };
+    });
+  }
+
   /** Closes the channels; calls in flight fail with CANCELLED. */
   close(): void {
     for (const channel of this.#channels) channel.close();
   }
 
-  /** `ids` grouped by shard (shards with none left out), each id remembering its index in `ids`. */
-  #split(ids: Float64Array): ShardSplit[] {
+  /**
+   * `ids` grouped by shard (shards with none left out unless `everyShard`), each id remembering its
+   * index in `ids`.
+   */
+  #split(ids: Float64Array, everyShard = false): ShardSplit[] {
     const n = this.numShards;
     const shardOf = new Uint32Array(ids.length);
     const counts = new Uint32Array(n);
@@ -354,7 +398,7 @@ export class EmbeddingClient {
     const splitOf: (number | undefined)[] = new Array(n);
     for (let shard = 0; shard < n; shard++) {
       const count = counts[shard] as number;
-      if (count === 0) continue;
+      if (count === 0 && !everyShard) continue;
       splitOf[shard] = splits.length;
       splits.push({ shard, ids: new Float64Array(count), from: new Uint32Array(count), filled: 0 });
     }

@@ -102,10 +102,7 @@ export function encodePullEmbeddingsRequest(m: PullEmbeddingsRequest): Buffer {
 /** PullEmbeddingsResponse to its wire bytes: the rows are copied once, into the message. */
 export function encodePullEmbeddingsResponse(m: PullEmbeddingsResponse): Buffer {
   const w = new ExactWriter(uint32FieldSize(m.dim) + stringFieldSize(m.rows));
-  if (m.dim !== 0) {
-    w.tag(1, 0);
-    w.varint(m.dim);
-  }
+  writeUint32(w, 1, m.dim);
   writeString(w, 2, m.rows);
   return finish(w);
 }
@@ -119,12 +116,21 @@ export function encodePushEmbeddingGradientsRequest(m: PushEmbeddingGradientsReq
       stringFieldSize(m.ids) +
       stringFieldSize(m.gradients) +
       int64FieldSize(m.modelVersion) +
-      stringFieldSize(workerId),
+      stringFieldSize(workerId) +
+      uint32FieldSize(m.stepPushes),
   );
   writeString(w, 1, table);
   writeString(w, 2, m.ids);
   writeString(w, 3, m.gradients);
   writeInt64(w, 4, m.modelVersion);
   writeString(w, 5, workerId);
+  writeUint32(w, 6, m.stepPushes);
   return finish(w);
+}
+
+/** A uint32 field, left out when 0 (proto3's default). */
+function writeUint32(w: ExactWriter, field: number, value: number): void {
+  if (value === 0) return;
+  w.tag(field, 0);
+  w.varint(value);
 }

@@ -11,6 +11,7 @@ export {
   type EmbeddingPushInfo,
   type ShardDescription,
   ShardRpcError,
+  type WorkerLastPush,
 } from './embedding-client.js';
 export {
   bytesToFloats,

@@ -141,3 +141,83 @@ describe('startParameterServer (one shard in this process)', () => {
     ).rejects.toThrow(/Expected an integer in \[0, 9007199254740991\] for id but received 1\.5/);
   });
 });
+
+describe("a worker's last step on two shards (DescribeShard last_push)", () => {
+  const JOB = { optimizer: { type: 'sgd' as const, learningRate: 0.5 }, seed: 4 };
+  const idsOn = (shard: number) =>
+    Float64Array.from(
+      Array.from({ length: 40 }, (_, i) => i).filter((id) => shardOfId(id, 2) === shard),
+    ).subarray(0, 3);
+
+  it('counts each step push towards its worker, pushes empty to shards holding none of the ids, and says when a shard cannot be asked', async () => {
+    const servers = [
+      await startParameterServer({ token: TOKEN, shardIndex: 0, numShards: 2, job: JOB }),
+      await startParameterServer({ token: TOKEN, shardIndex: 1, numShards: 2, job: JOB }),
+    ];
+    const client = new EmbeddingClient({ addresses: servers.map((s) => s.address), token: TOKEN, shardOfId });
+    await client.declareTables(
+      [
+        { name: 'a', dim: 2 },
+        { name: 'b', dim: 2 },
+      ],
+      'w-1',
+    );
+    const onlyShard0 = idsOn(0);
+    const grads = new Float32Array(onlyShard0.length * 2).fill(1);
+    expect(await client.lastPushes('w-1')).toEqual([undefined, undefined]);
+
+    // A step of two tables whose ids all live on shard 0: shard 1 gets two empty pushes.
+    const step = { workerId: 'w-1', modelVersion: 5, stepPushes: 2 };
+    const answers = await client.push('a', onlyShard0, grads, step);
+    expect(answers.map((a) => a.shard)).toEqual([0, 1]);
+    await client.push('b', onlyShard0, grads, step);
+    const whole = { modelVersion: 5, due: 2, applied: 2 };
+    expect(await client.lastPushes('w-1')).toEqual([whole, whole]);
+    // The empty pushes carried no rows: shard 1's tables count no push and hold no row.
+    const [, shard1] = await client.describe();
+    expect(shard1?.tables.map((t) => [t.name, t.pushes, t.rows])).toEqual([
+      ['a', 0, 0],
+      ['b', 0, 0],
+    ]);
+
+    // Half of the next step arrived; another worker's pushes and uncounted ones change nothing.
+    await client.push('a', onlyShard0, grads, { ...step, modelVersion: 6 });
+    await client.push('a', onlyShard0, grads, { workerId: 'w-2', modelVersion: 6, stepPushes: 1 });
+    await client.push('a', onlyShard0, grads, { workerId: 'w-1', modelVersion: 9 });
+    const half = { modelVersion: 6, due: 2, applied: 1 };
+    expect(await client.lastPushes('w-1')).toEqual([half, half]);
+    expect(await client.lastPushes('w-2')).toEqual([
+      { modelVersion: 6, due: 1, applied: 1 },
+      { modelVersion: 6, due: 1, applied: 1 },
+    ]);
+
+    // The rest of it, then a step at the same version: a push after a whole step begins the next.
+    await client.push('b', onlyShard0, grads, { ...step, modelVersion: 6 });
+    await client.push('a', onlyShard0, grads, { ...step, modelVersion: 6 });
+    expect(await client.lastPushes('w-1')).toEqual([half, half]);
+
+    await servers[1]?.shutdown(0);
+    const [first, second] = await client.lastPushes('w-1');
+    expect(first).toEqual(half);
+    expect(second).toBeInstanceOf(Error);
+    expect((second as Error).message).toMatch(
+      /describeShard to parameter-server shard 1 \(127\.0\.0\.1:\d+\) failed/,
+    );
+    client.close();
+    await servers[0]?.shutdown(0);
+  });
+
+  it('encodes step_pushes as the generated toBinary does', () => {
+    const push = create(PushEmbeddingGradientsRequestSchema, {
+      table: 'a',
+      ids: idsToBytes(new Float64Array([3])),
+      gradients: floatsToBytes(new Float32Array([1, 2])),
+      modelVersion: 7n,
+      workerId: 'w-1',
+      stepPushes: 3,
+    });
+    const bytes = encodePushEmbeddingGradientsRequest(push);
+    expect(new Uint8Array(bytes)).toEqual(toBinary(PushEmbeddingGradientsRequestSchema, push));
+    expect(fromBinary(PushEmbeddingGradientsRequestSchema, bytes).stepPushes).toBe(3);
+  });
+});

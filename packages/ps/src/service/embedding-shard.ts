@@ -97,6 +97,19 @@ export function checkTableSpecs(value: unknown, name = 'tables'): EmbeddingTable
   });
 }
 
+/**
+ * The last step of one worker whose rows push a shard applied (any part of): its model version, the
+ * pushes the step sends to this shard, and those applied so far.
+ */
+export interface WorkerLastPush {
+  readonly modelVersion: number;
+  readonly due: number;
+  readonly applied: number;
+}
+
+/** Workers whose last push a shard remembers: past this, the one heard from longest ago is forgotten. */
+export const LAST_PUSHES_KEPT = 4096;
+
 interface TableEntry {
   readonly table: EmbeddingTable;
   readonly optimizerType: OptimizerConfig['type'];
@@ -114,6 +127,8 @@ export class EmbeddingShard {
   readonly shardIndex: number;
   readonly numShards: number;
   readonly #tables = new Map<string, TableEntry>();
+  /** Per worker, in the order last heard from (oldest first): bounded by LAST_PUSHES_KEPT. */
+  readonly #lastPushes = new Map<string, WorkerLastPush>();
   readonly #job: JobTableSettings | undefined;
 
   /**
@@ -214,21 +229,54 @@ export class EmbeddingShard {
 
   /**
    * Applies the table's sparse kernel to the rows of `ids` at the rate of `modelVersion` (the
-   * version the push names); counts the push for DescribeShard.
+   * version the push names); counts the push for DescribeShard. With `step` (who pushed, and how
+   * many pushes their step sends to this shard), the push counts towards that worker's last step
+   * ({@link lastPush}) once applied.
    */
   push(
     tableName: string,
     ids: Float64Array,
     gradients: Float32Array,
     modelVersion: number,
+    step?: { readonly workerId: string; readonly pushes: number },
   ): { pushes: number; rows: number } {
     const entry = this.#entry(tableName);
     checkSafeInteger(modelVersion, 'modelVersion');
+    if (step !== undefined) checkInteger(step.pushes, 'stepPushes', 1);
     this.#checkOwned(entry.table.name, ids);
-    entry.table.push(ids, gradients, 1, modelVersion);
-    entry.pushes++;
-    entry.maxModelVersion = Math.max(entry.maxModelVersion, modelVersion);
+    // An empty push (the step has none of the table's ids here) only tells that the step got here.
+    if (ids.length > 0 || gradients.length > 0) {
+      entry.table.push(ids, gradients, 1, modelVersion);
+      entry.pushes++;
+      entry.maxModelVersion = Math.max(entry.maxModelVersion, modelVersion);
+    }
+    if (step !== undefined) this.#countStepPush(step.workerId, modelVersion, step.pushes);
     return { pushes: entry.pushes, rows: entry.table.rowCount };
+  }
+
+  /** The last step of `workerId` whose rows push this shard applied (any part of), if it remembers one. */
+  lastPush(workerId: string): WorkerLastPush | undefined {
+    return this.#lastPushes.get(workerId);
+  }
+
+  /**
+   * A push of the same version continues the worker's step until all its pushes arrived; after
+   * that, or at another version, it begins the next step (steps of a version repeat when the
+   * master aggregates several gradients per version: the master cannot tell them apart by version).
+   */
+  #countStepPush(workerId: string, modelVersion: number, due: number): void {
+    const last = this.#lastPushes.get(workerId);
+    const continues = last !== undefined && last.modelVersion === modelVersion && last.applied < last.due;
+    this.#lastPushes.delete(workerId);
+    this.#lastPushes.set(workerId, {
+      modelVersion,
+      due,
+      applied: continues ? (last as WorkerLastPush).applied + 1 : 1,
+    });
+    if (this.#lastPushes.size > LAST_PUSHES_KEPT) {
+      const oldest = this.#lastPushes.keys().next().value as string;
+      this.#lastPushes.delete(oldest);
+    }
   }
 
   /** The tables, in the order they were made: what a shard checkpoint writes. */

@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_MESSAGE_BYTES,
   type DeclareEmbeddingTablesRequest,
   type DeclareEmbeddingTablesResponse,
+  type DescribeShardRequest,
   type DescribeShardResponse,
   type EmbeddingInitializer,
   floatsToBytes,
@@ -133,6 +134,7 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
         ids,
         gradients,
         toSafeNumber(r.modelVersion, 'modelVersion'),
+        r.stepPushes === 0 ? undefined : { workerId: r.workerId, pushes: r.stepPushes },
       );
       return {
         $typeName: 'edl.v1.PushEmbeddingGradientsResponse',
@@ -160,9 +162,20 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
       const rows = r.reset ? 0 : restoreShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
       return { $typeName: 'edl.v1.RestoreShardResponse', rows: toWireInt(rows, 'rows') };
     }),
-    describeShard: unary(
-      (): DescribeShardResponse => ({
+    describeShard: unary((r: DescribeShardRequest): DescribeShardResponse => {
+      const last = r.workerId === '' ? undefined : shard.lastPush(r.workerId);
+      return {
         $typeName: 'edl.v1.DescribeShardResponse',
+        ...(last === undefined
+          ? {}
+          : {
+              lastPush: {
+                $typeName: 'edl.v1.WorkerLastPush',
+                modelVersion: toWireInt(last.modelVersion, 'modelVersion'),
+                due: last.due,
+                applied: last.applied,
+              },
+            }),
         shardIndex: shard.shardIndex,
         numShards: shard.numShards,
         tables: shard.describe().map((t) => ({
@@ -175,8 +188,8 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
           pushes: toWireInt(t.pushes, 'pushes'),
           maxModelVersion: toWireInt(t.maxModelVersion, 'maxModelVersion'),
         })),
-      }),
-    ),
+      };
+    }),
   };
   server.addService(
     parameterServerServiceDefinition,

@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs';
 import { type DeclaredEmbeddingTable, type EmbeddingClient, ShardRpcError } from '@edl/proto';
 import type * as tflTypes from '@tensorflow/tfjs-layers';
 import { silentLogger, type WorkerLogger } from '../logger.js';
@@ -53,6 +54,8 @@ export class ParameterServerRows implements EmbeddingRowSource {
   readonly #o: ParameterServerRowsOptions;
   readonly #logger: WorkerLogger;
   #declared: Promise<void> | undefined;
+  /** Steps pushed so far (for the test-only exits). */
+  #pushes = 0;
 
   constructor(options: ParameterServerRowsOptions) {
     this.#o = options;
@@ -73,15 +76,20 @@ export class ParameterServerRows implements EmbeddingRowSource {
   }
 
   /**
-   * Pushes each table's rows gradient to the shards holding its ids, all tables and shards in
-   * parallel. Only an unreachable shard (the request never arrived) is retried: a push whose answer
-   * was lost is not sent again, so no rows gradient is applied twice.
+   * Pushes each table's rows gradient to every shard (empty where the shard holds none of its ids),
+   * all tables and shards in parallel, each push saying how many the step sends to that shard: so
+   * the master can ask the shards whether a lost worker's last step reached them whole
+   * (docs/master.md). Only an unreachable shard (the request never arrived) is retried: a push
+   * whose answer was lost is not sent again, so no rows gradient is applied twice.
    */
   async push(rows: readonly RowGradients[], modelVersion: number): Promise<void> {
-    const info = { modelVersion, workerId: this.#o.workerId };
+    const push = ++this.#pushes;
+    exitAtPushForTests('EDL_TEST_EXIT_BEFORE_PUSH', push);
+    const info = { modelVersion, workerId: this.#o.workerId, stepPushes: rows.length };
     await Promise.all(
       rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
     );
+    exitAtPushForTests('EDL_TEST_EXIT_AFTER_PUSH', push);
   }
 
   /** Closes the channels to the shards. */
@@ -115,4 +123,25 @@ export class ParameterServerRows implements EmbeddingRowSource {
       }
     }
   }
+}
+
+/**
+ * TEST ONLY: with `EDL_TEST_EXIT_BEFORE_PUSH=FILE:N` (or `EDL_TEST_EXIT_AFTER_PUSH=FILE:N`), the
+ * first worker to reach its Nth step's rows push creates FILE and SIGKILLs itself just before
+ * sending it (just after every shard answered it): the master accepted that step's dense gradient
+ * and hears nothing more from the worker, and the step's rows update never reaches the shards (or
+ * reached them whole). Other workers, and relaunched ones, find FILE and go on as usual
+ * (packages/cli/test/ps-train.test.ts).
+ */
+function exitAtPushForTests(variable: string, push: number): void {
+  const hook = process.env[variable];
+  if (hook === undefined || hook === '') return;
+  const at = hook.lastIndexOf(':');
+  if (Number(hook.slice(at + 1)) !== push) return;
+  try {
+    closeSync(openSync(hook.slice(0, at), 'wx'));
+  } catch {
+    return; // another worker took the exit
+  }
+  process.kill(process.pid, 'SIGKILL');
 }

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file edl/v1/ps.proto.
  */
 export const file_edl_v1_ps: GenFile = /*@__PURE__*/
-  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIngKHVB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0Eg0KBXRhYmxlGAEgASgJEgsKA2lkcxgCIAEoDBIRCglncmFkaWVudHMYAyABKAwSFQoNbW9kZWxfdmVyc2lvbhgEIAEoAxIRCgl3b3JrZXJfaWQYBSABKAkiPgoeUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEg4KBnB1c2hlcxgBIAEoAxIMCgRyb3dzGAIgASgDIhYKFERlc2NyaWJlU2hhcmRSZXF1ZXN0IooBChJFbWJlZGRpbmdUYWJsZUluZm8SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SDAoEcm93cxgDIAEoAxINCgVieXRlcxgEIAEoAxIRCglvcHRpbWl6ZXIYBSABKAkSDgoGcHVzaGVzGAYgASgDEhkKEW1heF9tb2RlbF92ZXJzaW9uGAcgASgDImwKFURlc2NyaWJlU2hhcmRSZXNwb25zZRITCgtzaGFyZF9pbmRleBgBIAEoDRISCgpudW1fc2hhcmRzGAIgASgNEioKBnRhYmxlcxgDIAMoCzIaLmVkbC52MS5FbWJlZGRpbmdUYWJsZUluZm8iQwoURW1iZWRkaW5nSW5pdGlhbGl6ZXISDAoEdHlwZRgBIAEoCRINCgVzY2FsZRgCIAEoARIOCgZzdGRkZXYYAyABKAEifgoZRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIMCgRuYW1lGAEgASgJEgsKA2RpbRgCIAEoDRI2Cgtpbml0aWFsaXplchgDIAEoCzIcLmVkbC52MS5FbWJlZGRpbmdJbml0aWFsaXplckgAiAEBQg4KDF9pbml0aWFsaXplciJlCh1EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBIxCgZ0YWJsZXMYASADKAsyIS5lZGwudjEuRW1iZWRkaW5nVGFibGVEZWNsYXJhdGlvbhIRCgl3b3JrZXJfaWQYAiABKAkiMQoeRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEg8KB2NyZWF0ZWQYASADKAkiMAoQU2F2ZVNoYXJkUmVxdWVzdBIPCgd2ZXJzaW9uGAEgASgDEgsKA2RpchgCIAEoCSIxChFTYXZlU2hhcmRSZXNwb25zZRIOCgZtYXJrZXIYASABKAkSDAoEcm93cxgCIAEoAyJCChNSZXN0b3JlU2hhcmRSZXF1ZXN0Eg8KB3ZlcnNpb24YASABKAMSCwoDZGlyGAIgASgJEg0KBXJlc2V0GAMgASgIIiQKFFJlc3RvcmVTaGFyZFJlc3BvbnNlEgwKBHJvd3MYASABKAMylgQKFlBhcmFtZXRlclNlcnZlclNlcnZpY2USTwoOUHVsbEVtYmVkZGluZ3MSHS5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXF1ZXN0Gh4uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVzcG9uc2USZwoWUHVzaEVtYmVkZGluZ0dyYWRpZW50cxIlLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBomLmVkbC52MS5QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVzcG9uc2USTAoNRGVzY3JpYmVTaGFyZBIcLmVkbC52MS5EZXNjcmliZVNoYXJkUmVxdWVzdBodLmVkbC52MS5EZXNjcmliZVNoYXJkUmVzcG9uc2USZwoWRGVjbGFyZUVtYmVkZGluZ1RhYmxlcxIlLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVxdWVzdBomLmVkbC52MS5EZWNsYXJlRW1iZWRkaW5nVGFibGVzUmVzcG9uc2USQAoJU2F2ZVNoYXJkEhguZWRsLnYxLlNhdmVTaGFyZFJlcXVlc3QaGS5lZGwudjEuU2F2ZVNoYXJkUmVzcG9uc2USSQoMUmVzdG9yZVNoYXJkEhsuZWRsLnYxLlJlc3RvcmVTaGFyZFJlcXVlc3QaHC5lZGwudjEuUmVzdG9yZVNoYXJkUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIo0BCh1QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBINCgV0YWJsZRgBIAEoCRILCgNpZHMYAiABKAwSEQoJZ3JhZGllbnRzGAMgASgMEhUKDW1vZGVsX3ZlcnNpb24YBCABKAMSEQoJd29ya2VyX2lkGAUgASgJEhMKC3N0ZXBfcHVzaGVzGAYgASgNIj4KHlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXNwb25zZRIOCgZwdXNoZXMYASABKAMSDAoEcm93cxgCIAEoAyIpChREZXNjcmliZVNoYXJkUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiRQoOV29ya2VyTGFzdFB1c2gSFQoNbW9kZWxfdmVyc2lvbhgBIAEoAxILCgNkdWUYAiABKA0SDwoHYXBwbGllZBgDIAEoDSKKAQoSRW1iZWRkaW5nVGFibGVJbmZvEgwKBG5hbWUYASABKAkSCwoDZGltGAIgASgNEgwKBHJvd3MYAyABKAMSDQoFYnl0ZXMYBCABKAMSEQoJb3B0aW1pemVyGAUgASgJEg4KBnB1c2hlcxgGIAEoAxIZChFtYXhfbW9kZWxfdmVyc2lvbhgHIAEoAyKqAQoVRGVzY3JpYmVTaGFyZFJlc3BvbnNlEhMKC3NoYXJkX2luZGV4GAEgASgNEhIKCm51bV9zaGFyZHMYAiABKA0SKgoGdGFibGVzGAMgAygLMhouZWRsLnYxLkVtYmVkZGluZ1RhYmxlSW5mbxIuCglsYXN0X3B1c2gYBCABKAsyFi5lZGwudjEuV29ya2VyTGFzdFB1c2hIAIgBAUIMCgpfbGFzdF9wdXNoIkMKFEVtYmVkZGluZ0luaXRpYWxpemVyEgwKBHR5cGUYASABKAkSDQoFc2NhbGUYAiABKAESDgoGc3RkZGV2GAMgASgBIn4KGUVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SNgoLaW5pdGlhbGl6ZXIYAyABKAsyHC5lZGwudjEuRW1iZWRkaW5nSW5pdGlhbGl6ZXJIAIgBAUIOCgxfaW5pdGlhbGl6ZXIiZQodRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1JlcXVlc3QSMQoGdGFibGVzGAEgAygLMiEuZWRsLnYxLkVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SEQoJd29ya2VyX2lkGAIgASgJIjEKHkRlY2xhcmVFbWJlZGRpbmdUYWJsZXNSZXNwb25zZRIPCgdjcmVhdGVkGAEgAygJIjAKEFNhdmVTaGFyZFJlcXVlc3QSDwoHdmVyc2lvbhgBIAEoAxILCgNkaXIYAiABKAkiMQoRU2F2ZVNoYXJkUmVzcG9uc2USDgoGbWFya2VyGAEgASgJEgwKBHJvd3MYAiABKAMiQgoTUmVzdG9yZVNoYXJkUmVxdWVzdBIPCgd2ZXJzaW9uGAEgASgDEgsKA2RpchgCIAEoCRINCgVyZXNldBgDIAEoCCIkChRSZXN0b3JlU2hhcmRSZXNwb25zZRIMCgRyb3dzGAEgASgDMpYEChZQYXJhbWV0ZXJTZXJ2ZXJTZXJ2aWNlEk8KDlB1bGxFbWJlZGRpbmdzEh0uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVxdWVzdBoeLmVkbC52MS5QdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEmcKFlB1c2hFbWJlZGRpbmdHcmFkaWVudHMSJS5lZGwudjEuUHVzaEVtYmVkZGluZ0dyYWRpZW50c1JlcXVlc3QaJi5lZGwudjEuUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEkwKDURlc2NyaWJlU2hhcmQSHC5lZGwudjEuRGVzY3JpYmVTaGFyZFJlcXVlc3QaHS5lZGwudjEuRGVzY3JpYmVTaGFyZFJlc3BvbnNlEmcKFkRlY2xhcmVFbWJlZGRpbmdUYWJsZXMSJS5lZGwudjEuRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1JlcXVlc3QaJi5lZGwudjEuRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEkAKCVNhdmVTaGFyZBIYLmVkbC52MS5TYXZlU2hhcmRSZXF1ZXN0GhkuZWRsLnYxLlNhdmVTaGFyZFJlc3BvbnNlEkkKDFJlc3RvcmVTaGFyZBIbLmVkbC52MS5SZXN0b3JlU2hhcmRSZXF1ZXN0GhwuZWRsLnYxLlJlc3RvcmVTaGFyZFJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message edl.v1.PullEmbeddingsRequest
@@ -116,6 +116,16 @@ export type PushEmbeddingGradientsRequest = Message<"edl.v1.PushEmbeddingGradien
    * @generated from field: string worker_id = 5;
    */
   workerId: string;
+
+  /**
+   * Pushes the step of `worker_id` at `model_version` sends to this shard (one per table: a worker
+   * pushes every table to every shard, empty where it has no ids there); 0: not counted. The shard
+   * keeps the count of each worker's last step (DescribeShard's last_push), so that the master can
+   * tell whether a lost worker's last rows push reached it whole.
+   *
+   * @generated from field: uint32 step_pushes = 6;
+   */
+  stepPushes: number;
 };
 
 /**
@@ -155,6 +165,12 @@ export const PushEmbeddingGradientsResponseSchema: GenMessage<PushEmbeddingGradi
  * @generated from message edl.v1.DescribeShardRequest
  */
 export type DescribeShardRequest = Message<"edl.v1.DescribeShardRequest"> & {
+  /**
+   * With a worker id: the response's last_push is that worker's.
+   *
+   * @generated from field: string worker_id = 1;
+   */
+  workerId: string;
 };
 
 /**
@@ -163,6 +179,37 @@ export type DescribeShardRequest = Message<"edl.v1.DescribeShardRequest"> & {
  */
 export const DescribeShardRequestSchema: GenMessage<DescribeShardRequest> = /*@__PURE__*/
   messageDesc(file_edl_v1_ps, 4);
+
+/**
+ * The last step whose rows push of a worker this shard applied (any part of).
+ *
+ * @generated from message edl.v1.WorkerLastPush
+ */
+export type WorkerLastPush = Message<"edl.v1.WorkerLastPush"> & {
+  /**
+   * @generated from field: int64 model_version = 1;
+   */
+  modelVersion: bigint;
+
+  /**
+   * The step's pushes to this shard (its step_pushes), and those applied.
+   *
+   * @generated from field: uint32 due = 2;
+   */
+  due: number;
+
+  /**
+   * @generated from field: uint32 applied = 3;
+   */
+  applied: number;
+};
+
+/**
+ * Describes the message edl.v1.WorkerLastPush.
+ * Use `create(WorkerLastPushSchema)` to create a new message.
+ */
+export const WorkerLastPushSchema: GenMessage<WorkerLastPush> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 5);
 
 /**
  * @generated from message edl.v1.EmbeddingTableInfo
@@ -217,7 +264,7 @@ export type EmbeddingTableInfo = Message<"edl.v1.EmbeddingTableInfo"> & {
  * Use `create(EmbeddingTableInfoSchema)` to create a new message.
  */
 export const EmbeddingTableInfoSchema: GenMessage<EmbeddingTableInfo> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 5);
+  messageDesc(file_edl_v1_ps, 6);
 
 /**
  * @generated from message edl.v1.DescribeShardResponse
@@ -237,6 +284,14 @@ export type DescribeShardResponse = Message<"edl.v1.DescribeShardResponse"> & {
    * @generated from field: repeated edl.v1.EmbeddingTableInfo tables = 3;
    */
   tables: EmbeddingTableInfo[];
+
+  /**
+   * Absent when the request named no worker, or none of its pushes with step_pushes was applied
+   * here since the shard started (or forgot it: a shard keeps its last 4096 workers).
+   *
+   * @generated from field: optional edl.v1.WorkerLastPush last_push = 4;
+   */
+  lastPush?: WorkerLastPush | undefined;
 };
 
 /**
@@ -244,7 +299,7 @@ export type DescribeShardResponse = Message<"edl.v1.DescribeShardResponse"> & {
  * Use `create(DescribeShardResponseSchema)` to create a new message.
  */
 export const DescribeShardResponseSchema: GenMessage<DescribeShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 6);
+  messageDesc(file_edl_v1_ps, 7);
 
 /**
  * How a declared table's rows start (RowInitializerConfig of @edl/ps).
@@ -277,7 +332,7 @@ export type EmbeddingInitializer = Message<"edl.v1.EmbeddingInitializer"> & {
  * Use `create(EmbeddingInitializerSchema)` to create a new message.
  */
 export const EmbeddingInitializerSchema: GenMessage<EmbeddingInitializer> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 7);
+  messageDesc(file_edl_v1_ps, 8);
 
 /**
  * @generated from message edl.v1.EmbeddingTableDeclaration
@@ -308,7 +363,7 @@ export type EmbeddingTableDeclaration = Message<"edl.v1.EmbeddingTableDeclaratio
  * Use `create(EmbeddingTableDeclarationSchema)` to create a new message.
  */
 export const EmbeddingTableDeclarationSchema: GenMessage<EmbeddingTableDeclaration> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 8);
+  messageDesc(file_edl_v1_ps, 9);
 
 /**
  * @generated from message edl.v1.DeclareEmbeddingTablesRequest
@@ -332,7 +387,7 @@ export type DeclareEmbeddingTablesRequest = Message<"edl.v1.DeclareEmbeddingTabl
  * Use `create(DeclareEmbeddingTablesRequestSchema)` to create a new message.
  */
 export const DeclareEmbeddingTablesRequestSchema: GenMessage<DeclareEmbeddingTablesRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 9);
+  messageDesc(file_edl_v1_ps, 10);
 
 /**
  * @generated from message edl.v1.DeclareEmbeddingTablesResponse
@@ -351,7 +406,7 @@ export type DeclareEmbeddingTablesResponse = Message<"edl.v1.DeclareEmbeddingTab
  * Use `create(DeclareEmbeddingTablesResponseSchema)` to create a new message.
  */
 export const DeclareEmbeddingTablesResponseSchema: GenMessage<DeclareEmbeddingTablesResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 10);
+  messageDesc(file_edl_v1_ps, 11);
 
 /**
  * @generated from message edl.v1.SaveShardRequest
@@ -375,7 +430,7 @@ export type SaveShardRequest = Message<"edl.v1.SaveShardRequest"> & {
  * Use `create(SaveShardRequestSchema)` to create a new message.
  */
 export const SaveShardRequestSchema: GenMessage<SaveShardRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 11);
+  messageDesc(file_edl_v1_ps, 12);
 
 /**
  * @generated from message edl.v1.SaveShardResponse
@@ -399,7 +454,7 @@ export type SaveShardResponse = Message<"edl.v1.SaveShardResponse"> & {
  * Use `create(SaveShardResponseSchema)` to create a new message.
  */
 export const SaveShardResponseSchema: GenMessage<SaveShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 12);
+  messageDesc(file_edl_v1_ps, 13);
 
 /**
  * @generated from message edl.v1.RestoreShardRequest
@@ -428,7 +483,7 @@ export type RestoreShardRequest = Message<"edl.v1.RestoreShardRequest"> & {
  * Use `create(RestoreShardRequestSchema)` to create a new message.
  */
 export const RestoreShardRequestSchema: GenMessage<RestoreShardRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 13);
+  messageDesc(file_edl_v1_ps, 14);
 
 /**
  * @generated from message edl.v1.RestoreShardResponse
@@ -445,7 +500,7 @@ export type RestoreShardResponse = Message<"edl.v1.RestoreShardResponse"> & {
  * Use `create(RestoreShardResponseSchema)` to create a new message.
  */
 export const RestoreShardResponseSchema: GenMessage<RestoreShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 14);
+  messageDesc(file_edl_v1_ps, 15);
 
 /**
  * @generated from service edl.v1.ParameterServerService
