@@ -82,7 +82,8 @@ export function reportJob(
       records,
       // What the master did with the gradients: applied, refused as stale (computed again) or for their range.
       gradients: handle.master.gradientOutcomes,
-      // Roll-backs after a parameter-server shard died: their records were trained again.
+      // Roll-backs to the last cut (a shard relaunched, a worker lost with its rows push missing):
+      // their records were trained again.
       ...(handle.master.rollBacks.length > 0 ? { rollBacks: handle.master.rollBacks } : {}),
       evaluations: result.evaluations,
       workers,

@@ -98,8 +98,9 @@ export class PlainSteps {
    * Pushes a step's rows gradients to the parameter-server shards, once the master has applied its
    * dense gradient (ACCEPTED, or ALREADY_APPLIED for a resent one whose first answer was lost): a
    * step the master refused (STALE, a task no longer held) is computed again or dropped, and its
-   * rows gradient must not reach the shards. A worker that dies in between loses that step's rows
-   * update, but never applies one twice.
+   * rows gradient must not reach the shards. A worker that dies in between leaves the master to ask
+   * the shards whether the push arrived, and to roll the job back to its last cut if it did not
+   * (docs/master.md): no rows update is lost or applied twice.
    */
   async pushRows(step: StepResult, modelVersion: number, taskId: number): Promise<void> {
     const { embeddings, timers } = this.#c;
