@@ -19,8 +19,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { shardPartsPrefix } from '@edl/ps';
-import { byteSourceFor, deleteObject, type ObjectStat, putObject, RemoteError, schemeOf } from '@edl/storage';
+import { isObjectStoreDir, shardPartsPrefix } from '@edl/ps';
+import { byteSourceFor, deleteObject, type ObjectStat, putObject, RemoteError } from '@edl/storage';
 import { CheckpointError } from './errors.js';
 
 const MANIFEST_FORMAT = 'edl-checkpoint-manifest/1';
@@ -39,11 +39,11 @@ interface Manifest {
   readonly createdAt: string;
 }
 
-/** Whether checkpoints at `location` go to an object store: a URL of a scheme other than `file:`. */
-export function isObjectStoreLocation(location: string): boolean {
-  const scheme = schemeOf(location);
-  return scheme !== undefined && scheme !== 'file';
-}
+/**
+ * Whether checkpoints at `location` go to an object store: a URL of a scheme other than `file:`
+ * (the test the parameter-server shards make of the same directory).
+ */
+export const isObjectStoreLocation: (location: string) => boolean = isObjectStoreDir;
 
 /** The manifest of the checkpoint of model `version` under the prefix `dir`. */
 export function manifestLocation(dir: string, version: number): string {

@@ -15,6 +15,7 @@ export {
   readObjectStoreShardMarkers,
   restoreShardPart,
   saveShardPart,
+  shardPartsOf,
   shardPartsPrefix,
 } from './object-store-shard-checkpoint.js';
 export {

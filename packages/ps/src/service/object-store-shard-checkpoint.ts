@@ -6,6 +6,7 @@
  * stays the commit point: a part of a version no manifest names is never read.
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { byteSourceFor, deleteObject, putObject, schemeOf } from '@edl/storage';
 import { encodeEmbeddingTable } from '../sparse/table-codec.js';
 import type { EmbeddingShard } from './embedding-shard.js';
@@ -14,6 +15,7 @@ import {
   isOtherShardCount,
   isShardMarkerName,
   parseShardMarker,
+  readShardMarkers,
   restoreShardCheckpoint,
   type ShardCheckpointMarker,
   ShardRowsGatherer,
@@ -93,17 +95,36 @@ export async function readObjectStoreShardMarkers(
 }
 
 /**
+ * The shard parts of the checkpoint of `version` in `dir`, a local directory or an object store:
+ * the markers, one complete set, and where each table file they name is (a path or a URL).
+ */
+export async function shardPartsOf(
+  dir: string,
+  version: number,
+): Promise<{ readonly markers: ShardCheckpointMarker[]; readonly locationOf: (file: string) => string }> {
+  if (!isObjectStoreDir(dir)) {
+    const versionDir = join(dir, shardCheckpointDirName(version));
+    return { markers: readShardMarkers(dir, version), locationOf: (file) => join(versionDir, file) };
+  }
+  const prefix = shardPartsPrefix(dir, version);
+  return {
+    markers: await readObjectStoreShardMarkers(dir, version),
+    locationOf: (file) => `${prefix}${file}`,
+  };
+}
+
+/**
  * Replaces `shard`'s tables by its rows of the checkpoint of `version` in `dir`, a local directory
  * or an object store, re-sharding a checkpoint of any number of shards; resolves to the rows
  * restored. Table objects are read one at a time, so at most one is held beside the rows gathered.
  */
 export async function restoreShardPart(shard: EmbeddingShard, dir: string, version: number): Promise<number> {
   if (!isObjectStoreDir(dir)) return restoreShardCheckpoint(shard, dir, version);
-  const prefix = shardPartsPrefix(dir, version);
+  const { markers, locationOf } = await shardPartsOf(dir, version);
   const gatherer = new ShardRowsGatherer(shard);
-  for (const marker of await readObjectStoreShardMarkers(dir, version)) {
+  for (const marker of markers) {
     for (const entry of marker.tables) {
-      const location = `${prefix}${entry.file}`;
+      const location = locationOf(entry.file);
       gatherer.add(await readWhole(location), location);
     }
   }
