@@ -156,6 +156,11 @@ describe('edl train --num-ps 2 --checkpoint-dir s3://', () => {
       }
     }
     expect(pulled[1]).toEqual(pulled[0]);
+
+    // The model exported at the end, its table read from the shard parts in the bucket.
+    expect((await namesUnder(`${checkpointDir}model/`)).sort()).toEqual(['model.json', 'weights.bin']);
+    const modelJson = new TextDecoder().decode(await readObject(`${checkpointDir}model/model.json`));
+    expect(modelJson).toContain('"class_name":"Embedding"');
   }, 300_000);
 
   it('resumes a SIGKILLed job from S3 with 3 shards instead of 2, ignoring a shard part no manifest commits', async () => {
