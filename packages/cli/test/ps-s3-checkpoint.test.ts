@@ -19,6 +19,8 @@ import {
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
 import {
+  expectShardsRestored,
+  itemRowsOf,
   jobKiller,
   restoredShards,
   rolledBack,
@@ -70,11 +72,6 @@ async function readObject(location: string): Promise<Uint8Array> {
   const source = await byteSourceFor(location);
   const stat = await source.stat(location);
   return source.readRange(stat, 0, stat.size);
-}
-
-/** The rows the markers of a checkpoint's shard parts say they hold, over all shards. */
-function rowsOf(markers: readonly { readonly tables: readonly { name: string; rows: number }[] }[]): number {
-  return markers.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0);
 }
 
 describe('edl train --num-ps 2 --checkpoint-dir s3://', () => {
@@ -139,7 +136,7 @@ describe('edl train --num-ps 2 --checkpoint-dir s3://', () => {
     );
     expect(found.parameterServers).toEqual({ numShards: 2 });
     const markers = await readObjectStoreShardMarkers(checkpointDir, latest);
-    expect(rowsOf(markers)).toBeGreaterThan(0);
+    expect(itemRowsOf(markers)).toBeGreaterThan(0);
 
     // `edl ps --restore-dir s3://...`: 2 shards and 3 shards hold the same rows, all of them.
     const ids = Float64Array.from({ length: VOCABULARY }, (_, i) => i);
@@ -148,7 +145,7 @@ describe('edl train --num-ps 2 --checkpoint-dir s3://', () => {
       const shards = await restoredShards(numShards, checkpointDir, latest, s3Env);
       try {
         const described = await shards.client.describe();
-        expect(described.reduce((n, d) => n + (d.tables[0]?.rows ?? 0), 0)).toBe(rowsOf(markers));
+        expect(described.reduce((n, d) => n + (d.tables[0]?.rows ?? 0), 0)).toBe(itemRowsOf(markers));
         pulled.push(await shards.client.pull('item', ids, { create: false }));
       } finally {
         shards.client.close();
@@ -198,14 +195,7 @@ describe('edl train --num-ps 2 --checkpoint-dir s3://', () => {
     const summary = succeededOnce(second);
     expect(summary.state).toBe('succeeded');
     // Each of the 3 shards restored its share of the 2 shards' rows of the committed checkpoint.
-    const restored = second.events.find(
-      (e) => e.msg === `parameter-server shards restored from checkpoint ${latest}`,
-    );
-    expect(restored, second.stderr.slice(-3000)).toBeDefined();
-    const rows = String(restored?.rows).split(',').map(Number);
-    expect(rows).toHaveLength(3);
-    expect(rows.every((r) => r > 0)).toBe(true);
-    expect(rows.reduce((a, b) => a + b, 0)).toBe(rowsOf(saved));
+    expectShardsRestored(second, latest, 3, itemRowsOf(saved));
     expect(second.stderr).not.toContain(String(orphanVersion));
   }, 400_000);
 });

@@ -14,6 +14,8 @@ import { decodeEmbeddingTable, readShardMarkers, shardCheckpointDirName, shardOf
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   EPOCHS,
+  expectShardsRestored,
+  itemRowsOf,
   jobKiller,
   MODEL_DEF,
   type Run,
@@ -319,16 +321,7 @@ describe('edl train --num-ps after a SIGKILL of the job', () => {
     expect(summary.state).toBe('succeeded');
     // Each of the 3 shards restored its share of the 2 shards' rows (RestoreShard, before the master
     // served a task): together, all of them.
-    const restored = second.events.find(
-      (e) => e.msg === `parameter-server shards restored from checkpoint ${latest}`,
-    );
-    expect(restored, second.stderr.slice(-3000)).toBeDefined();
-    const rows = String(restored?.rows).split(',').map(Number);
-    expect(rows).toHaveLength(3);
-    expect(rows.every((r) => r > 0)).toBe(true);
-    expect(rows.reduce((a, b) => a + b, 0)).toBe(
-      saved.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0),
-    );
+    expectShardsRestored(second, latest, 3, itemRowsOf(saved));
   }, 300_000);
 });
 

@@ -210,6 +210,28 @@ export function jobKiller(minVersion: number) {
   };
 }
 
+/** The rows of table 'item' that the markers of a checkpoint's shard parts say they hold, over all shards. */
+export function itemRowsOf(
+  markers: readonly { readonly tables: readonly { readonly name: string; readonly rows: number }[] }[],
+): number {
+  return markers.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0);
+}
+
+/**
+ * Checks that a resumed job's `numShards` shards restored the checkpoint of `version` (RestoreShard,
+ * before the master served a task), each its share, together all `savedRows` of its parts.
+ */
+export function expectShardsRestored(run: Run, version: number, numShards: number, savedRows: number): void {
+  const restored = run.events.find(
+    (e) => e.msg === `parameter-server shards restored from checkpoint ${version}`,
+  );
+  expect(restored, run.stderr.slice(-3000)).toBeDefined();
+  const rows = String(restored?.rows).split(',').map(Number);
+  expect(rows).toHaveLength(numShards);
+  expect(rows.every((r) => r > 0)).toBe(true);
+  expect(rows.reduce((a, b) => a + b, 0)).toBe(savedRows);
+}
+
 /** What each shard said when it stopped: its tables' rows and pushes. */
 export function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushes: number }[]> {
   const out = new Map<number, { name: string; rows: number; pushes: number }[]>();
