@@ -1,4 +1,3 @@
-import { EmbeddingClient } from '@edl/proto';
 import { byteSourceFor, configureS3, deleteObject, putObject } from '@edl/storage';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -6,37 +5,15 @@ import {
   type S3rverProcess,
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
-import {
-  EmbeddingTable,
-  type ParameterServer,
-  readObjectStoreShardMarkers,
-  shardOfId,
-  shardPartsPrefix,
-  startParameterServer,
-} from '../src/index.js';
+import { EmbeddingTable, readObjectStoreShardMarkers, shardPartsPrefix } from '../src/index.js';
+import { JOB, startShards, stopAll, TABLE } from './checkpoint-shards.js';
 
 // SaveShard / RestoreShard with an s3:// checkpoint dir, on real shards over gRPC and a real s3rver
 // process: the parts land as table objects plus markers, re-shard on restore, and replace what an
 // earlier write or another shard count left under the version's prefix.
-const TOKEN = 'ckpt-token';
-const JOB = { optimizer: { type: 'adam', learningRate: 0.05 }, seed: 5 } as const;
-const TABLE = { name: 'user', dim: 4 } as const;
 const DIR = 's3://bucket/ckpt/';
 
 let s3: S3rverProcess;
-const running: { servers: ParameterServer[]; client: EmbeddingClient }[] = [];
-
-async function startShards(n: number): Promise<{ servers: ParameterServer[]; client: EmbeddingClient }> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, (_, shardIndex) =>
-      startParameterServer({ token: TOKEN, shardIndex, numShards: n, job: JOB }),
-    ),
-  );
-  const client = new EmbeddingClient({ addresses: servers.map((s) => s.address), token: TOKEN, shardOfId });
-  await client.declareTables([TABLE], 'worker-0');
-  running.push({ servers, client });
-  return { servers, client };
-}
 
 /** The names of the objects directly under `prefix`, sorted. */
 async function namesUnder(prefix: string): Promise<string[]> {
@@ -49,12 +26,7 @@ beforeAll(async () => {
   await s3.createBucket('bucket');
   configureS3({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS, forcePathStyle: true });
 }, 60_000);
-afterEach(async () => {
-  for (const { servers, client } of running.splice(0)) {
-    client.close();
-    await Promise.all(servers.map((s) => s.shutdown(0)));
-  }
-});
+afterEach(stopAll);
 afterAll(async () => {
   configureS3({});
   await s3?.stop();
