@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../master/test/helpers.js';
 import { kubeConfigFor, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
 import { loadLibs } from '../src/k8s/cluster.js';
-import { parameterServerTemplate, parseMasterPodArgs } from '../src/k8s/master-pod.js';
+import { parameterServerTemplate, parseMasterPodArgs, sharedPodBasics } from '../src/k8s/master-pod.js';
 import { runEdl } from './helpers/run-edl.js';
 
 /** The built CLI: `edl k8s manifest` needs no cluster. */
@@ -119,7 +119,7 @@ describe('edl k8s with --num-ps', () => {
     expect(template.numShards).toBe(1);
   });
 
-  it('rejects a bad priority class name and an object-store checkpoint dir for the shards', async () => {
+  it('rejects a bad priority class name and a bad quantity for the shards', async () => {
     for (const [args, message] of [
       [
         ['--ps-priority-class', 'High_Priority', ...TRAIN, '--num-ps', '2'],
@@ -129,24 +129,63 @@ describe('edl k8s with --num-ps', () => {
         ['--ps-memory', 'lots', ...TRAIN, '--num-ps', '2'],
         "edl k8s: Expected a Kubernetes quantity (e.g. 500m, 2, 4Gi) for --ps-memory but received 'lots'",
       ],
-      [
-        [
-          '--model-def',
-          'deepfm',
-          '--training-data',
-          '/data/clicks',
-          '--checkpoint-dir',
-          's3://b/ckpt',
-          '--num-ps',
-          '2',
-        ],
-        'edl k8s: --num-ps needs a --checkpoint-dir on a volume the master and the parameter-server pods share (--data-claim), not s3://b/ckpt: the shards write their checkpoint files there',
-      ],
     ] as const) {
       const run = await edl(['k8s', 'manifest', ...JOB, ...args]);
       expect(run.code).toBe(2);
       expect(run.stderr.split('\n')[0]).toBe(message);
     }
+  });
+
+  it('an s3:// checkpoint dir needs no volume: the shard pods get the credentials Secret, account and endpoint', async () => {
+    const train = [
+      '--model-def',
+      'deepfm',
+      '--training-data',
+      's3://b/clicks/',
+      '--checkpoint-dir',
+      's3://b/ckpt/',
+      '--s3-endpoint',
+      'http://minio.ml.svc:9000',
+      '--num-ps',
+      '2',
+    ];
+    const credentials = ['--s3-credentials-secret', 'edl-s3', '--worker-service-account', 'irsa'];
+    const run = await edl(['k8s', 'manifest', ...JOB, ...credentials, ...train]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // biome-ignore lint/suspicious/noExplicitAny: YAML documents, checked field by field.
+    const documents = loadAllYaml(run.stdout) as Array<Record<string, any>>;
+    expect(documents.some((d) => d.kind === 'PersistentVolumeClaim')).toBe(false);
+    const master = documents.find((d) => d.kind === 'Pod')!;
+    expect(master.spec.volumes ?? []).toEqual([]);
+    const args: string[] = master.spec.containers[0].args;
+    const k8sArgs = args.slice(args.indexOf('master') + 1, args.indexOf('--'));
+
+    const pod = parseMasterPodArgs([...k8sArgs, '--', ...train], {
+      EDL_JOB_TOKEN: 'tok',
+      EDL_NAMESPACE: 'ml',
+    });
+    const command = ['node', '/app/packages/cli/dist/bin/edl.js'];
+    const template = parameterServerTemplate(
+      pod,
+      sharedPodBasics(pod, command, {}),
+      command,
+      { parameterStore: { optimizer: { type: 'sgd', learningRate: 0.1 } } },
+      await loadLibs(),
+    );
+    const shard = buildPsPod({ ...template, namespace: 'ml' }, 0, 1, { dir: 's3://b/ckpt/', version: 40 });
+    expect(shard.spec?.serviceAccountName).toBe('irsa');
+    expect(shard.spec?.volumes ?? []).toEqual([]);
+    const container = shard.spec!.containers[0]!;
+    expect(container.envFrom).toEqual([{ secretRef: { name: 'edl-s3' } }]);
+    const shardArgs = container.args ?? [];
+    expect(shardArgs[shardArgs.indexOf('--s3-endpoint') + 1]).toBe('http://minio.ml.svc:9000');
+    expect(shardArgs.slice(shardArgs.indexOf('--restore-dir'))).toEqual([
+      '--restore-dir',
+      's3://b/ckpt/',
+      '--restore-version',
+      '40',
+    ]);
   });
 
   it('deploy/k8s/ps-priority-class.yaml is a PriorityClass above the workers (who carry none)', () => {

@@ -5,43 +5,33 @@
  * (fixtures/sparse-click-model.ts) learns a planted click model from a TFRecord file of
  * tf.train.Examples. Needs `pnpm build`.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { SeededRandom } from '@edl/common';
 import { readCheckpoint } from '@edl/master';
-import { EmbeddingClient } from '@edl/proto';
 import { decodeEmbeddingTable, readShardMarkers, shardCheckpointDirName, shardOfId } from '@edl/ps';
-import { TFRecordWriter } from '@edl/recordio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
+import {
+  EPOCHS,
+  expectShardsRestored,
+  itemRowsOf,
+  jobKiller,
+  MODEL_DEF,
+  type Run,
+  restoredShards,
+  rolledBack,
+  type Summary,
+  shardsAtStop,
+  succeededOnce,
+  TRAIN_RECORDS,
+  trainClicks,
+  VOCABULARY,
+  writeClicks,
+} from './helpers/ps-job.js';
 import { EDL_BIN, runEdl } from './helpers/run-edl.js';
 
-const MODEL_DEF = fileURLToPath(new URL('./fixtures/sparse-click-model.ts', import.meta.url));
-const VOCABULARY = 400;
-const TRAIN_RECORDS = 1200;
-const EPOCHS = 3;
 let dir: string;
-
-/** A planted model: each id has a score, an example's label is whether its ids' scores (+ noise) sum above 0. */
-async function writeClicks(file: string, records: number, seed: number): Promise<void> {
-  const planted = new SeededRandom(7);
-  const score = Float64Array.from({ length: VOCABULARY }, () => planted.normal());
-  const random = new SeededRandom(seed);
-  const writer = TFRecordWriter.create(file);
-  for (let i = 0; i < records; i++) {
-    // Low ids are common, as in click logs.
-    const ids = Array.from({ length: IDS_PER_EXAMPLE }, () => Math.floor(VOCABULARY * random.next() ** 2));
-    const x = [random.normal(), random.normal()];
-    const sum = ids.reduce((s, id) => s + (score[id] as number), 0) + 0.5 * (x[0] as number);
-    writer.write(encodeClick(ids, x, sum + 0.3 * random.normal() > 0 ? 1 : 0));
-  }
-  await writer.close();
-}
 
 beforeAll(async () => {
   if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm build' first`);
@@ -53,14 +43,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** The JSON lines of stderr (the master's, the workers' and the shards'). */
-  readonly events: Record<string, unknown>[];
-}
-
 function train(
   extra: readonly string[],
   onEvent?: (event: Record<string, unknown>) => void,
@@ -68,119 +50,14 @@ function train(
   onStart?: (pid: number) => void,
   env: Readonly<Record<string, string>> = {},
 ): Promise<Run> {
-  const args = [
-    EDL_BIN,
-    'train',
-    '--model-def',
-    MODEL_DEF,
-    '--training-data',
-    path.join(dir, 'train.tfrecord'),
-    '--validation-data',
-    path.join(dir, 'valid.tfrecord'),
-    '--checkpoint-dir',
+  return trainClicks({
+    dataDir: dir,
     checkpointDir,
-    '--backend',
-    'cpu',
-    '--num-workers',
-    '2',
-    '--minibatch-size',
-    '20',
-    '--num-minibatches-per-task',
-    '3',
-    '--num-epochs',
-    String(EPOCHS),
-    '--stats',
-    ...extra,
-  ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    if (child.pid !== undefined) onStart?.(child.pid);
-    let stdout = '';
-    let stderr = '';
-    const events: Record<string, unknown>[] = [];
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    createInterface({ input: child.stderr }).on('line', (line) => {
-      stderr += `${line}\n`;
-      if (!line.startsWith('{')) return;
-      try {
-        const event = JSON.parse(line) as Record<string, unknown>;
-        events.push(event);
-        onEvent?.(event);
-      } catch {
-        // not an event
-      }
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr, events }));
+    extra,
+    ...(onEvent === undefined ? {} : { onEvent }),
+    ...(onStart === undefined ? {} : { onStart }),
+    env: { ...process.env, ...env },
   });
-}
-
-interface Summary {
-  state: string;
-  records: { done: number; total: number; training: { done: number; total: number } };
-  evaluations: { records: number; metrics: Record<string, number> }[];
-  workers: { workerId: string; lost?: boolean; lastLoss?: number; records: Record<string, number> }[];
-  gradients: { applied: number };
-  rollBacks?: { shardIndex: number; cause: string; checkpoint: string | null; recordsRolledBack: number }[];
-}
-
-function summaryOf(run: Run): Summary {
-  const line = run.stdout.split('\n').find((l) => l.startsWith('{"state"'));
-  expect(line, run.stdout + run.stderr.slice(-3000)).toBeDefined();
-  return JSON.parse(line as string) as Summary;
-}
-
-/** The summary of a job that succeeded with every training record applied once per epoch. */
-function succeededOnce(run: Run): Summary {
-  expect(run.code, run.stderr.slice(-3000)).toBe(0);
-  const summary = summaryOf(run);
-  const total = TRAIN_RECORDS * EPOCHS;
-  expect(summary.records).toMatchObject({ done: total, total, training: { done: total, total } });
-  return summary;
-}
-
-/**
- * The roll-back a relaunched shard caused (docs/master.md): the master's log line, checked against
- * the job's accounting. Every record is applied once per epoch in the master's count; the records
- * trained since the cut were trained again, and the workers' counts hold them twice.
- */
-function rolledBack(run: Run, summary: Summary, shardIndex: number, to: 'start' | 'checkpoint') {
-  const event = run.events.find((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'));
-  expect(event, run.stderr.slice(-3000)).toBeDefined();
-  expect(event?.msg).toMatch(
-    to === 'start'
-      ? `job rolled back to its start after parameter-server shard ${shardIndex} was relaunched`
-      : new RegExp(
-          `job rolled back to checkpoint .+ after parameter-server shard ${shardIndex} was relaunched`,
-        ),
-  );
-  const recordsRolledBack = event?.recordsRolledBack as number;
-  expect(recordsRolledBack).toBeGreaterThanOrEqual(0);
-  const trained = summary.workers.reduce((n, w) => n + (w.records.training ?? 0), 0);
-  expect(trained).toBe(TRAIN_RECORDS * EPOCHS + recordsRolledBack);
-  // --stats says the same: the roll-back, where to, and the records trained again.
-  expect(summary.rollBacks).toEqual([
-    expect.objectContaining({
-      shardIndex,
-      checkpoint: to === 'start' ? null : expect.stringMatching(/checkpoint-\d+\.edlckpt$/),
-      recordsRolledBack,
-    }),
-  ]);
-  return event as Record<string, unknown>;
-}
-
-/** What each shard said when it stopped: its tables' rows and pushes. */
-function shardsAtStop(run: Run): Map<number, { name: string; rows: number; pushes: number }[]> {
-  const out = new Map<number, { name: string; rows: number; pushes: number }[]>();
-  for (const e of run.events)
-    if (e.event === 'stopped')
-      out.set(e.shardIndex as number, e.tables as { name: string; rows: number; pushes: number }[]);
-  return out;
 }
 
 describe('edl train --num-ps 2', () => {
@@ -328,54 +205,6 @@ describe('edl train --num-ps 2', () => {
     );
   }, 120_000);
 });
-
-/** `edl ps` shards started from a checkpoint's shard files; resolves once all listen. */
-async function restoredShards(
-  numShards: number,
-  checkpointDir: string,
-  version: number,
-): Promise<{ client: EmbeddingClient; stop: () => void }> {
-  const token = 'restore-token';
-  const children = [...Array(numShards).keys()].map((shardIndex) =>
-    spawn(
-      process.execPath,
-      [
-        EDL_BIN,
-        'ps',
-        '--shard-index',
-        String(shardIndex),
-        '--num-shards',
-        String(numShards),
-        '--optimizer',
-        JSON.stringify({ type: 'adagrad', learningRate: 0.2 }),
-        '--restore-dir',
-        checkpointDir,
-        '--restore-version',
-        String(version),
-      ],
-      { env: { ...process.env, EDL_JOB_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] },
-    ),
-  );
-  const stop = () => {
-    for (const child of children) child.kill('SIGKILL');
-  };
-  const addresses = await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<string>((resolve, reject) => {
-          child.once('close', (code) => reject(new Error(`edl ps exited with ${code} before listening`)));
-          createInterface({ input: child.stdout }).on('line', (line) => {
-            if (line.startsWith('{"event":"listening"'))
-              resolve((JSON.parse(line) as { address: string }).address);
-          });
-        }),
-    ),
-  ).catch((error: unknown) => {
-    stop();
-    throw error;
-  });
-  return { client: new EmbeddingClient({ addresses, token, shardOfId }), stop };
-}
 
 /** The rows of every id the click log can hold, as the shard files of a checkpoint have them. */
 async function rowsInFiles(checkpointDir: string, version: number): Promise<Float32Array> {
@@ -549,38 +378,16 @@ describe('edl train --num-ps 2: a worker lost with its rows push on the way', ()
 describe('edl train --num-ps after a SIGKILL of the job', () => {
   it('resumes the master and restores the shards from the checkpoint, re-sharded from 2 to 3, each record once', async () => {
     const checkpointDir = path.join(dir, 'ckpt-master-kill');
-    const children = new Set<number>();
-    let killedAt: number | undefined;
-    let main: number | undefined;
+    // The shards and workers outlive a SIGKILLed `edl train`: they are killed too.
+    const killer = jobKiller(40);
     const first = train(
       ['--num-ps', '2', '--checkpoint-steps', '20'],
-      (event) => {
-        // The shards and workers outlive a SIGKILLed `edl train`: they are killed here too.
-        if (typeof event.pid === 'number' && (event.event === 'listening' || event.msg === 'progress'))
-          children.add(event.pid);
-        if (
-          killedAt === undefined &&
-          typeof event.msg === 'string' &&
-          event.msg.startsWith('checkpoint written') &&
-          (event.modelVersion as number) >= 40
-        ) {
-          killedAt = event.modelVersion as number;
-          if (main !== undefined) process.kill(main, 'SIGKILL');
-          for (const pid of children) {
-            try {
-              process.kill(pid, 'SIGKILL');
-            } catch {
-              // already gone
-            }
-          }
-        }
-      },
+      killer.onEvent,
       checkpointDir,
-      (pid) => {
-        main = pid;
-      },
+      killer.onStart,
     );
     const killed = await first;
+    const killedAt = killer.killedAt();
     expect(killedAt, killed.stderr.slice(-3000)).toBeDefined();
     expect(killed.code).not.toBe(0);
     const latest = (await loadLatestVersion(checkpointDir)) as number;
@@ -592,16 +399,7 @@ describe('edl train --num-ps after a SIGKILL of the job', () => {
     expect(summary.state).toBe('succeeded');
     // Each of the 3 shards restored its share of the 2 shards' rows (RestoreShard, before the master
     // served a task): together, all of them.
-    const restored = second.events.find(
-      (e) => e.msg === `parameter-server shards restored from checkpoint ${latest}`,
-    );
-    expect(restored, second.stderr.slice(-3000)).toBeDefined();
-    const rows = String(restored?.rows).split(',').map(Number);
-    expect(rows).toHaveLength(3);
-    expect(rows.every((r) => r > 0)).toBe(true);
-    expect(rows.reduce((a, b) => a + b, 0)).toBe(
-      saved.reduce((n, m) => n + (m.tables.find((t) => t.name === 'item')?.rows ?? 0), 0),
-    );
+    expectShardsRestored(second, latest, 3, itemRowsOf(saved));
   }, 300_000);
 });
 

@@ -9,13 +9,18 @@
  *   complete: `{"format":"edl-checkpoint-manifest/1","version":…,"object":"checkpoint-…edlckpt",
  *   "size":…,"crc32":…,"createdAt":…}`.
  *
+ * - `ps-<version, 12 digits>/`: in a job with parameter-server shards, each shard's table objects
+ *   and marker, all written before the checkpoint object (@edl/ps's object-store-shard-checkpoint.ts).
+ *
  * A checkpoint exists only through its manifest: the latest checkpoint is the newest manifest whose
  * object is there with the size and CRC-32 it names. An object without a manifest (a master killed
- * mid-write) is never taken, and is deleted with the old checkpoints by the keep-N policy.
+ * mid-write) is never taken, and is deleted with the old checkpoints by the keep-N policy, and so
+ * are the shard parts of the versions it deletes.
  */
 import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { byteSourceFor, deleteObject, type ObjectStat, putObject, RemoteError, schemeOf } from '@edl/storage';
+import { isObjectStoreDir, shardPartsPrefix } from '@edl/ps';
+import { byteSourceFor, deleteObject, type ObjectStat, putObject, RemoteError } from '@edl/storage';
 import { CheckpointError } from './errors.js';
 
 const MANIFEST_FORMAT = 'edl-checkpoint-manifest/1';
@@ -34,11 +39,11 @@ interface Manifest {
   readonly createdAt: string;
 }
 
-/** Whether checkpoints at `location` go to an object store: a URL of a scheme other than `file:`. */
-export function isObjectStoreLocation(location: string): boolean {
-  const scheme = schemeOf(location);
-  return scheme !== undefined && scheme !== 'file';
-}
+/**
+ * Whether checkpoints at `location` go to an object store: a URL of a scheme other than `file:`
+ * (the test the parameter-server shards make of the same directory).
+ */
+export const isObjectStoreLocation: (location: string) => boolean = isObjectStoreDir;
 
 /** The manifest of the checkpoint of model `version` under the prefix `dir`. */
 export function manifestLocation(dir: string, version: number): string {
@@ -136,7 +141,10 @@ async function listPrefix(prefix: string): Promise<{
 async function removeOldCheckpoints(prefix: string, keep: number): Promise<void> {
   const { manifests, objects } = await listPrefix(prefix);
   const kept = manifests.slice(Math.max(0, manifests.length - keep));
-  for (const old of manifests.slice(0, manifests.length - kept.length)) await deleteObject(old.location);
+  for (const old of manifests.slice(0, manifests.length - kept.length)) {
+    await deleteObject(old.location);
+    await removeShardParts(prefix, old.version);
+  }
   const named = new Set<string>();
   for (const entry of kept) {
     // A corrupt manifest names nothing; any other failure stops the clean-up, deleting nothing more.
@@ -150,8 +158,24 @@ async function removeOldCheckpoints(prefix: string, keep: number): Promise<void>
   }
   const newest = kept.at(-1)?.version ?? -1;
   for (const object of objects) {
-    if (object.version <= newest && !named.has(object.location)) await deleteObject(object.location);
+    if (object.version > newest || named.has(object.location)) continue;
+    await deleteObject(object.location);
+    if (!kept.some((entry) => entry.version === object.version))
+      await removeShardParts(prefix, object.version);
   }
+}
+
+/**
+ * Deletes the parameter-server shard parts of `version` (its `ps-<version>/` objects), the markers
+ * first, so that a part cut short by a failure here is one no marker vouches for.
+ */
+async function removeShardParts(prefix: string, version: number): Promise<void> {
+  const partsPrefix = shardPartsPrefix(prefix, version);
+  const parts = await (await byteSourceFor(partsPrefix)).list(partsPrefix);
+  const markersFirst = [...parts].sort(
+    (a, b) => Number(b.location.endsWith('.json')) - Number(a.location.endsWith('.json')),
+  );
+  for (const part of markersFirst) await deleteObject(part.location);
 }
 
 /** The whole object at `location`, read through @edl/storage's byte source of its scheme. */

@@ -2,7 +2,6 @@ import { ShardRpcError, type WorkerLastPush } from '@edl/proto';
 import { type Checkpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { MasterStateError } from './errors.js';
 import type { MasterLogger } from './logger.js';
-import { isObjectStoreLocation } from './object-store-checkpoint.js';
 import type { PushBarrier, PushOnTheWay } from './push-barrier.js';
 
 /**
@@ -98,11 +97,6 @@ export class ShardCuts {
    * the master's file, written last, commits the cut.
    */
   async checkpoint(dir: string, keep: number): Promise<CommittedCut> {
-    if (isObjectStoreLocation(dir))
-      throw new MasterStateError(
-        'NO_CHECKPOINT_DIR',
-        `Parameter-server shards write their checkpoint files to a local directory only, not ${dir}`,
-      );
     return this.#paused(async (resume) => {
       const skipped = (why: string) =>
         new MasterStateError('CHECKPOINT_SKIPPED', `checkpoint skipped: ${why}`);

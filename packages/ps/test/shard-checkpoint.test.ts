@@ -1,44 +1,12 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddingClient } from '@edl/proto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  EmbeddingTable,
-  type ParameterServer,
-  readShardMarkers,
-  shardCheckpointDirName,
-  shardOfId,
-  startParameterServer,
-} from '../src/index.js';
+import { EmbeddingTable, readShardMarkers, shardCheckpointDirName } from '../src/index.js';
+import { JOB, startShards, stopAll, TABLE } from './checkpoint-shards.js';
 
 // SaveShard / RestoreShard on real shards over gRPC: a checkpoint written by 2 shards is read back
 // by 2 and by 3 (re-sharded by id hash), and equals a single reference table fed the same pushes.
-const TOKEN = 'ckpt-token';
-const JOB = { optimizer: { type: 'adam', learningRate: 0.05 }, seed: 5 } as const;
-const TABLE = { name: 'user', dim: 4 } as const;
-
-const running: { servers: ParameterServer[]; client: EmbeddingClient }[] = [];
-
-async function startShards(n: number): Promise<{ servers: ParameterServer[]; client: EmbeddingClient }> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, (_, shardIndex) =>
-      startParameterServer({ token: TOKEN, shardIndex, numShards: n, job: JOB }),
-    ),
-  );
-  const client = new EmbeddingClient({ addresses: servers.map((s) => s.address), token: TOKEN, shardOfId });
-  await client.declareTables([TABLE], 'worker-0');
-  running.push({ servers, client });
-  return { servers, client };
-}
-
-async function stopAll(): Promise<void> {
-  for (const { servers, client } of running.splice(0)) {
-    client.close();
-    await Promise.all(servers.map((s) => s.shutdown(0)));
-  }
-}
-
 describe('shard checkpoints', () => {
   let dir = '';
   afterEach(stopAll);

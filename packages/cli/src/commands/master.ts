@@ -7,7 +7,7 @@ import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine 
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { recordsSummary } from '../job/records-summary.js';
-import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
+import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Args, s3Options } from '../job/s3-options.js';
 import { WORKER_NODE_FLAGS } from '../job/worker-node-flags.js';
 
 /** @edl/master's JOB_TYPES, listed here so that checking options loads no gRPC (a test compares). */
@@ -176,7 +176,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     numPs > 0 && token !== undefined && jobOptimizer !== undefined
       ? new LocalParameterServers({
           numShards: numPs,
-          args: [edlBin, 'ps'],
+          args: [edlBin, 'ps', ...s3Args(s3)],
           optimizer: jobOptimizer,
           seed: v.seed ?? 0,
           token,

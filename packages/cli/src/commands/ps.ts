@@ -2,6 +2,7 @@ import { type OptimizerConfig, resolveOptimizerConfig } from '@edl/common';
 import { parseCommandLine } from '../args.js';
 import type { Command } from '../command.js';
 import { UsageError } from '../command.js';
+import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Options } from '../job/s3-options.js';
 
 const usage = `Usage: edl ps --shard-index I --num-shards N [--optimizer JSON --seed N] [--tables JSON] [options]
 
@@ -29,7 +30,13 @@ Options:
   --port N              port to listen on (default 0: any free port)
   --host HOST           interface to listen on (default 127.0.0.1)
   --restore-dir DIR     start from this shard's rows of the shard files of a checkpoint in DIR
-  --restore-version V   ... the checkpoint of model version V (both or neither)`;
+                        (a directory, or an object-store prefix: s3://bucket/prefix/)
+  --restore-version V   ... the checkpoint of model version V (both or neither)
+
+The shard writes its part of each checkpoint where the master's SaveShard call says: a directory,
+or an object store (s3://...), where the S3 options below and the AWS settings apply.
+
+${S3_OPTIONS_HELP}`;
 
 /** `edl ps`: one parameter-server shard process. */
 export const command: Command = {
@@ -46,6 +53,7 @@ export const command: Command = {
       host: { type: 'string' },
       'restore-dir': { type: 'string' },
       'restore-version': { type: 'integer', min: 0 },
+      ...S3_OPTION_SPEC,
     });
     const restoreDir = values['restore-dir'];
     const restoreVersion = values['restore-version'];
@@ -69,6 +77,7 @@ export const command: Command = {
     if (token === undefined || token === '')
       throw new UsageError("EDL_JOB_TOKEN is not set: 'edl ps' serves only calls that carry the job token");
 
+    await applyS3Options(s3Options(values));
     const { checkTableSpecs, startParameterServer } = await import('@edl/ps');
     const optimizer = values.optimizer as unknown as OptimizerConfig | undefined;
     let tables: ReturnType<typeof checkTableSpecs> = [];

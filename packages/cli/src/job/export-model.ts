@@ -67,12 +67,13 @@ export async function exportModel(
     const sparse = embeddingsOf(runner.model);
     let tables: DenseTable[] = [];
     if (sparse.requests.length > 0) {
-      if (loaded.parameterServers === undefined || isUrl(file))
+      if (loaded.parameterServers === undefined)
         throw new UsageError(
-          `Checkpoint ${file} has no parameter-server shard files, so the embedding tables of layers ${sparse.layers.map((l) => `'${l.layer}'`).join(', ')} cannot be exported: use a checkpoint of a job run with --num-ps and a local --checkpoint-dir`,
+          `Checkpoint ${file} has no parameter-server shard files, so the embedding tables of layers ${sparse.layers.map((l) => `'${l.layer}'`).join(', ')} cannot be exported: use a checkpoint of a job run with --num-ps`,
         );
-      tables = readDenseTables(
-        path.dirname(file),
+      // The shard parts sit beside the checkpoint: in its directory, or under its object-store prefix.
+      tables = await readDenseTables(
+        isUrl(file) ? file.slice(0, file.lastIndexOf('/') + 1) : path.dirname(file),
         loaded.store.version,
         sparse.requests,
         options.maxTableBytes ?? DEFAULT_MAX_TABLE_BYTES,

@@ -1,12 +1,5 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import path from 'node:path';
-import {
-  decodeEmbeddingTable,
-  type EmbeddingTableHeader,
-  RowInitializer,
-  readShardMarkers,
-  shardCheckpointDirName,
-} from '@edl/ps';
+import { decodeEmbeddingTable, type EmbeddingTableHeader, RowInitializer, shardPartsOf } from '@edl/ps';
+import { byteSourceFor, type ObjectStat } from '@edl/storage';
 
 /**
  * The default limit on one exported table's weights, 1 GiB of float32: the exported model holds
@@ -36,75 +29,85 @@ export interface DenseTable {
 
 const MAGIC_BYTES = 8;
 
-/** Reads `length` bytes at `position` of an open file, all of them or an error naming `file`. */
-function readExactly(fd: number, file: string, position: number, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let done = 0;
-  while (done < length) {
-    const n = readSync(fd, bytes, done, length - done, position + done);
-    if (n === 0) throw new Error(`${file} ends after ${position + done} bytes, inside its header or ids`);
-    done += n;
-  }
-  return bytes;
+/** One shard's table file or object, as the export reads it. */
+interface TablePart {
+  readonly file: string;
+  readonly stat: ObjectStat;
+  readonly header: EmbeddingTableHeader;
+  readonly ids: Float64Array;
+}
+
+/** Reads `length` bytes at `position` of a table file, all of them or an error naming it. */
+async function readExactly(stat: ObjectStat, file: string, position: number, length: number) {
+  if (position + length > stat.size)
+    throw new Error(`${file} ends after ${stat.size} bytes, inside its header or ids`);
+  return (await byteSourceFor(file)).readRange(stat, position, length);
 }
 
 /**
- * The header and ids of one shard's table file (the `edl-embedding-table/1` layout), without its
- * records: enough to size the dense table before anything large is allocated.
+ * The header and ids of one shard's table file or object (the `edl-embedding-table/1` layout),
+ * without its records: enough to size the dense table before anything large is allocated.
  */
-function readHeaderAndIds(file: string): { header: EmbeddingTableHeader; ids: Float64Array } {
-  const fd = openSync(file, 'r');
+async function readHeaderAndIds(file: string): Promise<TablePart> {
+  const stat = await (await byteSourceFor(file)).stat(file);
+  const lead = await readExactly(stat, file, 0, MAGIC_BYTES + 4);
+  const headerLength = new DataView(lead.buffer, lead.byteOffset, lead.byteLength).getUint32(
+    MAGIC_BYTES,
+    true,
+  );
+  const headerBytes = await readExactly(stat, file, MAGIC_BYTES + 4, headerLength);
+  let header: EmbeddingTableHeader;
   try {
-    const lead = readExactly(fd, file, 0, MAGIC_BYTES + 4);
-    const headerLength = new DataView(lead.buffer).getUint32(MAGIC_BYTES, true);
-    const headerBytes = readExactly(fd, file, MAGIC_BYTES + 4, headerLength);
-    let header: EmbeddingTableHeader;
-    try {
-      header = JSON.parse(new TextDecoder().decode(headerBytes)) as EmbeddingTableHeader;
-    } catch (error) {
-      throw new Error(`${file} is not a readable embedding table: ${(error as Error).message}`);
-    }
-    if (!Number.isSafeInteger(header.rows) || header.rows < 0 || !Number.isInteger(header.dim))
-      throw new Error(`${file} is not a readable embedding table: its header has no row count or dim`);
-    const idsAt = Math.ceil((MAGIC_BYTES + 4 + headerLength) / 8) * 8;
-    const ids = new Float64Array(readExactly(fd, file, idsAt, 8 * header.rows).buffer);
-    return { header, ids };
-  } finally {
-    closeSync(fd);
+    header = JSON.parse(new TextDecoder().decode(headerBytes)) as EmbeddingTableHeader;
+  } catch (error) {
+    throw new Error(`${file} is not a readable embedding table: ${(error as Error).message}`);
   }
+  if (!Number.isSafeInteger(header.rows) || header.rows < 0 || !Number.isInteger(header.dim))
+    throw new Error(`${file} is not a readable embedding table: its header has no row count or dim`);
+  const idsAt = Math.ceil((MAGIC_BYTES + 4 + headerLength) / 8) * 8;
+  // A copy: the range read may sit at any offset of its buffer, and Float64Array needs 8-byte alignment.
+  const ids = new Float64Array((await readExactly(stat, file, idsAt, 8 * header.rows)).slice().buffer);
+  return { file, stat, header, ids };
 }
 
 /**
- * Reads the embedding tables of the checkpoint of `version` in `dir` from its shard files (any
- * number of shards) as dense matrices: `inputDim` is the hashed bucket count, or the largest id + 1
+ * Reads the embedding tables of the checkpoint of `version` in `dir` (a directory, or an
+ * object-store prefix) from its shard files (any number of shards) as dense matrices: `inputDim` is the hashed bucket count, or the largest id + 1
  * for a table with unhashed ids; rows the shards never created hold the initializer's value, the
  * value a shard gives an id it has no row for. A table whose matrix would exceed `maxTableBytes`
  * is an error naming it, before its matrix is allocated.
  */
-export function readDenseTables(
+export async function readDenseTables(
   dir: string,
   version: number,
   requests: readonly TableRequest[],
   maxTableBytes: number,
-): DenseTable[] {
-  const markers = readShardMarkers(dir, version);
-  const versionDir = path.join(dir, shardCheckpointDirName(version));
+): Promise<DenseTable[]> {
+  const { markers, locationOf } = await shardPartsOf(dir, version);
+  const versionDir = locationOf('');
   const filesOf = new Map<string, string[]>();
   for (const marker of markers)
     for (const entry of marker.tables)
-      filesOf.set(entry.name, [...(filesOf.get(entry.name) ?? []), path.join(versionDir, entry.file)]);
-  return requests.map((request) => {
+      filesOf.set(entry.name, [...(filesOf.get(entry.name) ?? []), locationOf(entry.file)]);
+  const tables: DenseTable[] = [];
+  for (const request of requests) {
     const files = filesOf.get(request.name);
     if (files === undefined)
       throw new Error(
         `The checkpoint's shard files in ${versionDir} hold no embedding table '${request.name}' (layers ${request.layers.map((l) => `'${l}'`).join(', ')}); they hold ${[...filesOf.keys()].map((n) => `'${n}'`).join(', ') || 'none'}`,
       );
-    return denseTable(request, files, maxTableBytes);
-  });
+    tables.push(await denseTable(request, files, maxTableBytes));
+  }
+  return tables;
 }
 
-function denseTable(request: TableRequest, files: readonly string[], maxTableBytes: number): DenseTable {
-  const parts = files.map((file) => ({ file, ...readHeaderAndIds(file) }));
+async function denseTable(
+  request: TableRequest,
+  files: readonly string[],
+  maxTableBytes: number,
+): Promise<DenseTable> {
+  const parts: TablePart[] = [];
+  for (const file of files) parts.push(await readHeaderAndIds(file));
   let largestId = -1;
   let rows = 0;
   for (const { file, header, ids } of parts) {
@@ -133,9 +136,9 @@ function denseTable(request: TableRequest, files: readonly string[], maxTableByt
   const created = new Uint8Array(inputDim);
   const dim = request.dim;
   let first: EmbeddingTableHeader | undefined;
-  for (const { file, header } of parts) {
+  for (const { file, stat, header } of parts) {
     first ??= header;
-    const data = readFileSync(file);
+    const data = await (await byteSourceFor(file)).readRange(stat, 0, stat.size);
     const table = decodeEmbeddingTable(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), file);
     for (const view of table.slabViews()) {
       for (let r = 0; r < view.ids.length; r++) {

@@ -16,7 +16,7 @@ import { type JobOutcome, mergePredictions, readWorkerStats, reportJob } from '.
 import { withFreeLoopbackPort } from './loopback-port.js';
 import { resolveModelDef } from './model-def-path.js';
 import { ProgressBar } from './progress.js';
-import { applyS3Options } from './s3-options.js';
+import { applyS3Options, s3Args } from './s3-options.js';
 import { WORKER_NODE_FLAGS } from './worker-node-flags.js';
 import { WorkerOutput } from './worker-output.js';
 
@@ -280,7 +280,8 @@ function localParameterServers(
   const jobOptimizer = modules.jobShardOptimizer(masterOptions, trainingShards);
   return new LocalParameterServers({
     numShards: options.numPs,
-    args: [edlBin(), 'ps'],
+    // The shards write their checkpoint parts to the same store as the master.
+    args: [edlBin(), 'ps', ...s3Args(options)],
     optimizer: jobOptimizer,
     seed: options.seed,
     token,

@@ -191,21 +191,6 @@ export function pullPolicy(args: SplitArgs): JobObjectsOptions['imagePullPolicy'
   return p;
 }
 
-/**
- * A job with `--num-ps` on Kubernetes: its shards write their checkpoint files to a directory they
- * share with the master (a --data-claim volume), which an object store is not.
- */
-export function checkShardCheckpointDir(options: JobOptions): void {
-  if (
-    options.numPs > 0 &&
-    options.checkpointDir !== undefined &&
-    /^[a-z][a-z0-9+.-]*:\/\//.test(options.checkpointDir)
-  )
-    throw new UsageError(
-      `--num-ps needs a --checkpoint-dir on a volume the master and the parameter-server pods share (--data-claim), not ${options.checkpointDir}: the shards write their checkpoint files there`,
-    );
-}
-
 /** The job type of the data options given (a job on Kubernetes says no more). */
 export function jobTypeOf(options: JobOptions): JobType {
   if (options.predictionData !== undefined) return 'prediction';

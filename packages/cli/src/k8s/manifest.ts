@@ -4,7 +4,6 @@ import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { parseJobOptions } from '../job/job-options.js';
 import {
-  checkShardCheckpointDir,
   credentialOptions,
   edlCommand,
   integer,
@@ -36,7 +35,6 @@ export async function jobObjects(argv: string[], needsCluster: boolean) {
   // The train options are checked here, so that a typo fails now rather than in the master pod.
   const jobOptions = parseJobOptions(args.trainArgs);
   jobTypeOf(jobOptions);
-  checkShardCheckpointDir(jobOptions);
   const command = edlCommand(args);
   const policy = pullPolicy(args);
   const claim = one(args, 'data-claim');

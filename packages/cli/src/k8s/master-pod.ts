@@ -10,15 +10,15 @@ import type {
   JobObjectsOptions,
   KubernetesInstanceManager,
   ParameterServerPodTemplate,
+  PodOwner,
   WorkerPodTemplate,
 } from '@edl/master/kubernetes';
 import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
 import { recordsSummary } from '../job/records-summary.js';
-import { applyS3Options } from '../job/s3-options.js';
+import { applyS3Options, s3Args } from '../job/s3-options.js';
 import {
-  checkShardCheckpointDir,
   credentialOptions,
   edlCommand,
   integer,
@@ -75,7 +75,6 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
   if (!token) throw new UsageError('EDL_JOB_TOKEN is not set: the master pod gets it from the job Secret');
   const trainOptions = parseJobOptions(args.trainArgs);
   const jobType = jobTypeOf(trainOptions);
-  checkShardCheckpointDir(trainOptions);
   const port = integer(args, 'port', 50001, 0, 65_535);
   const numWorkers = integer(args, 'num-workers', 1, 0, 10_000);
   const maxRelaunches = integer(args, 'max-relaunches', 3, 0);
@@ -131,22 +130,7 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
   const podName = process.env.EDL_POD_NAME;
   const podUid = process.env.EDL_POD_UID;
   const owner = podName && podUid ? { owner: { name: podName, uid: podUid } } : {};
-  // What workers and parameter-server shards share: the image, the credentials, the data volume.
-  const podBasics = {
-    jobName,
-    image: pod.image,
-    command: [command[0] as string],
-    tokenSecret: { name: `${jobName}-token`, key: 'token' },
-    ...owner,
-    ...(pod.credentials.credentialsSecret ? { envFromSecrets: [pod.credentials.credentialsSecret] } : {}),
-    ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
-    ...(pod.claim
-      ? {
-          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pod.claim } }],
-          volumeMounts: [{ name: 'data', mountPath: pod.mountPath }],
-        }
-      : {}),
-  };
+  const podBasics = sharedPodBasics(pod, command, owner);
   const masterAddress = one(args, 'master-address') ?? L.masterServiceAddress(jobName, namespace, port);
   const logger = createStreamLogger(io.stderr, {
     level: options.logLevel,
@@ -238,8 +222,36 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
 }
 
 /**
+ * What workers and parameter-server shards share: the image, the credentials (the `--s3-credentials-secret`
+ * Secret's keys as environment variables), the data volume; `owner`, the master pod, when known.
+ */
+export function sharedPodBasics(
+  pod: MasterPodArgs,
+  command: readonly string[],
+  owner: { readonly owner?: PodOwner },
+) {
+  const { jobName } = pod;
+  return {
+    jobName,
+    image: pod.image,
+    command: [command[0] as string],
+    tokenSecret: { name: `${jobName}-token`, key: 'token' },
+    ...owner,
+    ...(pod.credentials.credentialsSecret ? { envFromSecrets: [pod.credentials.credentialsSecret] } : {}),
+    ...(pod.policy ? { imagePullPolicy: pod.policy } : {}),
+    ...(pod.claim
+      ? {
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pod.claim } }],
+          volumeMounts: [{ name: 'data', mountPath: pod.mountPath }],
+        }
+      : {}),
+  };
+}
+
+/**
  * The parameter-server pods of a job with `--num-ps N`: `edl ps` in the job's image with the
- * workers' credentials and volume (checkpoint shard files go to --checkpoint-dir on it), the
+ * workers' credentials, volume and S3 options (checkpoint shard parts go to --checkpoint-dir: a
+ * directory on that volume, or an object-store prefix, which needs no volume), the
  * job's optimizer (the one the master's store takes) and seed, and the `--ps-*` options.
  */
 export function parameterServerTemplate(
@@ -256,7 +268,8 @@ export function parameterServerTemplate(
   const account = pod.shards.psServiceAccount ?? pod.credentials.workerServiceAccount;
   return {
     ...basics,
-    args: [...command.slice(1), 'ps'],
+    // The shards read and write their checkpoint parts in the same store as the master.
+    args: [...command.slice(1), 'ps', ...s3Args(pod.options)],
     numShards: pod.options.numPs,
     optimizer,
     seed: pod.options.seed,

@@ -11,6 +11,14 @@ export {
   type ShardTableInfo,
 } from './embedding-shard.js';
 export {
+  isObjectStoreDir,
+  readObjectStoreShardMarkers,
+  restoreShardPart,
+  saveShardPart,
+  shardPartsOf,
+  shardPartsPrefix,
+} from './object-store-shard-checkpoint.js';
+export {
   type ParameterServer,
   type ParameterServerOptions,
   startParameterServer,

@@ -27,11 +27,18 @@ import {
   toSafeNumber,
   toWireInt,
 } from '@edl/proto';
-import { type ServiceError, status, type UntypedServiceImplementation } from '@edl/proto/grpc';
+import {
+  type ServerUnaryCall,
+  type ServiceError,
+  type sendUnaryData,
+  status,
+  type UntypedServiceImplementation,
+} from '@edl/proto/grpc';
 import { ParameterStoreError } from '../errors.js';
 import type { RowInitializerConfig } from '../sparse/row-initializer.js';
 import { EmbeddingShard, type EmbeddingTableSpec, type JobTableSettings } from './embedding-shard.js';
-import { resetShard, restoreShardCheckpoint, saveShardCheckpoint } from './shard-checkpoint.js';
+import { restoreShardPart, saveShardPart } from './object-store-shard-checkpoint.js';
+import { resetShard } from './shard-checkpoint.js';
 
 /** Options of {@link startParameterServer}. */
 export interface ParameterServerOptions {
@@ -106,7 +113,7 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
   const authorized = jobTokenCheck(options.token);
   const shard = new EmbeddingShard(options.shardIndex, options.numShards, options.tables ?? [], options.job);
   if (options.restoreFrom !== undefined)
-    restoreShardCheckpoint(shard, options.restoreFrom.dir, options.restoreFrom.version);
+    await restoreShardPart(shard, options.restoreFrom.dir, options.restoreFrom.version);
   const maxBytes = checkInteger(
     options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     'maxMessageBytes',
@@ -114,6 +121,18 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
   );
   const server = createGrpcServer(maxBytes);
   const unary = tokenCheckedUnary(authorized, toStatus);
+  // Checkpoint calls wait on an object store: the token is checked, then the promise answers.
+  const asyncUnary =
+    <Req, Res>(handler: (request: Req) => Promise<Res>) =>
+    (call: ServerUnaryCall<Req, Promise<Res>>, callback: sendUnaryData<Res>) =>
+      unary(handler)(call, (error, answer) => {
+        if (answer === undefined || answer === null) callback(error);
+        else
+          answer.then(
+            (response) => callback(null, response),
+            (failure: unknown) => callback(toStatus(failure)),
+          );
+      });
 
   const implementation = {
     pullEmbeddings: unary((r: PullEmbeddingsRequest): PullEmbeddingsResponse => {
@@ -153,13 +172,13 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
       for (const table of created) options.onDeclared?.(table, r.workerId);
       return { $typeName: 'edl.v1.DeclareEmbeddingTablesResponse', created };
     }),
-    saveShard: unary((r: SaveShardRequest): SaveShardResponse => {
-      const { marker, rows } = saveShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+    saveShard: asyncUnary(async (r: SaveShardRequest): Promise<SaveShardResponse> => {
+      const { marker, rows } = await saveShardPart(shard, r.dir, toSafeNumber(r.version, 'version'));
       return { $typeName: 'edl.v1.SaveShardResponse', marker, rows: toWireInt(rows, 'rows') };
     }),
-    restoreShard: unary((r: RestoreShardRequest): RestoreShardResponse => {
+    restoreShard: asyncUnary(async (r: RestoreShardRequest): Promise<RestoreShardResponse> => {
       if (r.reset) resetShard(shard);
-      const rows = r.reset ? 0 : restoreShardCheckpoint(shard, r.dir, toSafeNumber(r.version, 'version'));
+      const rows = r.reset ? 0 : await restoreShardPart(shard, r.dir, toSafeNumber(r.version, 'version'));
       return { $typeName: 'edl.v1.RestoreShardResponse', rows: toWireInt(rows, 'rows') };
     }),
     describeShard: unary((r: DescribeShardRequest): DescribeShardResponse => {

@@ -37,6 +37,20 @@ export function shardCheckpointDirName(version: number): string {
   return `ps-${String(version).padStart(12, '0')}`;
 }
 
+/** `shard-<i>-of-<N>`: how the names of a shard's files of a checkpoint begin. */
+export function shardPartName(shard: EmbeddingShard): string {
+  return `shard-${shard.shardIndex}-of-${shard.numShards}`;
+}
+
+/**
+ * Whether `name` is a shard file written by a count of shards other than `numShards`: a part a job
+ * killed before it committed the version left, to be deleted before this count writes its own.
+ */
+export function isOtherShardCount(name: string, numShards: number): boolean {
+  const count = /^shard-\d+-of-(\d+)[-.]/.exec(name)?.[1];
+  return count !== undefined && Number(count) !== numShards;
+}
+
 /** Writes `chunks` to `path` whole or not at all: a temporary file, fsync, rename. */
 function writeAtomically(path: string, chunks: readonly Uint8Array[]): void {
   const temporary = `${path}.tmp-${process.pid}`;
@@ -81,12 +95,9 @@ export function saveShardCheckpoint(
   // Files another shard count left here (a job killed before it committed this version, resumed
   // with another --num-ps) would make the set of markers mixed: they go. Same-count files are
   // this job's shards' own, replaced as they write.
-  for (const name of readdirSync(versionDir)) {
-    const count = /^shard-\d+-of-(\d+)[-.]/.exec(name)?.[1];
-    if (count !== undefined && Number(count) !== shard.numShards)
-      rmSync(join(versionDir, name), { force: true });
-  }
-  const part = `shard-${shard.shardIndex}-of-${shard.numShards}`;
+  for (const name of readdirSync(versionDir))
+    if (isOtherShardCount(name, shard.numShards)) rmSync(join(versionDir, name), { force: true });
+  const part = shardPartName(shard);
   const tables = shard.tables().map((table, k) => {
     const file = `${part}-t${k}.edlemb`;
     writeAtomically(join(versionDir, file), encodeEmbeddingTable(table));
@@ -106,6 +117,48 @@ export function saveShardCheckpoint(
 }
 
 /**
+ * One marker's JSON, checked to be an `edl-ps-shard/1` marker of `version`; `path` names it in errors.
+ */
+export function parseShardMarker(text: string, path: string, version: number): ShardCheckpointMarker {
+  let marker: ShardCheckpointMarker;
+  try {
+    marker = JSON.parse(text) as ShardCheckpointMarker;
+  } catch (error) {
+    throw new Error(`Shard checkpoint marker ${path} is not JSON: ${(error as Error).message}`);
+  }
+  if (marker.format !== 'edl-ps-shard/1' || marker.version !== version || !Array.isArray(marker.tables))
+    throw new Error(`Shard checkpoint marker ${path} is not an edl-ps-shard/1 marker of version ${version}`);
+  return marker;
+}
+
+/** Whether `name` (a file or object name, no directory) is a shard's marker. */
+export function isShardMarkerName(name: string): boolean {
+  return MARKER_PATTERN.test(name);
+}
+
+/**
+ * `markers` sorted by shard, checked to be one complete set: every shard of the count they name.
+ * A missing or extra part is an error naming `where` (the version's directory or prefix).
+ */
+export function checkShardMarkerSet(
+  markers: readonly ShardCheckpointMarker[],
+  version: number,
+  where: string,
+): ShardCheckpointMarker[] {
+  const sorted = [...markers].sort((a, b) => a.shardIndex - b.shardIndex);
+  const count = sorted[0]?.numShards;
+  if (
+    count === undefined ||
+    sorted.length !== count ||
+    sorted.some((m, i) => m.shardIndex !== i || m.numShards !== count)
+  )
+    throw new Error(
+      `Checkpoint ${version} in ${where} has shard markers [${sorted.map((m) => `${m.shardIndex}/${m.numShards}`).join(', ')}], not one of each of its shards`,
+    );
+  return sorted;
+}
+
+/**
  * The markers of the checkpoint of `version` in `dir`, checked to be one complete set: every shard
  * of the count they name, all of the same version. A missing or extra part is an error naming it.
  */
@@ -114,32 +167,50 @@ export function readShardMarkers(dir: string, version: number): ShardCheckpointM
   if (!existsSync(versionDir))
     throw new Error(`Checkpoint ${version} has no parameter-server shard files: ${versionDir} is missing`);
   const markers = readdirSync(versionDir)
-    .filter((name) => MARKER_PATTERN.test(name))
+    .filter(isShardMarkerName)
     .map((name) => {
       const path = join(versionDir, name);
-      let marker: ShardCheckpointMarker;
-      try {
-        marker = JSON.parse(readFileSync(path, 'utf8')) as ShardCheckpointMarker;
-      } catch (error) {
-        throw new Error(`Shard checkpoint marker ${path} is not JSON: ${(error as Error).message}`);
-      }
-      if (marker.format !== 'edl-ps-shard/1' || marker.version !== version || !Array.isArray(marker.tables))
-        throw new Error(
-          `Shard checkpoint marker ${path} is not an edl-ps-shard/1 marker of version ${version}`,
-        );
-      return marker;
-    })
-    .sort((a, b) => a.shardIndex - b.shardIndex);
-  const count = markers[0]?.numShards;
-  if (
-    count === undefined ||
-    markers.length !== count ||
-    markers.some((m, i) => m.shardIndex !== i || m.numShards !== count)
-  )
-    throw new Error(
-      `Checkpoint ${version} in ${versionDir} has shard markers [${markers.map((m) => `${m.shardIndex}/${m.numShards}`).join(', ')}], not one of each of its shards`,
-    );
-  return markers;
+      return parseShardMarker(readFileSync(path, 'utf8'), path, version);
+    });
+  return checkShardMarkerSet(markers, version, versionDir);
+}
+
+/**
+ * Gathers one shard's rows from the table files of a checkpoint written by any number of shards:
+ * each file added keeps the ids `shardOfId` gives this shard, so a checkpoint re-shards.
+ */
+export class ShardRowsGatherer {
+  readonly #shard: EmbeddingShard;
+  readonly #keepRow: (id: number) => boolean;
+  readonly #restored = new Map<string, EmbeddingTable>();
+
+  constructor(shard: EmbeddingShard) {
+    this.#shard = shard;
+    this.#keepRow = (id) => shardOfId(id, shard.numShards) === shard.shardIndex;
+  }
+
+  /** Adds this shard's rows of one table file's `bytes`; `path` names the file in errors. */
+  add(bytes: Uint8Array, path: string): void {
+    // A plain Uint8Array over the same memory: the decoder's slice() must copy, and Buffer's does not.
+    const plain = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const part = decodeEmbeddingTable(plain, path, { keepRow: this.#keepRow });
+    const table = this.#restored.get(part.name);
+    if (table === undefined) {
+      this.#restored.set(part.name, part);
+      return;
+    }
+    for (const view of part.slabViews()) table.restoreRows(view.ids, view.records, view.rowSteps);
+  }
+
+  /** Replaces the shard's tables by the rows gathered; returns their count. */
+  replaceShardTables(): number {
+    // A table declared since the checkpoint stays, empty: workers that declared it keep using it.
+    for (const table of this.#shard.tables())
+      if (!this.#restored.has(table.name)) this.#restored.set(table.name, emptyCopy(table));
+    const tables = [...this.#restored.values()];
+    this.#shard.replaceTables(tables);
+    return tables.reduce((sum, t) => sum + t.rowCount, 0);
+  }
 }
 
 /**
@@ -150,29 +221,14 @@ export function readShardMarkers(dir: string, version: number): ShardCheckpointM
 export function restoreShardCheckpoint(shard: EmbeddingShard, dir: string, version: number): number {
   const markers = readShardMarkers(dir, version);
   const versionDir = join(dir, shardCheckpointDirName(version));
-  const keepRow = (id: number) => shardOfId(id, shard.numShards) === shard.shardIndex;
-  const restored = new Map<string, EmbeddingTable>();
+  const gatherer = new ShardRowsGatherer(shard);
   for (const marker of markers) {
     for (const entry of marker.tables) {
       const path = join(versionDir, entry.file);
-      const file = readFileSync(path);
-      // A plain Uint8Array over the same memory: the decoder's slice() must copy, and Buffer's does not.
-      const bytes = new Uint8Array(file.buffer, file.byteOffset, file.byteLength);
-      const part = decodeEmbeddingTable(bytes, path, { keepRow });
-      const table = restored.get(part.name);
-      if (table === undefined) {
-        restored.set(part.name, part);
-        continue;
-      }
-      for (const view of part.slabViews()) table.restoreRows(view.ids, view.records, view.rowSteps);
+      gatherer.add(readFileSync(path), path);
     }
   }
-  // A table declared since the checkpoint stays, empty: workers that declared it keep using it.
-  for (const table of shard.tables())
-    if (!restored.has(table.name)) restored.set(table.name, emptyCopy(table));
-  const tables = [...restored.values()];
-  shard.replaceTables(tables);
-  return tables.reduce((sum, t) => sum + t.rowCount, 0);
+  return gatherer.replaceShardTables();
 }
 
 /** Empties every table of `shard`, keeping its settings: each row starts from the initializer again. */
