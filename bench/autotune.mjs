@@ -17,6 +17,12 @@
  *   inline, batched by 64, then `prefetch(P)`; the consumer spends 6 ms per batch. Epoch 40,000
  *   records. Grid: P in 1, 4, 16.
  *
+ * - remote: image-like records (~3 KiB) read from S3 by `RecordIODataSource` (npm's s3rver, started
+ *   here, behind the remote-read benchmark's proxy adding EDL_BENCH_LATENCY_MS per request, default
+ *   50: one ranged GET per 1 MiB chunk), mapped inline, batched by 64, then `prefetch(P)`; the
+ *   consumer spends 6 ms per batch. Epoch 20,000 records. Grid: P in 1, 4, 16. This is the issue's
+ *   third pipeline; `delayed` is its stand-in without a server, kept for comparison.
+ *
  * Sized so that the three pipelines, 3 runs of each configuration, fit well within 8 minutes on an
  * idle 2-core machine: about 3 by the epochs' expected times (not yet timed at full scale).
  *
@@ -27,25 +33,34 @@
  * Environment: EDL_BENCH_SCALE (every epoch times this, default 1; 0.1 for a small run),
  * EDL_BENCH_REPEAT (runs per configuration, median kept, default 3), EDL_BENCH_BUDGET (RAM budget
  * in bytes, default 256 MiB), EDL_BENCH_SPIN_MS (default 1), EDL_BENCH_PIPELINES (default
- * "cheap,expensive,delayed").
+ * "cheap,expensive,remote,delayed"), EDL_BENCH_LATENCY_MS (default 50).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { autotuneSnapshot, configureAutotune } from '@edl/data/autotune';
 import { IterDataset, MapDataset, RecordIODataSource } from '@edl/data/dataset';
+import { buildLocalSidecarIndex, encodeSidecarIndex } from '@edl/recordio';
 import { machineLine } from './lib/machine.mjs';
 import { inputFile, median, spin } from './lib/prefetch-input.mjs';
+import { loadS3Client, S3RVER_ENV, s3Client, startDelayProxy, startS3rver } from './lib/s3-bench-server.mjs';
 
 const FNS = new URL('../packages/data/test/dataset/fixtures/autotune-fns.mjs', import.meta.url);
 const scale = Number(process.env.EDL_BENCH_SCALE ?? 1);
 /** Epoch lengths at scale 1: records of the RecordIO pipelines, elements of the expensive one. */
-const EPOCH = { cheap: 150_000, expensive: 5_000, delayed: 40_000 };
+const EPOCH = { cheap: 150_000, expensive: 5_000, delayed: 40_000, remote: 20_000 };
 const epochOf = (pipeline) => Math.max(64, Math.round(EPOCH[pipeline] * scale));
 const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 3);
 const budget = Number(process.env.EDL_BENCH_BUDGET ?? 256 * 2 ** 20);
 const spinMs = Number(process.env.EDL_BENCH_SPIN_MS ?? 1);
-const pipelines = (process.env.EDL_BENCH_PIPELINES ?? 'cheap,expensive,delayed').split(',');
+const pipelines = (process.env.EDL_BENCH_PIPELINES ?? 'cheap,expensive,remote,delayed').split(',');
+const latencyMs = Number(process.env.EDL_BENCH_LATENCY_MS ?? 50);
+/** The image records of the remote pipeline: ~3 KiB each, 64 MiB hold about 21,000. */
+const IMAGE_BYTES = 2 ** 26;
+const BUCKET = 'autotune';
+/** Where a run reads the remote pipeline's file (main() puts the endpoint in the runs' environment). */
+const REMOTE_URL = `s3://${BUCKET}/images.rio`;
 /** The text records of recordio-scan.mjs: ~100 bytes each, 32 MiB hold about 300,000. */
 const FILE_BYTES = 2 ** 25;
 const cores = os.availableParallelism();
@@ -112,7 +127,47 @@ const PIPELINES = {
       return reads.map(byteSum).batch(64).prefetch(prefetch);
     },
   },
+  remote: {
+    grid: [1, 4, 16].map((prefetch) => ({ prefetch })),
+    auto: { prefetch: 'auto' },
+    consumerMs: 6,
+    async dataset({ prefetch }) {
+      const source = await RecordIODataSource.open([REMOTE_URL]);
+      const records = epochOf('remote');
+      if (source.length < records)
+        throw new Error(`an epoch of ${records} records > the ${source.length} records of ${REMOTE_URL}`);
+      const reads = IterDataset.fromIterable(async function* () {
+        for (let i = 0; i < records; i++) yield await source.get(i);
+      }, 'S3Reads');
+      return reads.map(byteSum).batch(64).prefetch(prefetch);
+    },
+  },
 };
+
+/**
+ * Starts s3rver with the delaying proxy in front of it and uploads the image file with its sidecar
+ * index; the runs spawned afterwards read it through the proxy (their environment names it).
+ */
+async function startRemote() {
+  const { CreateBucketCommand, PutObjectCommand } = await loadS3Client();
+  const server = await startS3rver();
+  const proxy = await startDelayProxy(Number(new URL(server.endpoint).port));
+  const client = await s3Client(server.endpoint);
+  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  const path = inputFile('image', 'none', IMAGE_BYTES);
+  const sidecar = encodeSidecarIndex(await buildLocalSidecarIndex(path, 'recordio'));
+  await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'images.rio', Body: readFileSync(path) }));
+  await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'images.rio.idx', Body: sidecar }));
+  Object.assign(process.env, S3RVER_ENV, { AWS_ENDPOINT_URL_S3: proxy.endpoint });
+  proxy.latencyMs = latencyMs;
+  return {
+    version: server.version,
+    async stop() {
+      await proxy.close();
+      await server.stop();
+    },
+  };
+}
 
 /** One run in this process: prints { seconds, elements, rssBefore, peakRss, converged, settings }. */
 async function runOne({ pipeline, setting }) {
@@ -151,17 +206,33 @@ async function runOne({ pipeline, setting }) {
   );
 }
 
+/**
+ * One run in its own process. Spawned asynchronously: the remote pipeline's delaying proxy runs in
+ * this process, and must keep forwarding while a run reads through it.
+ */
 function spawnRun(pipeline, setting) {
-  const out = spawnSync(
-    process.execPath,
-    [fileURLToPath(import.meta.url), '--run', JSON.stringify({ pipeline, setting })],
-    {
-      encoding: 'utf8',
-      maxBuffer: 2 ** 24,
-    },
-  );
-  if (out.status !== 0) throw new Error(`run ${pipeline} ${JSON.stringify(setting)} failed:\n${out.stderr}`);
-  return JSON.parse(out.stdout.trim().split('\n').at(-1));
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(import.meta.url), '--run', JSON.stringify({ pipeline, setting })],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`run ${pipeline} ${JSON.stringify(setting)} failed:\n${stderr}`));
+      else resolve(JSON.parse(stdout.trim().split('\n').at(-1)));
+    });
+  });
 }
 
 const label = (setting) =>
@@ -181,13 +252,16 @@ async function main() {
   );
   // Generate the input once, before any timed run.
   inputFile('text', 'none', FILE_BYTES);
+  const remote = pipelines.includes('remote') ? await startRemote() : undefined;
+  if (remote !== undefined)
+    console.log(`# remote: s3rver ${remote.version} behind a proxy adding ${latencyMs} ms per request`);
   const summary = [];
   for (const pipeline of pipelines) {
     const spec = PIPELINES[pipeline];
     const configs = [...spec.grid, spec.auto];
     const runs = configs.map(() => []);
     for (let r = 0; r < repeat; r++) {
-      for (const [i, setting] of configs.entries()) runs[i].push(spawnRun(pipeline, setting));
+      for (const [i, setting] of configs.entries()) runs[i].push(await spawnRun(pipeline, setting));
     }
     const rows = configs.map((setting, i) => {
       const rate = median(runs[i].map((x) => x.elements / x.seconds));
@@ -221,6 +295,7 @@ async function main() {
       converged,
     });
   }
+  await remote?.stop();
   console.log(
     `\n## goals (${((performance.now() - startedAt) / 60_000).toFixed(1)} minutes in all): auto >= 0.95x best grid point, within budget, converged in the first 5% of the epoch`,
   );
