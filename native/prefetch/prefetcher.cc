@@ -1,7 +1,6 @@
 #include "prefetcher.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <system_error>
 #include <utility>
@@ -70,26 +69,8 @@ struct Prefetcher::Piece {
 };
 
 Prefetcher::Prefetcher(const PrefetchOptions& options)
-    : options_(options),
-      files_(options.max_open_files),
-      max_buffered_bytes_(std::max<uint64_t>(options.max_buffered_bytes, 1)),
-      active_threads_(options.threads) {
+    : options_(options), files_(options.max_open_files) {
   stats_.threads = options.threads;
-  stats_.active_threads = options.threads;
-  stats_.max_buffered_bytes = max_buffered_bytes_;
-}
-
-void Prefetcher::SetReadAhead(uint64_t bytes, uint32_t active_threads) {
-  Lock lock(mu_);
-  max_buffered_bytes_ =
-      std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(options_.max_buffered_bytes, 1));
-  active_threads_ =
-      options_.threads == 0 ? 0 : std::clamp<uint32_t>(active_threads, 1, options_.threads);
-  stats_.active_threads = active_threads_;
-  stats_.max_buffered_bytes = max_buffered_bytes_;
-  // A raised bound or more threads may let work start; parked threads recheck their index.
-  park_cv_.notify_all();
-  work_cv_.notify_all();
 }
 
 Prefetcher::~Prefetcher() { Close(); }
@@ -97,8 +78,7 @@ Prefetcher::~Prefetcher() { Close(); }
 Status Prefetcher::Start() {
   // std::thread reports failure by throwing; nothing is thrown past this function.
   try {
-    for (uint32_t i = 0; i < options_.threads; ++i)
-      threads_.emplace_back([this, i] { WorkerLoop(i); });
+    for (uint32_t i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
   } catch (const std::system_error& e) {
     Close();
     return Status(ErrorCode::kIo, std::string("cannot start prefetch threads: ") + e.what());
@@ -166,7 +146,7 @@ PopResult Prefetcher::Pop(Item* out, bool wait) {
       // Refill in bursts: the threads are woken once the ring or the budget is half drained, not
       // at every batch, so that a consumer that keeps up does not pay a context switch per batch.
       if (ring_.size() <= options_.max_buffered_batches / 2 ||
-          buffered_bytes_ <= max_buffered_bytes_ / 2) {
+          buffered_bytes_ <= options_.max_buffered_bytes / 2) {
         work_cv_.notify_all();
       }
       return PopResult::kItem;
@@ -224,7 +204,6 @@ void Prefetcher::Close() {
     Lock lock(mu_);
     closed_ = true;
     work_cv_.notify_all();
-    park_cv_.notify_all();
     NotifyConsumer();
   }
   for (auto& t : threads_) {
@@ -268,16 +247,9 @@ bool Prefetcher::EndedLocked() const {
          !planning_ && !assembling_;
 }
 
-void Prefetcher::WorkerLoop(uint32_t index) {
+void Prefetcher::WorkerLoop() {
   Lock lock(mu_);
   while (!closed_) {
-    if (index >= active_threads_) {
-      // Parked by SetReadAhead: it sleeps until it is active again (no wake-ups from work_cv_).
-      ++stats_.parked_threads;
-      park_cv_.wait(lock, [&] { return closed_ || index < active_threads_; });
-      --stats_.parked_threads;
-      continue;
-    }
     if (DoWork(lock)) continue;
     work_cv_.wait(lock);
   }
@@ -307,7 +279,7 @@ bool Prefetcher::DoWork(Lock& lock) {
       p->state = Piece::State::kDone;
       return true;
     }
-    if (idle || buffered_bytes_ + p->estimate <= max_buffered_bytes_) {
+    if (idle || buffered_bytes_ + p->estimate <= options_.max_buffered_bytes) {
       ++next_dispatch_;
       Decode(lock, p);
       return true;
@@ -315,7 +287,7 @@ bool Prefetcher::DoWork(Lock& lock) {
     return false;
   }
   if (!planning_ && !unplanned_.empty() && pieces_.size() < kMaxPieces &&
-      (idle || buffered_bytes_ < max_buffered_bytes_)) {
+      (idle || buffered_bytes_ < options_.max_buffered_bytes)) {
     PlanNext(lock);
     return true;
   }
@@ -379,7 +351,7 @@ void Prefetcher::PlanNext(Lock& lock) {
   }
   // Consecutive chunks from `next` up to piece_bytes stored bytes and a quarter of the budget
   // decoded (at least one chunk), so that several pieces fit the budget at once.
-  const uint64_t max_estimate = std::max<uint64_t>(max_buffered_bytes_ / 4, 1);
+  const uint64_t max_estimate = std::max<uint64_t>(options_.max_buffered_bytes / 4, 1);
   const auto& index = r->file->index;
   size_t c = FirstChunk(index, r->next);
   uint64_t stored = 0;
@@ -413,7 +385,6 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
   Account(static_cast<int64_t>(p->estimate));
   const OpenFile& f = *p->range->file;
   lock.unlock();
-  const auto decode_start = std::chrono::steady_clock::now();
   Status s =
       recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt, &p->out);
   if (!s.ok()) p->error = s;
@@ -440,10 +411,7 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
       }
     }
   }
-  const auto decode_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - decode_start);
   lock.lock();
-  stats_.decode_ns += static_cast<uint64_t>(decode_ns.count());
   p->accounted = p->out.data.size() + p->out.bounds.size();
   Account(static_cast<int64_t>(p->accounted) - static_cast<int64_t>(p->estimate));
   p->state = Piece::State::kDone;

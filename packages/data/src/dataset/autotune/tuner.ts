@@ -326,8 +326,8 @@ export function registerTunedStage(spec: TunedStageSpec): TunedStage {
 }
 
 /**
- * Counts memory and threads that a stage holds outside the tuner's reach (threads and bytes
- * fixed when it starts, which the tuner cannot change) against the budgets, so that the
+ * Counts memory and threads that a stage holds outside the tuner's reach (the native RecordIO
+ * read-ahead, whose threads and bytes are fixed when it starts) against the budgets, so that the
  * tuned stages share what is left; it shows in {@link autotuneSnapshot} with its values. Hold the
  * returned handle while the resources are held, and `unregister()` it when they are freed.
  */
