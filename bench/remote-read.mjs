@@ -282,12 +282,15 @@ try {
       // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
       // own peak before it reads (its code, the S3 client, the index), plus the read-ahead budget,
       // plus the pieces of the read in progress (a text read holds the piece it scans and the next)
-      // and the batch decoded from one (the largest the read saw; none for text).
+      // and the batch decoded from one (the largest the read saw; none for text), plus the idle
+      // buffers RemoteReads keeps for reuse (two fetch buffers, two decoded ones; none for text).
+      const partBytes = remoteOptions.partBytes ?? 8 * MIB;
       const rssBound =
         remote.indexRssBytes +
         (remoteOptions.readAheadBytes ?? 64 * MIB) +
-        (set === 'csv' ? 2 : 1) * (remoteOptions.partBytes ?? 8 * MIB) +
-        remote.largestBatchBytes;
+        (set === 'csv' ? 2 : 1) * partBytes +
+        remote.largestBatchBytes +
+        (set === 'csv' ? 0 : 2 * partBytes + 2 * remote.largestBatchBytes);
       row(
         's3',
         remote,

@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkInteger, invalidArgument } from '@edl/common';
@@ -26,7 +25,7 @@ export interface ParallelMapOptions {
   /** Plain JSON passed to every call (default null). */
   readonly args?: JsonValue;
   /**
-   * Threads (default: available cores - 1, at least 1). 0 runs the function on the calling thread
+   * Threads (default `'auto'`; before, the available cores - 1). 0 runs the function on the calling thread
    * when `next()` asks, without read-ahead (as Grain's `worker_count=0`): the serialized baseline.
    * `'auto'`: the process's tuner adds threads, from 1, while the measured rates say one more
    * shortens the consumer's wait, within the CPU and RAM budgets (see `configureAutotune`).
@@ -69,11 +68,12 @@ interface Resolved {
 }
 
 /**
- * `workers` when not given: the cores less one. Making `'auto'` the default (after an idle run of
- * bench/autotune.mjs shows it never worse, docs/datasets.md "Autotuning") is this one line; the
- * buffer then follows (`bufferSize` not given is `'auto'` with `'auto'` workers).
+ * `workers` when not given: `'auto'` (and the buffer with it), since the idle run of
+ * bench/autotune.mjs showed the tuner never worse than a fixed count: on its CPU-bound map 1.83x
+ * the cores-less-one default on 2 cores (which gave 1 thread), 0.94-0.96x of the best hand-set point;
+ * a cheap map stays at one thread rather than taking every core (docs/datasets.md "Autotuning").
  */
-const DEFAULT_WORKERS: number | 'auto' = Math.max(1, availableParallelism() - 1);
+const DEFAULT_WORKERS: number | 'auto' = 'auto';
 
 /** Memory charged per map thread against the RAM budget: a worker thread's own heap and isolate. */
 const THREAD_BYTES = 16 * 2 ** 20;
