@@ -5,7 +5,13 @@ import type { Master } from './master.js';
 import type { MasterObserver } from './master-observer.js';
 import { EventLog, pushBounded, ThroughputHistory } from './status/histories.js';
 import { TaskRows } from './status/task-rows.js';
-import type { JobEvent, JobStatusSnapshot, JobStatusTrackerOptions, WorkerStatus } from './status/types.js';
+import type {
+  JobEvent,
+  JobStatusSnapshot,
+  JobStatusTrackerOptions,
+  TaskCounts,
+  WorkerStatus,
+} from './status/types.js';
 import { type StepSecondsListener, WorkerTable } from './status/worker-table.js';
 import type { TaskManagerEvent } from './tasks/types.js';
 
@@ -233,12 +239,22 @@ export class JobStatusTracker implements MasterObserver {
         lastCheckpoint: this.#lastCheckpoint,
       },
       workers: this.#workers.snapshot(),
-      tasks: this.#rows.snapshot(status),
+      tasks: this.#rows.snapshot({ ...status, doingByKind: this.#doingByKind() }),
       throughput: this.#throughput.points(),
       loss: [...this.#loss],
       evaluations: [...this.#evaluations],
       events: this.#events.list(),
     };
+  }
+
+  /** The tasks in flight now, by the kind of row they count on (a train-end task has none). */
+  #doingByKind(): Partial<Record<TaskCounts['kind'], number>> {
+    const counts: Partial<Record<TaskCounts['kind'], number>> = {};
+    for (const { kind } of this.#master.taskManager.inFlight()) {
+      if (kind === 'training' || kind === 'evaluation' || kind === 'prediction')
+        counts[kind] = (counts[kind] ?? 0) + 1;
+    }
+    return counts;
   }
 
   /** Task counts of the whole job by state: what `edl_tasks{state}` reports. */

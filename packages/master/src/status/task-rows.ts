@@ -15,6 +15,12 @@ export interface TasksNow {
   readonly state: 'running' | 'succeeded' | 'failed';
   readonly phase: string;
   readonly doingTasks: number;
+  /**
+   * The tasks in flight by kind. Each kind's are shown on its newest row (a worker may already hold
+   * a task of the next epoch, or a training task during an evaluation round); without it, every
+   * task in flight is shown on the active row.
+   */
+  readonly doingByKind?: Readonly<Partial<Record<TaskCounts['kind'], number>>>;
 }
 
 /**
@@ -69,8 +75,19 @@ export class TaskRows {
   /** Every row as plain JSON; the active one holds the tasks in flight while the job runs. */
   snapshot(now: TasksNow): TaskCounts[] {
     const active = this.#activeRowLabel(now.phase);
+    const newestOfKind = new Map<TaskCounts['kind'], string>();
+    for (const row of this.#rows.values()) newestOfKind.set(row.kind, row.label);
     return [...this.#rows.values()].map((row) => {
-      const doing = now.state === 'running' && row.label === active ? now.doingTasks : 0;
+      const inFlight =
+        now.doingByKind === undefined
+          ? row.label === active
+            ? now.doingTasks
+            : 0
+          : newestOfKind.get(row.kind) === row.label
+            ? (now.doingByKind[row.kind] ?? 0)
+            : 0;
+      // Never more than the row has left: todo + doing + done stays its total.
+      const doing = now.state === 'running' ? Math.min(inFlight, Math.max(0, row.total - row.done)) : 0;
       return {
         label: row.label,
         kind: row.kind,
