@@ -108,8 +108,7 @@ export class JobStatusTracker implements MasterObserver {
         return;
       }
       case 'evaluation-started': {
-        const active = this.#master.taskManager.jobType === 'evaluation';
-        this.#rows.evaluationStarted(event.round, event.tasks, active);
+        this.#rows.evaluationStarted(event.round, event.tasks);
         this.#evaluationTotal += event.records;
         this.#event(
           'evaluation',

@@ -8,18 +8,13 @@ function rows(): TaskRows {
   const table = new TaskRows();
   table.epochStarted(0, 4);
   for (let i = 0; i < 3; i++) table.count({ kind: 'training', epoch: 0 }, 'done', () => 0);
-  table.evaluationStarted(1, 2, false);
+  table.evaluationStarted(1, 2);
   return table;
 }
 
 describe('TaskRows.snapshot', () => {
   it('shows training tasks on the epoch row and evaluation tasks on the round, each within its total', () => {
-    const snapshot = rows().snapshot({
-      state: 'running',
-      phase: 'evaluation',
-      doingTasks: 3,
-      doingByKind: { training: 1, evaluation: 2 },
-    });
+    const snapshot = rows().snapshot({ state: 'running', doingByKind: { training: 1, evaluation: 2 } });
     expect(snapshot.map((r) => [r.label, r.todo, r.doing, r.done, r.total])).toEqual([
       ['epoch 1', 0, 1, 3, 4],
       ['evaluation 1', 0, 2, 0, 2],
@@ -27,14 +22,14 @@ describe('TaskRows.snapshot', () => {
   });
 
   it('never shows more tasks in flight on a row than it has left (the sum stays the total)', () => {
-    // Without the kinds, every task in flight goes to the active row: here the evaluation round.
-    const snapshot = rows().snapshot({ state: 'running', phase: 'evaluation', doingTasks: 3 });
+    // Three evaluation tasks in flight on a round of two (the job's counts taken a moment apart).
+    const snapshot = rows().snapshot({ state: 'running', doingByKind: { evaluation: 3 } });
     for (const row of snapshot) expect(row.todo + row.doing + row.done).toBe(row.total);
     expect(snapshot.find((r) => r.label === 'evaluation 1')?.doing).toBe(2);
   });
 
   it('shows nothing in flight once the job ended', () => {
-    const snapshot = rows().snapshot({ state: 'succeeded', phase: 'done', doingTasks: 0, doingByKind: {} });
+    const snapshot = rows().snapshot({ state: 'succeeded', doingByKind: {} });
     expect(snapshot.every((r) => r.doing === 0)).toBe(true);
   });
 });

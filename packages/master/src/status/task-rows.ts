@@ -13,38 +13,31 @@ interface TaskRow {
 /** What the rows need of the job now to show the tasks in flight. */
 export interface TasksNow {
   readonly state: 'running' | 'succeeded' | 'failed';
-  readonly phase: string;
-  readonly doingTasks: number;
   /**
    * The tasks in flight by kind. Each kind's are shown on its newest row (a worker may already hold
-   * a task of the next epoch, or a training task during an evaluation round); without it, every
-   * task in flight is shown on the active row.
+   * a task of the next epoch, or a training task during an evaluation round).
    */
-  readonly doingByKind?: Readonly<Partial<Record<TaskCounts['kind'], number>>>;
+  readonly doingByKind: Readonly<Partial<Record<TaskCounts['kind'], number>>>;
 }
 
 /**
  * Task counts per epoch (training), evaluation round and prediction, in the order they started.
- * Tasks in flight are counted for the whole job, so they are shown on the active row.
+ * Tasks in flight are shown on the newest row of their kind.
  */
 export class TaskRows {
   readonly #rows = new Map<string, TaskRow>();
-  /** The row of the training epoch, the evaluation-only round or the prediction under way. */
-  #activeRow: string | undefined;
 
-  /** Adds the row of a training epoch (0-based) with its tasks; it is the active one. */
+  /** Adds the row of a training epoch (0-based) with its tasks. */
   epochStarted(epoch: number, tasks: number): string {
     const label = `epoch ${epoch + 1}`;
     this.#rows.set(label, { label, kind: 'training', total: tasks, done: 0, failed: 0 });
-    this.#activeRow = label;
     return label;
   }
 
-  /** Adds the row of an evaluation round; `active` for evaluation jobs, where rounds are the job. */
-  evaluationStarted(round: number, tasks: number, active: boolean): void {
+  /** Adds the row of an evaluation round. */
+  evaluationStarted(round: number, tasks: number): void {
     const label = `evaluation ${round}`;
     this.#rows.set(label, { label, kind: 'evaluation', total: tasks, done: 0, failed: 0 });
-    if (active) this.#activeRow = label;
   }
 
   /**
@@ -72,20 +65,12 @@ export class TaskRows {
     return { done, failed };
   }
 
-  /** Every row as plain JSON; the active one holds the tasks in flight while the job runs. */
+  /** Every row as plain JSON; the newest of each kind holds that kind's tasks in flight. */
   snapshot(now: TasksNow): TaskCounts[] {
-    const active = this.#activeRowLabel(now.phase);
     const newestOfKind = new Map<TaskCounts['kind'], string>();
     for (const row of this.#rows.values()) newestOfKind.set(row.kind, row.label);
     return [...this.#rows.values()].map((row) => {
-      const inFlight =
-        now.doingByKind === undefined
-          ? row.label === active
-            ? now.doingTasks
-            : 0
-          : newestOfKind.get(row.kind) === row.label
-            ? (now.doingByKind[row.kind] ?? 0)
-            : 0;
+      const inFlight = newestOfKind.get(row.kind) === row.label ? (now.doingByKind[row.kind] ?? 0) : 0;
       // Never more than the row has left: todo + doing + done stays its total.
       const doing = now.state === 'running' ? Math.min(inFlight, Math.max(0, row.total - row.done)) : 0;
       return {
@@ -98,12 +83,6 @@ export class TaskRows {
         failed: row.failed,
       };
     });
-  }
-
-  #activeRowLabel(phase: string): string | undefined {
-    if (phase === 'training') return this.#activeRow;
-    const rounds = [...this.#rows.values()].filter((r) => r.kind === 'evaluation');
-    return rounds.length > 0 ? rounds[rounds.length - 1]?.label : this.#activeRow;
   }
 
   #rowOf(
@@ -119,7 +98,6 @@ export class TaskRows {
       if (row === undefined) {
         row = { label: 'prediction', kind: 'prediction', total: predictionTasks(), done: 0, failed: 0 };
         this.#rows.set('prediction', row);
-        this.#activeRow = 'prediction';
       }
       return row;
     }
