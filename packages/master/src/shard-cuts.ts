@@ -147,25 +147,21 @@ export class ShardCuts {
       );
       const cut = found?.checkpoint ?? this.#host.startCut();
       const applied = cut === undefined ? undefined : this.#host.applyCut(cut);
-      this.#host.rolledBack?.({
+      const rollBack: ShardRollBack = {
         shardIndex,
         cause,
         checkpoint: found?.path ?? null,
         cutVersion: found?.checkpoint.store.version ?? 0,
         modelVersion: applied?.modelVersion ?? 0,
         recordsRolledBack: applied?.recordsRolledBack ?? 0,
-      });
+      };
+      this.#host.rolledBack?.(rollBack);
+      const { cutVersion, modelVersion, recordsRolledBack } = rollBack;
       logger.warn(
         found === undefined
           ? `job rolled back to its start after ${cause} (no checkpoint was committed yet)`
           : `job rolled back to checkpoint ${found.path} after ${cause}`,
-        {
-          shard: shardIndex,
-          cutVersion: found?.checkpoint.store.version ?? 0,
-          modelVersion: applied?.modelVersion ?? 0,
-          recordsRolledBack: applied?.recordsRolledBack ?? 0,
-          rows: rows.join(','),
-        },
+        { shard: shardIndex, cutVersion, modelVersion, recordsRolledBack, rows: rows.join(',') },
       );
     });
     run.catch(() => {
