@@ -177,7 +177,13 @@ export async function startMaster(options: StartMasterOptions): Promise<MasterHa
       ? undefined
       : (earlyShardClient ?? new EmbeddingClient({ addresses: localShards.addresses, token, shardOfId }));
   const checkpointDir = options.checkpointDir;
-  if (shardClient !== undefined && localShards !== undefined) {
+  // Evaluation and prediction change no row: a relaunched shard starts from the job's restore point
+  // (the checkpoint evaluated) and needs no roll-back, which would empty the shards' tables.
+  if (
+    shardClient !== undefined &&
+    localShards !== undefined &&
+    master.taskManager.jobType.startsWith('training')
+  ) {
     master.useParameterServers(shardClient, (version) => {
       if (checkpointDir !== undefined) localShards.setRestorePoint({ dir: checkpointDir, version });
     });

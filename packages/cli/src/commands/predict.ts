@@ -1,4 +1,5 @@
 import type { Command } from '../command.js';
+import { CHECKPOINT_SHARDS_HELP } from '../job/checkpoint-shards.js';
 import { runJobCommand } from '../job/job-command.js';
 import { JOB_OPTIONS_HELP } from '../job/job-options.js';
 
@@ -7,6 +8,8 @@ const usage = `Usage: edl predict --model-def FILE --prediction-data ORIGIN --mo
 Runs a trained model over the prediction data with local workers and writes one JSON line per
 record to --output (default predictions.jsonl): {"shard", "record", "output"}, ordered by shard
 and record. A model definition with a predictionOutputsProcessor handles the outputs itself.
+
+${CHECKPOINT_SHARDS_HELP}
 
 Example:
   edl predict --model-def cifar10-small --prediction-data ./data/test --model-checkpoint ./ckpt \\

@@ -144,7 +144,8 @@ export const JOB_OPTIONS_HELP = `Data:
 Job:
   --num-workers N               local worker processes (default 1)
   --num-ps N                    parameter-server shards (edl ps processes) holding the rows of
-                                the model's distributed embedding tables (default 0: none);
+                                the model's distributed embedding tables (default 0: none;
+                                evaluate, predict: as many as wrote the checkpoint's);
                                 dense variables stay with the master
   --minibatch-size N            records per minibatch (default 64)
   --num-minibatches-per-task N  minibatches per task (default 8)

@@ -11,6 +11,11 @@ import type { JobResult, MasterHandle, MasterLogger, StartMasterOptions } from '
 import { LocalInstanceManager, LocalParameterServers } from '@edl/master/local-workers';
 import { normalizeLocation } from '@edl/storage';
 import type { CommandIO } from '../command.js';
+import {
+  type CheckpointShards,
+  checkpointShardsOf,
+  refuseEmbeddingsWithoutParts,
+} from './checkpoint-shards.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
 import { type JobOutcome, mergePredictions, readWorkerStats, reportJob } from './job-report.js';
 import { withFreeLoopbackPort } from './loopback-port.js';
@@ -112,6 +117,8 @@ interface JobRun {
   /** The progress bar on a terminal, unless `--quiet`. */
   readonly bar: ProgressBar | undefined;
   readonly workerOutput: WorkerOutput;
+  /** Evaluation and prediction: the `--model-checkpoint` whose shard parts the shards restore. */
+  readonly modelCheckpoint: CheckpointShards | undefined;
 }
 
 /** What {@link startWorkersAndMaster} started. */
@@ -123,11 +130,14 @@ interface StartedJob {
 
 async function runJobIn(
   kind: 'train' | 'evaluate' | 'predict',
-  options: JobOptions,
+  given: JobOptions,
   io: CommandIO,
   statsDir: string,
 ): Promise<JobOutcome> {
-  const jobType = jobTypeFor(kind, options);
+  const jobType = jobTypeFor(kind, given);
+  // A model trained with --num-ps: as many shards as the checkpoint's parts, unless --num-ps says.
+  const modelCheckpoint = kind === 'train' ? undefined : await checkpointShardsOf(given);
+  const options = modelCheckpoint === undefined ? given : { ...given, numPs: modelCheckpoint.numShards };
   const modelDefPath = resolveModelDef(options.modelDef);
   const predictionOutput =
     kind === 'predict' ? normalizeLocation(options.output ?? 'predictions.jsonl') : undefined;
@@ -142,6 +152,7 @@ async function runJobIn(
     token: randomBytes(32).toString('hex'),
     bar,
     workerOutput: new WorkerOutput(io, bar),
+    modelCheckpoint,
   };
   const { handle, closeReaders, loaded } = await startWorkersAndMaster(run);
   announceLiveView(run, handle);
@@ -204,6 +215,8 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
       modules ??= await loadJobModules();
       workerOutput.formatLine = modules.formatPrettyLine;
       definition ??= await modules.loadModel(options.modelDef);
+      if (run.modelCheckpoint !== undefined)
+        await refuseEmbeddingsWithoutParts(run.modelCheckpoint, definition);
       const { close: closeJobReaders, ...readers } = await modules.openJobReaders(
         jobType,
         options,
@@ -227,6 +240,16 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
         await handle.stop();
         throw error;
       });
+      const restored = run.modelCheckpoint;
+      if (restored !== undefined && parameterServers !== undefined)
+        handle.master.logger.info(
+          `parameter-server shards started from the shard parts of ${restored.checkpoint}`,
+          {
+            modelVersion: restored.version,
+            savedShards: restored.savedShards,
+            numShards: options.numPs,
+          },
+        );
       return { handle, closeReaders: closeJobReaders, loaded: modules };
     } catch (error) {
       // A model or data error found by the master: the workers started for it go at once, and what
@@ -278,7 +301,7 @@ function localParameterServers(
   if (masterOptions.parameterStore?.optimizer === undefined)
     throw new Error('The job has no optimizer for its parameter-server shards');
   const jobOptimizer = modules.jobShardOptimizer(masterOptions, trainingShards);
-  return new LocalParameterServers({
+  const servers = new LocalParameterServers({
     numShards: options.numPs,
     // The shards write their checkpoint parts to the same store as the master.
     args: [edlBin(), 'ps', ...s3Args(options)],
@@ -293,6 +316,10 @@ function localParameterServers(
       else io.stderr.write(`${line}\n`);
     },
   });
+  // Evaluation and prediction: every shard, relaunched ones too, starts from the checkpoint's cut.
+  const restored = run.modelCheckpoint;
+  if (restored !== undefined) servers.setRestorePoint({ dir: restored.dir, version: restored.version });
+  return servers;
 }
 
 /** Prints the live view's address, unless `--quiet`. */

@@ -13,17 +13,20 @@ export interface EdlRun {
 
 /**
  * Runs the built `edl` with `args` in `cwd` and collects its output; `onStderrLine` sees each line
- * of stderr as it comes (e.g. to kill a worker once it reports progress).
+ * of stderr as it comes (e.g. to kill a worker once it reports progress). `env` replaces this
+ * process's environment (e.g. an object store's settings).
  */
 export function runEdl(
   args: readonly string[],
   cwd?: string,
   onStderrLine?: (line: string) => void,
+  env?: NodeJS.ProcessEnv,
 ): Promise<EdlRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [EDL_BIN, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(cwd === undefined ? {} : { cwd }),
+      ...(env === undefined ? {} : { env }),
     });
     let stdout = '';
     let stderr = '';

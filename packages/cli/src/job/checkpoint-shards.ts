@@ -1,0 +1,137 @@
+/**
+ * The parameter-server shards of `edl evaluate` and `edl predict` with `--model-checkpoint` (issue
+ * 25). A model trained with `--num-ps` keeps its embedding rows in the shard parts of its
+ * checkpoints (`ps-<version>/` beside the master's file or manifest, docs/master.md), not in the
+ * master's file: the job's shards must hold those rows before any worker pulls one, or the
+ * metrics and predictions would be those of the initializer's rows.
+ */
+import path from 'node:path';
+import type { ModelDefinition } from '@edl/worker';
+import { isUrl, type JobOptions } from './job-options.js';
+
+/** What `edl evaluate --help` and `edl predict --help` say of a model trained with `--num-ps`. */
+export const CHECKPOINT_SHARDS_HELP = `A model trained with --num-ps (ElasticDL's parameter-server design: embedding tables held by
+parameter-server shards) runs with its trained rows: the job starts as many shards as wrote the
+checkpoint's parameter-server files (ps-<version>/ beside it, locally or in S3), or --num-ps N
+(the rows spread over N), and each loads its rows before any worker reads one. Reading creates
+no row: an id the model was never trained on reads as its initializer's value. Only committed
+checkpoints count; a checkpoint of such a model without parameter-server files is refused.`;
+
+/** The committed checkpoint an evaluation or prediction job starts from, and its shard parts. */
+export interface CheckpointShards {
+  /** The checkpoint: its file, or in an object store its manifest (the commit). */
+  readonly checkpoint: string;
+  /** The directory or object-store prefix its shard parts' `ps-<version>/` is under. */
+  readonly dir: string;
+  /** Its model version: the version of its shard parts. */
+  readonly version: number;
+  /** How many shards wrote its parts; undefined where it has none (a job without `--num-ps`). */
+  readonly savedShards: number | undefined;
+  /** The shards to run: `--num-ps`, or as many as wrote the parts (0: none). */
+  readonly numShards: number;
+}
+
+/** Where the shard parts of the checkpoint at `checkpoint` (a file, or a manifest's URL) are. */
+function partsDirOf(checkpoint: string): string {
+  return isUrl(checkpoint) ? checkpoint.slice(0, checkpoint.lastIndexOf('/') + 1) : path.dirname(checkpoint);
+}
+
+/**
+ * The checkpoint of `--model-checkpoint` and the shards that restore it (undefined without
+ * `--model-checkpoint`): as many as wrote its parts unless `--num-ps` says otherwise (restoring
+ * re-shards). Only committed checkpoints count: a checkpoint file, or in an object store a
+ * manifest; shard parts no checkpoint commits (a job killed while writing them) are never used.
+ * Throws a CheckpointError naming the checkpoint when there is no committed one, when `--num-ps`
+ * asks for shards it has no parts for, or when its parts are not one complete set.
+ */
+export async function checkpointShardsOf(
+  options: Pick<JobOptions, 'modelCheckpoint' | 'numPs'>,
+): Promise<CheckpointShards | undefined> {
+  if (options.modelCheckpoint === undefined) return undefined;
+  const [{ CheckpointError, findCheckpoint }, { shardPartsOf }, { normalizeLocation }] = await Promise.all([
+    import('@edl/master'),
+    import('@edl/ps'),
+    import('@edl/storage'),
+  ]);
+  const location = normalizeLocation(options.modelCheckpoint);
+  let found: Awaited<ReturnType<typeof findCheckpoint>>;
+  try {
+    found = await findCheckpoint(location);
+  } catch (error) {
+    throw new CheckpointError(
+      'NOT_FOUND',
+      `--model-checkpoint ${location} cannot be read: ${(error as Error).message}`,
+      location,
+      { cause: error },
+    );
+  }
+  if (found === undefined)
+    throw new CheckpointError(
+      'NOT_FOUND',
+      `--model-checkpoint ${location} holds no committed checkpoint: a checkpoint-<version>.edlckpt file, or in an object store its checkpoint-<version>.manifest.json. Parameter-server shard parts (ps-<version>/) that no checkpoint commits are never used`,
+      location,
+    );
+  const version = found.checkpoint.store.version;
+  const savedShards = found.checkpoint.parameterServers?.numShards;
+  const checkpoint: CheckpointShards = {
+    checkpoint: found.path,
+    dir: partsDirOf(found.path),
+    version,
+    savedShards,
+    numShards: options.numPs > 0 ? options.numPs : (savedShards ?? 0),
+  };
+  if (savedShards === undefined) {
+    if (options.numPs > 0)
+      throw new CheckpointError(
+        'NOT_FOUND',
+        noShardPartsMessage(checkpoint, 'its embedding rows'),
+        found.path,
+      );
+    return checkpoint;
+  }
+  try {
+    // The parts the shards will read: one complete set of markers, checked before any shard starts.
+    await shardPartsOf(checkpoint.dir, version);
+  } catch (error) {
+    throw new CheckpointError(
+      'NOT_FOUND',
+      `Checkpoint ${found.path} (model version ${version}) was written by ${savedShards} parameter-server shards, but its shard parts cannot be used: ${(error as Error).message}`,
+      found.path,
+      { cause: error },
+    );
+  }
+  return checkpoint;
+}
+
+function noShardPartsMessage(checkpoint: CheckpointShards, what: string): string {
+  return `Checkpoint ${checkpoint.checkpoint} (model version ${checkpoint.version}) has no parameter-server shard parts, so ${what} cannot be restored: its job ran without --num-ps (a model trained with tfl.layers.embedding keeps its table in the checkpoint itself). Evaluate or predict with a checkpoint of a job trained with --num-ps`;
+}
+
+/**
+ * Refuses a model with distributed embedding layers whose checkpoint has no shard parts (trained
+ * without `--num-ps`, e.g. on the dense `tfl.layers.embedding`): its shards would serve the
+ * initializer's rows. Builds the model once, on the cpu backend, to find its layers.
+ */
+export async function refuseEmbeddingsWithoutParts(
+  checkpoint: CheckpointShards,
+  definition: ModelDefinition<unknown>,
+): Promise<void> {
+  if (checkpoint.savedShards !== undefined) return;
+  const { CheckpointError } = await import('@edl/master');
+  const { modelEmbeddingTables, selectBackend, tf } = await import('@edl/worker');
+  tf.env().set('PROD', true);
+  if (tf.getBackend() !== 'cpu') await selectBackend({ backend: 'cpu' });
+  const model = definition.model();
+  let tables: string[];
+  try {
+    tables = modelEmbeddingTables(model).map((table) => `'${table.name}'`);
+  } finally {
+    model.dispose();
+  }
+  if (tables.length > 0)
+    throw new CheckpointError(
+      'NOT_FOUND',
+      noShardPartsMessage(checkpoint, `the model's distributed embedding tables (${tables.join(', ')})`),
+      checkpoint.checkpoint,
+    );
+}
