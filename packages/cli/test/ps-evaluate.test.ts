@@ -91,6 +91,7 @@ async function job(
   modelCheckpoint: string,
   extra: readonly string[] = [],
   env?: NodeJS.ProcessEnv,
+  onStderrLine?: (line: string) => void,
 ): Promise<JobRun> {
   const data =
     kind === 'evaluate'
@@ -116,7 +117,7 @@ async function job(
       ...extra,
     ],
     undefined,
-    undefined,
+    onStderrLine,
     env,
   );
   const events = run.stderr
@@ -163,6 +164,36 @@ describe('edl evaluate --model-checkpoint of a model trained with --num-ps 2', (
     expectRestored(run, 2);
     expect(run.stderr).toContain(
       `parameter-server shards started from the shard parts of ${checkpoint.path}`,
+    );
+    expectTrainedMetrics(run);
+  }, 120_000);
+
+  it('relaunches a shard SIGKILLed mid-job from the same checkpoint, without rolling the shards back', async () => {
+    const pids = new Map<number, number>();
+    let killed: number | undefined;
+    const run = await job('evaluate', checkpointDir, [], undefined, (line) => {
+      if (!line.startsWith('{')) return;
+      const event = JSON.parse(line) as Record<string, unknown>;
+      if (event.event === 'listening') pids.set(event.shardIndex as number, event.pid as number);
+      // A worker set up its embedding tables: its first task pulls rows next.
+      if (killed === undefined && event.msg === 'embedding.steps') {
+        killed = pids.get(1);
+        if (killed !== undefined) process.kill(killed, 'SIGKILL');
+      }
+    });
+    expect(killed, run.stderr.slice(-3000)).toBeDefined();
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    expect(run.stderr).toMatch(
+      /warning: Parameter-server shard 1 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\./,
+    );
+    expect(run.stderr).toContain(
+      `Its embedding rows restart from the checkpoint of model version ${checkpoint.version} in ${checkpointDir}`,
+    );
+    // The relaunched shard restored its rows as it started; nothing emptied the shards.
+    const restored = run.events.filter((e) => e.event === 'restored' && e.shardIndex === 1);
+    expect(restored).toHaveLength(2);
+    expect(run.events.some((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'))).toBe(
+      false,
     );
     expectTrainedMetrics(run);
   }, 120_000);
