@@ -14,16 +14,12 @@ import { SeededRandom } from '@edl/common';
 import { findCheckpoint, writeCheckpoint } from '@edl/master';
 import { readShardMarkers, shardCheckpointDirName } from '@edl/ps';
 import { TFRecordWriter } from '@edl/recordio';
-import { configureS3, putObject } from '@edl/storage';
+import { putObject } from '@edl/storage';
 import { selectBackend, tf, tfl } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  S3RVER_CREDENTIALS,
-  type S3rverProcess,
-  startS3rver,
-} from '../../storage/test/support/s3rver-process.js';
 import { DENSE_FEATURES, encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
 import {
+  CLICK_JOB_OPTIONS,
   itemRowsOf,
   MODEL_DEF,
   type Summary,
@@ -34,6 +30,7 @@ import {
   writeClicks,
 } from './helpers/ps-job.js';
 import { EDL_BIN, runEdl } from './helpers/run-edl.js';
+import { type BucketS3rver, startBucketS3rver } from './helpers/s3rver-env.js';
 
 const PREDICT_RECORDS = 120;
 let dir: string;
@@ -105,14 +102,7 @@ async function job(
       ...data,
       '--model-checkpoint',
       modelCheckpoint,
-      '--backend',
-      'cpu',
-      '--num-workers',
-      '2',
-      '--minibatch-size',
-      '20',
-      '--num-minibatches-per-task',
-      '3',
+      ...CLICK_JOB_OPTIONS,
       '--stats',
       ...extra,
     ],
@@ -297,23 +287,11 @@ describe('edl evaluate of a checkpoint whose shard parts cannot be used', () => 
 });
 
 describe('edl evaluate --model-checkpoint s3://', () => {
-  let s3: S3rverProcess | undefined;
-  let s3Env: NodeJS.ProcessEnv;
+  let s3: BucketS3rver | undefined;
   beforeAll(async () => {
-    s3 = await startS3rver();
-    s3Env = {
-      ...process.env,
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-      AWS_REGION: 'us-east-1',
-      AWS_ENDPOINT_URL_S3: s3.endpoint,
-      EDL_DEBUG: '',
-    };
-    await s3.createBucket('bucket');
-    configureS3({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS, forcePathStyle: true });
+    s3 = await startBucketS3rver();
   }, 60_000);
   afterAll(async () => {
-    configureS3({});
     await s3?.stop();
   });
 
@@ -331,7 +309,7 @@ describe('edl evaluate --model-checkpoint s3://', () => {
     if (found === undefined) throw new Error('no checkpoint');
     // The master's object and its manifest, written last: the commit.
     const manifest = await writeCheckpoint(prefix, found.checkpoint);
-    const run = await job('evaluate', prefix, ['--num-ps', '3'], s3Env);
+    const run = await job('evaluate', prefix, ['--num-ps', '3'], s3?.env);
     expectRestored(run, 3);
     expect(run.stderr).toContain(`parameter-server shards started from the shard parts of ${manifest}`);
     expectTrainedMetrics(run);
@@ -340,7 +318,7 @@ describe('edl evaluate --model-checkpoint s3://', () => {
   it('refuses shard parts whose manifest was never written', async () => {
     const prefix = 's3://bucket/uncommitted/';
     await uploadParts(prefix);
-    const run = await job('evaluate', prefix, [], s3Env);
+    const run = await job('evaluate', prefix, [], s3?.env);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`--model-checkpoint ${prefix} holds no committed checkpoint`);
     expect(run.events.filter((e) => e.event === 'listening')).toEqual([]);

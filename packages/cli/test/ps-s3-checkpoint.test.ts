@@ -11,13 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listCheckpoints, readCheckpoint } from '@edl/master';
 import { readObjectStoreShardMarkers, shardPartsPrefix } from '@edl/ps';
-import { byteSourceFor, configureS3, putObject } from '@edl/storage';
+import { byteSourceFor, putObject } from '@edl/storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  S3RVER_CREDENTIALS,
-  type S3rverProcess,
-  startS3rver,
-} from '../../storage/test/support/s3rver-process.js';
 import {
   expectShardsRestored,
   itemRowsOf,
@@ -31,9 +26,10 @@ import {
   writeClicks,
 } from './helpers/ps-job.js';
 import { EDL_BIN } from './helpers/run-edl.js';
+import { type BucketS3rver, startBucketS3rver } from './helpers/s3rver-env.js';
 
 let dir: string;
-let s3: S3rverProcess;
+let s3: BucketS3rver | undefined;
 /** The environment of the `edl` processes: the s3rver account, as the AWS SDK reads it. */
 let s3Env: NodeJS.ProcessEnv;
 
@@ -42,21 +38,11 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'edl-ps-s3-'));
   await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
   await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
-  s3 = await startS3rver();
-  s3Env = {
-    ...process.env,
-    AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    EDL_DEBUG: '',
-  };
-  await s3.createBucket('bucket');
   // This process reads and plants objects through @edl/storage, as the job does.
-  configureS3({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS, forcePathStyle: true });
+  s3 = await startBucketS3rver();
+  s3Env = s3.env;
 }, 60_000);
 afterAll(async () => {
-  configureS3({});
   await s3?.stop();
   await rm(dir, { recursive: true, force: true });
 });

@@ -21,6 +21,7 @@ import {
   startS3rver,
 } from '../../storage/test/support/s3rver-process.js';
 import { EDL_BIN } from './helpers/run-edl.js';
+import { s3rverEnv } from './helpers/s3rver-env.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'edl-s3-train-'));
 /** The worker processes the test saw, killed at the end in case a SIGKILLed master orphaned one. */
@@ -89,14 +90,7 @@ function startEdl(args: readonly string[]): EdlProcess {
 
 beforeAll(async () => {
   s3 = await startS3rver();
-  s3Env = {
-    ...process.env,
-    AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    EDL_DEBUG: '',
-  };
+  s3Env = s3rverEnv(s3.endpoint);
   await s3.createBucket('bucket');
   source = new S3ByteSource({ endpoint: s3.endpoint, credentials: S3RVER_CREDENTIALS });
 }, 60_000);

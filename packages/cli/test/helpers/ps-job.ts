@@ -57,6 +57,18 @@ export interface TrainClicksOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** How the click-model jobs run: the cpu backend, 2 workers, tasks of 3 minibatches of 20 records. */
+export const CLICK_JOB_OPTIONS = [
+  '--backend',
+  'cpu',
+  '--num-workers',
+  '2',
+  '--minibatch-size',
+  '20',
+  '--num-minibatches-per-task',
+  '3',
+] as const;
+
 /** The built `edl train` of the click model on 2 workers for {@link EPOCHS} epochs, with `--stats`. */
 export function trainClicks(options: TrainClicksOptions): Promise<Run> {
   const args = [
@@ -70,14 +82,7 @@ export function trainClicks(options: TrainClicksOptions): Promise<Run> {
     path.join(options.dataDir, 'valid.tfrecord'),
     '--checkpoint-dir',
     options.checkpointDir,
-    '--backend',
-    'cpu',
-    '--num-workers',
-    '2',
-    '--minibatch-size',
-    '20',
-    '--num-minibatches-per-task',
-    '3',
+    ...CLICK_JOB_OPTIONS,
     '--num-epochs',
     String(EPOCHS),
     '--stats',
