@@ -14,8 +14,9 @@ export const CHECKPOINT_SHARDS_HELP = `A model trained with --num-ps (ElasticDL'
 parameter-server shards) runs with its trained rows: the job starts as many shards as wrote the
 checkpoint's parameter-server files (ps-<version>/ beside it, locally or in S3), or --num-ps N
 (the rows spread over N), and each loads its rows before any worker reads one. Reading creates
-no row: an id the model was never trained on reads as its initializer's value. Only committed
-checkpoints count; a checkpoint of such a model without parameter-server files is refused.`;
+no row: an id the model was never trained on reads as its initializer's value. Only finished
+checkpoints count (the parameter-server files of one the job did not finish writing are never
+used), and a checkpoint of such a model without parameter-server files is refused.`;
 
 /** The committed checkpoint an evaluation or prediction job starts from, and its shard parts. */
 export interface CheckpointShards {
