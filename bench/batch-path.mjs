@@ -26,19 +26,20 @@
  * `reuseRecordMemory` (the MNIST one does). Records are synthetic 785-byte MNIST
  * records (label + 28x28 pixels), EDL_BENCH_MNIST_RECORDS of them (default 60,000), in tasks of
  * 1,024; the tensors are made on the cpu backend.
- * Each sample of a path runs in a fresh Node.js process (lib/batch-path-mnist.mjs): one epoch of
- * warm-up, then EDL_BENCH_MNIST_EPOCHS epochs measured (default 3, about a CPU-second). Passes in
- * one process were not independent: V8 sets its heap and external-memory limits from the
- * collections before, so a pass inherited the garbage and the limits the other path left, and a
- * pass ran anything from 0 to 15 mark-compacts for the same work (the bimodal x0.6 / x1.0 of the
- * earlier single-pass figure). Samples alternate between the paths, in reverse order every other
- * round, EDL_BENCH_MNIST_SAMPLES rounds (default 5); each row is the median sample, GOAL 3 the ratio
- * of the medians. Under each row: the range over the samples, the median CPU seconds by thread (the
- * main thread, V8's helper threads, which run its concurrent garbage collector and compiler, libuv's
- * pool, and native threads such as the prefetcher's), and the garbage collections of each sample,
- * which drive the spread.
+ * Each sample of a path runs in a fresh Node.js process (lib/batch-path-mnist.mjs): two epochs of
+ * warm-up, then EDL_BENCH_MNIST_EPOCHS epochs measured (default 3, about 0.7 CPU-second). Passes of
+ * 60,000 records in one process were neither long nor independent: V8 sets its heap limits from
+ * the collections before, so a pass inherited the garbage and the limits the other path left (the
+ * bimodal x0.6 / x1.0 of the earlier figure). A sample still runs either no mark-compact or one
+ * every few tens of milliseconds (a regime that costs about 0.4 CPU-second per sample, on every
+ * path alike): samples alternate between the paths, in reverse order every other round, for
+ * EDL_BENCH_MNIST_SAMPLES rounds (default 5); each row is the median sample and GOAL 3 the ratio of
+ * the medians. Under each row: the range over the samples, the median CPU seconds by thread (the
+ * main thread; V8's helper threads, which run its concurrent garbage collector and compiler;
+ * libuv's pool; native threads such as the prefetcher's) and each sample's mark-compacts.
  *
- * Every path keeps its reader open across its passes, as a worker keeps its reader for the job:
+ * Every path keeps its reader open across its passes (the MNIST ones across a sample's epochs), as
+ * a worker keeps its reader for the job:
  * a reader opened per pass would charge each pass with faulting in fresh memory for its first
  * batches (its spare buffers die with it), which made a pass cost anything from one to three times
  * the steady figure depending on when V8 last collected. Passes alternate between the paths; the
@@ -47,13 +48,15 @@
  * Prints the machine and the load average before and after: on a shared machine, compare the
  * per-CPU-second figures (goal 2 is a wall-time ratio and needs two idle cores). Takes about a
  * minute on an idle 2-core machine (plus generating the inputs once, under bench/data/); the MNIST
- * section alone, about 30 s of it (20 processes of about 1.5 s): to run just that one, set
+ * section alone, about 35 s of it (20 processes of about 1.7 s): to run just that one, set
  * EDL_BENCH_BYTES=1048576 EDL_BENCH_REPEAT=1 EDL_BENCH_GZIP_SETS= (the other figures then mean
  * nothing).
  * Environment: EDL_BENCH_BYTES (file size, default 64 MiB), EDL_BENCH_REPEAT (passes, median kept,
  * default 7), EDL_BENCH_GZIP_SETS (default "text,image"), EDL_BENCH_BATCH (records per native
  * prefetch batch; default: the reader's), EDL_BENCH_MNIST_RECORDS (default 60,000; 0 skips goal 3),
- * EDL_BENCH_MNIST_EPOCHS (default 3), EDL_BENCH_MNIST_SAMPLES (default 5).
+ * EDL_BENCH_MNIST_EPOCHS (default 3), EDL_BENCH_MNIST_SAMPLES (default 5), EDL_BENCH_MNIST_PATHS
+ * (the MNIST rows to sample, of readSync, batch, shuffle and recordAtATime; default all, the
+ * baseline always).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -321,6 +324,12 @@ const MNIST_PATHS = [
   ['shuffle', 'MNIST datasetFn (default: shuffle 512)'],
   ['recordAtATime', 'record at a time (batchRecords), before'],
 ];
+/** The paths sampled (EDL_BENCH_MNIST_PATHS, names as in MNIST_PATHS; default all): the baseline always. */
+const mnistPathNames = new Set([
+  'readSync',
+  ...(process.env.EDL_BENCH_MNIST_PATHS ?? MNIST_PATHS.map(([name]) => name).join(',')).split(','),
+]);
+const mnistPaths = MNIST_PATHS.filter(([name]) => mnistPathNames.has(name));
 const MNIST_CHILD = fileURLToPath(new URL('./lib/batch-path-mnist.mjs', import.meta.url));
 
 /** One sample of the MNIST path `name` in a fresh Node.js process (see lib/batch-path-mnist.mjs). */
@@ -363,11 +372,11 @@ function summary(samples) {
 let goal3;
 if (mnistRecords > 0) {
   const file = mnistFile(mnistRecords);
-  const samples = Object.fromEntries(MNIST_PATHS.map(([name]) => [name, []]));
+  const samples = Object.fromEntries(mnistPaths.map(([name]) => [name, []]));
   for (let k = 0; k < mnistSamples; k++) {
     // Alternated, in reverse order every other round: a change in the machine's load falls on
     // every path alike.
-    for (const [name] of k % 2 === 0 ? MNIST_PATHS : [...MNIST_PATHS].reverse()) {
+    for (const [name] of k % 2 === 0 ? mnistPaths : [...mnistPaths].reverse()) {
       samples[name].push(mnistSample(file, name));
     }
   }
@@ -376,7 +385,7 @@ if (mnistRecords > 0) {
     `MNIST, ${mnistRecords} records of ${MNIST_RECORD_BYTES} B, tasks of ${taskRecords}, minibatches of ${minibatch}, decoded to tensors (cpu backend), ${mnistEpochs} epochs per sample, ${mnistSamples} samples per path, each in a fresh process:`,
   );
   const mnistBase = summary(samples.readSync);
-  for (const [name, rowName] of MNIST_PATHS) {
+  for (const [name, rowName] of mnistPaths) {
     const r = name === 'readSync' ? mnistBase : summary(samples[name]);
     if (r.records !== mnistBase.records) throw new Error(`${rowName} decoded ${r.records} records`);
     // The pixel sums of a shuffled minibatch may differ in the last bits: compare records only.

@@ -1,4 +1,21 @@
 #!/usr/bin/env node
+/**
+ * One sample of batch-path.mjs's MNIST section (goal 3), run in a fresh process per sample:
+ * `node batch-path-mnist.mjs <file> <records> <path> <epochs>`, where path is one of
+ * `PATHS` below. Warms the path up on two epochs of the file, then measures `epochs` more,
+ * and prints one line `RESULT {json}`: records, check sum, wall and CPU seconds of the measured
+ * epochs, their CPU split by thread (see thread-cpu.mjs) and V8's garbage collections.
+ *
+ * A fresh process per sample, not passes alternated in one process: V8 sets its heap limits from
+ * the collections before (live size, and collection and allocation speeds measured in wall time),
+ * so in one process a pass inherits the garbage and the limits the other path left, and a forced
+ * collection between passes only shrank the limits for the next (a pass then ran 6 to 17
+ * mark-compacts for the same work). Samples in fresh processes are independent. Each still settles
+ * into one of two regimes, no mark-compact in its measured epochs or one every few tens of
+ * milliseconds (about 0.4 CPU-second more per sample, mostly on V8's helper threads), on every
+ * path alike and more often on a loaded machine: hence medians over several samples, with each
+ * sample's mark-compacts printed.
+ */
 import v8 from 'node:v8';
 import { RecordIODataReader } from '@edl/data';
 import { RecordIOReader } from '@edl/recordio';
@@ -11,23 +28,11 @@ import { batchRecords, selectBackend, tf } from '../../packages/worker/dist/inde
 import { TaskFeed } from '../../packages/worker/dist/task-feed.js';
 import { Timers } from '../../packages/worker/dist/timers.js';
 import { scriptedMaster } from './scripted-master.mjs';
-/**
- * One sample of batch-path.mjs's MNIST section (goal 3), run in a fresh process per sample:
- * `node batch-path-mnist.mjs <file> <records> <path> <epochs>`, where path is one of
- * `PATHS` below. Warms the path up on one epoch of the file, then measures `epochs` more,
- * and prints one line `RESULT {json}`: records, check sum, wall and CPU seconds of the measured
- * epochs, their CPU split by thread (see thread-cpu.mjs) and V8's garbage collections.
- *
- * A fresh process per sample, not passes alternated in one process: V8 sizes its heap limits and
- * its external-memory limit from the collections before (their live size and mutator utilization),
- * so in one process a pass inherits the garbage and the heap state the other path left, and one
- * forced collection between passes shrinks the limits for the next (measured: a pass ran 1 to 15
- * mark-compacts for the same work). Every sample here starts from the same state.
- */
 import { threadCpu, threadCpuSince } from './thread-cpu.mjs';
 
 const MNIST_TASK_RECORDS = 1024;
 const MNIST_MINIBATCH = 64;
+const WARM_UP_EPOCHS = 2;
 
 /** Sums a minibatch's pixels and disposes its tensors: the check that the paths decoded the same. */
 function consume(minibatch) {
@@ -129,8 +134,9 @@ const [open, pass] = path;
 const total = Number(recordsArg);
 await selectBackend({ backend: 'cpu' });
 const reader = await open(file);
-// One epoch before measuring: the optimizing compiler runs on V8's helper threads meanwhile.
-await pass(reader, file, total, 1);
+// Two epochs before measuring: the second still cost a third more than the later ones (the
+// optimizing compiler works on V8's helper threads meanwhile, and the heap is still growing).
+await pass(reader, file, total, WARM_UP_EPOCHS);
 const profiler = new v8.GCProfiler();
 profiler.start();
 const threads = threadCpu();

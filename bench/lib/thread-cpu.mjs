@@ -1,8 +1,8 @@
 /**
  * CPU seconds of this process split by thread, from /proc/self/task/<tid>/schedstat (nanoseconds
- * on CPU, finer than the clock ticks of /proc/.../stat). Import this module before anything that
- * starts threads: the threads alive when it is evaluated, other than the main one, are V8's
- * platform threads (its concurrent and parallel garbage collector, the optimizing compiler), which
+ * on CPU, finer than the clock ticks of /proc/.../stat). Import it before opening a reader or
+ * anything else that starts threads (importing the workspace packages starts none): the threads
+ * alive when it is evaluated, other than the main one, are V8's platform threads (its concurrent and parallel garbage collector, the optimizing compiler), which
  * Node.js starts before any user code and names like the main thread. Threads started later are
  * libuv's pool (named `libuv-worker`) and the native threads of addons (the RecordIO prefetcher's
  * decoding threads). Linux only: elsewhere every figure is 0.
