@@ -55,8 +55,8 @@
  * default 7), EDL_BENCH_GZIP_SETS (default "text,image"), EDL_BENCH_BATCH (records per native
  * prefetch batch; default: the reader's), EDL_BENCH_MNIST_RECORDS (default 60,000; 0 skips goal 3),
  * EDL_BENCH_MNIST_EPOCHS (default 3), EDL_BENCH_MNIST_SAMPLES (default 5), EDL_BENCH_MNIST_PATHS
- * (the MNIST rows to sample, of readSync, batch, shuffle and recordAtATime; default all, the
- * baseline always).
+ * (the MNIST rows to sample, of readSync, batch, shuffle, recordAtATime and batchNoPrefetch;
+ * default the first four, the baseline always).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -324,12 +324,17 @@ const MNIST_PATHS = [
   ['shuffle', 'MNIST datasetFn (default: shuffle 512)'],
   ['recordAtATime', 'record at a time (batchRecords), before'],
 ];
-/** The paths sampled (EDL_BENCH_MNIST_PATHS, names as in MNIST_PATHS; default all): the baseline always. */
+/**
+ * Sampled only when named in EDL_BENCH_MNIST_PATHS: the batch path over a reader that decodes on
+ * the main thread (`prefetch: false`), which tells the prefetcher's threads' share of the cost.
+ */
+const MNIST_EXTRA_PATHS = [['batchNoPrefetch', 'batch path, no shuffle, prefetch: false']];
+/** The paths sampled (EDL_BENCH_MNIST_PATHS; default MNIST_PATHS): the baseline always. */
 const mnistPathNames = new Set([
   'readSync',
   ...(process.env.EDL_BENCH_MNIST_PATHS ?? MNIST_PATHS.map(([name]) => name).join(',')).split(','),
 ]);
-const mnistPaths = MNIST_PATHS.filter(([name]) => mnistPathNames.has(name));
+const mnistPaths = [...MNIST_PATHS, ...MNIST_EXTRA_PATHS].filter(([name]) => mnistPathNames.has(name));
 const MNIST_CHILD = fileURLToPath(new URL('./lib/batch-path-mnist.mjs', import.meta.url));
 
 /** One sample of the MNIST path `name` in a fresh Node.js process (see lib/batch-path-mnist.mjs). */

@@ -108,10 +108,12 @@ const PATHS = {
   batch: [openDataReader, feedPass(mnistDatasetFnWith(0), reuse)],
   shuffle: [openDataReader, feedPass(mnistDatasetFnWith(), reuse)],
   recordAtATime: [openDataReader, feedPass(recordAtATimeDatasetFn, false)],
+  batchNoPrefetch: [(file) => openDataReader(file, false), feedPass(mnistDatasetFnWith(0), reuse)],
 };
 
-function openDataReader(file) {
-  return RecordIODataReader.open({ files: [file] });
+/** The reader a worker opens for the file: its default options, or `prefetch` when given. */
+function openDataReader(file, prefetch) {
+  return RecordIODataReader.open(prefetch === undefined ? { files: [file] } : { files: [file], prefetch });
 }
 
 /** Garbage collections by kind, and their pauses on the main thread in seconds. */
