@@ -26,8 +26,20 @@
  * `reuseRecordMemory` (the MNIST one does). Records are synthetic 785-byte MNIST
  * records (label + 28x28 pixels), EDL_BENCH_MNIST_RECORDS of them (default 60,000), in tasks of
  * 1,024; the tensors are made on the cpu backend.
+ * Each sample of a path runs in a fresh Node.js process (lib/batch-path-mnist.mjs): two epochs of
+ * warm-up, then EDL_BENCH_MNIST_EPOCHS epochs measured (default 3, about 0.7 CPU-second). Passes of
+ * 60,000 records in one process were neither long nor independent: V8 sets its heap limits from
+ * the collections before, so a pass inherited the garbage and the limits the other path left (the
+ * bimodal x0.6 / x1.0 of the earlier figure). A sample still runs either no mark-compact or one
+ * every few tens of milliseconds (a regime that costs about 0.4 CPU-second per sample, on every
+ * path alike): samples alternate between the paths, in reverse order every other round, for
+ * EDL_BENCH_MNIST_SAMPLES rounds (default 5); each row is the median sample and GOAL 3 the ratio of
+ * the medians. Under each row: the range over the samples, the median CPU seconds by thread (the
+ * main thread; V8's helper threads, which run its concurrent garbage collector and compiler;
+ * libuv's pool; native threads such as the prefetcher's) and each sample's mark-compacts.
  *
- * Every path keeps its reader open across its passes, as a worker keeps its reader for the job:
+ * Every path keeps its reader open across its passes (the MNIST ones across a sample's epochs), as
+ * a worker keeps its reader for the job:
  * a reader opened per pass would charge each pass with faulting in fresh memory for its first
  * batches (its spare buffers die with it), which made a pass cost anything from one to three times
  * the steady figure depending on when V8 last collected. Passes alternate between the paths; the
@@ -35,31 +47,63 @@
  *
  * Prints the machine and the load average before and after: on a shared machine, compare the
  * per-CPU-second figures (goal 2 is a wall-time ratio and needs two idle cores). Takes about a
- * minute on an idle 2-core machine (plus generating the inputs once, under bench/data/).
+ * minute on an idle 2-core machine (plus generating the inputs once, under bench/data/); the MNIST
+ * section alone, about 35 s of it (20 processes of about 1.7 s): to run just that one, set
+ * EDL_BENCH_BYTES=1048576 EDL_BENCH_REPEAT=1 EDL_BENCH_GZIP_SETS= (the other figures then mean
+ * nothing).
  * Environment: EDL_BENCH_BYTES (file size, default 64 MiB), EDL_BENCH_REPEAT (passes, median kept,
  * default 7), EDL_BENCH_GZIP_SETS (default "text,image"), EDL_BENCH_BATCH (records per native
- * prefetch batch; default: the reader's), EDL_BENCH_MNIST_RECORDS (default 60,000; 0 skips goal 3).
+ * prefetch batch; default: the reader's), EDL_BENCH_MNIST_RECORDS (default 60,000; 0 skips goal 3),
+ * EDL_BENCH_MNIST_EPOCHS (default 3), EDL_BENCH_MNIST_SAMPLES (default 5), EDL_BENCH_MNIST_PATHS
+ * (the MNIST rows to sample, of readSync, batch, shuffle, recordAtATime and batchNoPrefetch;
+ * default the first four, the baseline always).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { RecordIODataReader } from '@edl/data';
 import { RecordIOReader, RecordIOWriter } from '@edl/recordio';
-import { decodeMnistBatch, mnistDatasetFnWith, mnistDefinition } from '../packages/model-zoo/dist/index.js';
-import { TaskType } from '../packages/proto/dist/index.js';
-import { batchRecords, minibatches, selectBackend, tf } from '../packages/worker/dist/index.js';
+import { minibatches } from '../packages/worker/dist/index.js';
 import { TaskFeed } from '../packages/worker/dist/task-feed.js';
 import { Timers } from '../packages/worker/dist/timers.js';
 import { machineLine } from './lib/machine.mjs';
 import { inputFile, median, touch } from './lib/prefetch-input.mjs';
+import { scriptedMaster } from './lib/scripted-master.mjs';
 
 const fileBytes = Number(process.env.EDL_BENCH_BYTES ?? 2 ** 26);
 const repeat = Number(process.env.EDL_BENCH_REPEAT ?? 7);
 const gzipSets = (process.env.EDL_BENCH_GZIP_SETS ?? 'text,image').split(',').filter((s) => s !== '');
 const TASK_RECORDS = 8192;
 const mnistRecords = Number(process.env.EDL_BENCH_MNIST_RECORDS ?? 60_000);
-const MNIST_TASK_RECORDS = 1024;
-const MNIST_MINIBATCH = 64;
+const mnistEpochs = Number(process.env.EDL_BENCH_MNIST_EPOCHS ?? 3);
+const mnistSamples = Number(process.env.EDL_BENCH_MNIST_SAMPLES ?? 5);
 const MNIST_RECORD_BYTES = 785;
+/** The paths of the MNIST section: the name its child process is given, and its row. */
+const MNIST_PATHS = [
+  ['readSync', 'readSync + decode loop (baseline)'],
+  ['batch', 'MNIST datasetFn, batch path, no shuffle'],
+  ['shuffle', 'MNIST datasetFn (default: shuffle 512)'],
+  ['recordAtATime', 'record at a time (batchRecords), before'],
+];
+/**
+ * Sampled only when named in EDL_BENCH_MNIST_PATHS: the batch path over a reader without the
+ * prefetcher (`prefetch: false`: `batches()`, decoding on libuv's pool one batch ahead), which
+ * tells the prefetcher threads' share of the cost.
+ */
+const MNIST_EXTRA_PATHS = [['batchNoPrefetch', 'batch path, no shuffle, prefetch: false']];
+/** The paths sampled (EDL_BENCH_MNIST_PATHS; default MNIST_PATHS): the baseline always. */
+const mnistPathNames = new Set([
+  'readSync',
+  ...(process.env.EDL_BENCH_MNIST_PATHS ?? MNIST_PATHS.map(([name]) => name).join(',')).split(','),
+]);
+const mnistPaths = [...MNIST_PATHS, ...MNIST_EXTRA_PATHS].filter(([name]) => mnistPathNames.delete(name));
+if (mnistPathNames.size > 0) {
+  const known = [...MNIST_PATHS, ...MNIST_EXTRA_PATHS].map(([name]) => name).join(', ');
+  throw new Error(
+    `Expected EDL_BENCH_MNIST_PATHS among ${known} but received ${[...mnistPathNames].join(', ')}`,
+  );
+}
 /** Records per native prefetch batch (the reader's `prefetch.batchSize`; undefined: its default). */
 const batchSize = process.env.EDL_BENCH_BATCH === undefined ? undefined : Number(process.env.EDL_BENCH_BATCH);
 /** `prefetch` options of the reader: its defaults, with `extra` and the batch size asked for. */
@@ -117,36 +161,10 @@ function readSyncTasksPass(reader) {
   });
 }
 
-/** A master that hands out the file's records as tasks of `taskRecords`, then says the job is over. */
-function scriptedMaster(path, total, taskRecords = TASK_RECORDS) {
-  let next = 0;
-  let id = 0;
-  return {
-    async getTask() {
-      if (next >= total) return { jobFinished: true, jobError: '' };
-      const start = next;
-      next = Math.min(total, next + taskRecords);
-      id += 1;
-      const task = {
-        id,
-        type: TaskType.TRAINING,
-        shardName: path,
-        start,
-        end: next,
-        modelVersion: 0,
-        epoch: 0,
-        leaseMs: 0,
-        extendedConfig: {},
-      };
-      return { jobFinished: false, jobError: '', task };
-    },
-  };
-}
-
 function feedPass(reader, path, total, mode) {
   return measure(async () => {
     const feed = new TaskFeed({
-      master: scriptedMaster(path, total),
+      master: scriptedMaster(path, total, TASK_RECORDS),
       workerId: 'bench',
       readerFor: () => reader,
       timers: new Timers(),
@@ -324,107 +342,70 @@ function mnistFile(count) {
   return path;
 }
 
-/** Sums a minibatch's pixels and disposes its tensors: the check that the paths decoded the same. */
-function consume(minibatch) {
-  const check = minibatch.features.sum().dataSync()[0] + minibatch.labels.sum().dataSync()[0];
-  tf.dispose([minibatch.features, minibatch.labels]);
-  return check;
+const MNIST_CHILD = fileURLToPath(new URL('./lib/batch-path-mnist.mjs', import.meta.url));
+
+/** One sample of the MNIST path `name` in a fresh Node.js process (see lib/batch-path-mnist.mjs). */
+function mnistSample(file, name) {
+  const child = spawnSync(
+    process.execPath,
+    [MNIST_CHILD, file, String(mnistRecords), name, String(mnistEpochs)],
+    { encoding: 'utf8', maxBuffer: 2 ** 24 },
+  );
+  const line = child.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+  if (child.status !== 0 || line === undefined) {
+    throw new Error(`the MNIST sample of ${name} failed (exit ${child.status}): ${child.stderr.trim()}`);
+  }
+  return JSON.parse(line.slice('RESULT '.length));
 }
 
-/** readSync of each task range, then minibatches of 64 decoded in a plain loop. */
-function mnistReadSyncPass(reader, total) {
-  return measure(async () => {
-    let records = 0;
-    let check = 0;
-    for (let start = 0; start < total; start += MNIST_TASK_RECORDS) {
-      const batch = reader.readSync(start, Math.min(MNIST_TASK_RECORDS, total - start));
-      for (let i = 0; i < batch.length; i += MNIST_MINIBATCH) {
-        const rows = [];
-        for (let j = i; j < Math.min(batch.length, i + MNIST_MINIBATCH); j++) rows.push(batch.get(j));
-        check += consume(decodeMnistBatch(rows, true));
-        records += rows.length;
-      }
-      batch.release();
-    }
-    return { records, check };
-  });
-}
-
-/**
- * A datasetFn over a TaskFeed as the worker runs it: minibatches taken (attributed to tasks) and
- * their tensors disposed. Tasks of 1,024 are multiples of 64, so every path decodes the same
- * minibatches (a shuffled one holds the same records in another order).
- */
-function mnistFeedPass(reader, path, total, datasetFn, reuseBatches) {
-  return measure(async () => {
-    const feed = new TaskFeed({
-      master: scriptedMaster(path, total, MNIST_TASK_RECORDS),
-      workerId: 'bench',
-      readerFor: () => reader,
-      timers: new Timers(),
-      reuseBatches,
-    });
-    let records = 0;
-    let check = 0;
-    const metadata = { minibatchSize: MNIST_MINIBATCH, reader: {} };
-    for (;;) {
-      const head = await feed.nextHead();
-      if (head === undefined) break;
-      for await (const minibatch of datasetFn(feed.dataset(head, 'bench'), 'training', metadata)) {
-        const n = minibatch.features.shape[0];
-        feed.take(n);
-        records += n;
-        check += consume(minibatch);
-      }
-    }
-    return { records, check };
-  });
-}
-
-/** The record-at-a-time path the batch path replaced: batchRecords over the records dataset. */
-async function* recordAtATimeDatasetFn(records, _mode, metadata) {
-  for await (const rows of batchRecords(records, metadata.minibatchSize)) yield decodeMnistBatch(rows, true);
+/** A path's samples: the median sample's seconds, the range per CPU-second, where the CPU went. */
+function summary(samples) {
+  const records = samples[0].records;
+  if (samples.some((r) => r.records !== records))
+    throw new Error('samples of one path disagree on the records');
+  const mid = (pick) => median(samples.map(pick));
+  const rates = samples.map((r) => r.records / r.cpu / 1e6);
+  const { byThread } = samples[0];
+  return {
+    records,
+    check: samples[0].check,
+    seconds: mid((r) => r.seconds),
+    cpu: mid((r) => r.cpu),
+    detail:
+      `${' '.repeat(6)}${Math.min(...rates).toFixed(2)}-${Math.max(...rates).toFixed(2)} M rec/CPU-s over ${samples.length} samples; ` +
+      `median CPU-s: ${Object.keys(byThread)
+        .map((thread) => `${thread} ${mid((r) => r.byThread[thread]).toFixed(2)}`)
+        .join(', ')}; ` +
+      `${mid((r) => r.gc.scavenges)} scavenges, mark-compacts ${samples.map((r) => r.gc.markCompacts).join(' ')}, ` +
+      `${(mid((r) => r.gc.pauseSeconds) * 1000).toFixed(0)} ms of GC pauses`,
+  };
 }
 
 let goal3;
 if (mnistRecords > 0) {
-  await selectBackend({ backend: 'cpu' });
-  const path = mnistFile(mnistRecords);
-  const syncMnist = RecordIOReader.openSync(path);
-  const mnistReader = await RecordIODataReader.open({ files: [path] });
-  // The worker hands consumed batches back to the reader when the definition allows it.
-  const reuse = mnistDefinition().reuseRecordMemory === true;
-  const mnistPaths = [
-    ['MNIST datasetFn, batch path, no shuffle', mnistDatasetFnWith(0), reuse],
-    ['MNIST datasetFn (default: shuffle 512)', mnistDatasetFnWith(), reuse],
-    ['record at a time (batchRecords), before', recordAtATimeDatasetFn, false],
-  ];
-  const mnistRuns = { readSync: [], ...Object.fromEntries(mnistPaths.map(([name]) => [name, []])) };
-  for (let k = 0; k < Math.min(3, repeat); k++) {
-    await mnistReadSyncPass(syncMnist, mnistRecords);
-    for (const [, fn, reuseBatches] of mnistPaths)
-      await mnistFeedPass(mnistReader, path, mnistRecords, fn, reuseBatches);
+  const file = mnistFile(mnistRecords);
+  const samples = Object.fromEntries(mnistPaths.map(([name]) => [name, []]));
+  for (let k = 0; k < mnistSamples; k++) {
+    // Alternated, in reverse order every other round: a change in the machine's load falls on
+    // every path alike.
+    for (const [name] of k % 2 === 0 ? mnistPaths : [...mnistPaths].reverse()) {
+      samples[name].push(mnistSample(file, name));
+    }
   }
-  for (let k = 0; k < repeat; k++) {
-    mnistRuns.readSync.push(await mnistReadSyncPass(syncMnist, mnistRecords));
-    for (const [name, fn, reuseBatches] of mnistPaths)
-      mnistRuns[name].push(await mnistFeedPass(mnistReader, path, mnistRecords, fn, reuseBatches));
-  }
-  syncMnist.close();
-  await mnistReader.close();
-  const mnistBase = typical(mnistRuns.readSync);
+  const { taskRecords, minibatch } = samples.readSync[0];
   console.log(
-    `MNIST, ${mnistRecords} records of ${MNIST_RECORD_BYTES} B, tasks of ${MNIST_TASK_RECORDS}, minibatches of ${MNIST_MINIBATCH}, decoded to tensors (cpu backend):`,
+    `MNIST, ${mnistRecords} records of ${MNIST_RECORD_BYTES} B, tasks of ${taskRecords}, minibatches of ${minibatch}, decoded to tensors (cpu backend), ${mnistEpochs} epochs per sample, ${mnistSamples} samples per path, each in a fresh process:`,
   );
-  console.log(row('readSync + decode loop (baseline)', mnistBase));
-  for (const [name, fn] of mnistPaths) {
-    const r = typical(mnistRuns[name]);
+  const mnistBase = summary(samples.readSync);
+  for (const [name, rowName] of mnistPaths) {
+    const r = name === 'readSync' ? mnistBase : summary(samples[name]);
+    if (r.records !== mnistBase.records) throw new Error(`${rowName} decoded ${r.records} records`);
     // The pixel sums of a shuffled minibatch may differ in the last bits: compare records only.
-    if (r.records !== mnistBase.records) throw new Error(`${name} decoded ${r.records} records`);
-    if (fn === mnistPaths[0][1] && r.check !== mnistBase.check)
-      throw new Error(`${name} disagrees with readSync`);
-    console.log(row(name, r, mnistBase));
-    if (goal3 === undefined) goal3 = r.records / r.cpu / (mnistBase.records / mnistBase.cpu);
+    if ((name === 'batch' || name === 'batchNoPrefetch') && r.check !== mnistBase.check)
+      throw new Error(`${rowName} disagrees with readSync`);
+    console.log(row(rowName, r, name === 'readSync' ? undefined : mnistBase));
+    console.log(r.detail);
+    if (name === 'batch') goal3 = r.records / r.cpu / (mnistBase.records / mnistBase.cpu);
   }
 }
 
