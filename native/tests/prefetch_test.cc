@@ -541,3 +541,31 @@ TEST(SetReadAheadWhileConsumingLosesAndRepeatsNoRecord) {
     CHECK_EQ(p.Stats().buffered_bytes, 0u);
   }
 }
+
+TEST(DecodeCountersCoverEveryDeliveredByte) {
+  // The tuner prices a batch at the decoding time per decoded byte: every byte delivered must
+  // have been counted once, by the thread that decoded it, whatever the thread count. (A piece
+  // may hold a few bytes besides its records' spans: whole chunks are decoded.)
+  const std::string f = MakeFile("counted.rio", Compressor::kGzip, 3000, 300, 8 << 10, 15);
+  for (uint32_t threads : {1u, 3u}) {
+    const PrefetchOptions o = TunedOptions(threads, 32, 256 << 10, 16, 8 << 10);
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    CHECK(p.Enqueue({f, 0, 3000}).ok());
+    p.EndInput();
+    Item item;
+    uint64_t delivered = 0;
+    uint64_t records = 0;
+    while (p.Pop(&item, true) == PopResult::kItem) {
+      delivered += item.data.size() + item.bounds.size();
+      records += item.records;
+    }
+    CHECK_EQ(records, 3000u);
+    const edl::prefetch::PrefetchStats s = p.Stats();
+    CHECK(s.decoded_bytes >= delivered);
+    CHECK(s.decoded_bytes <= delivered + delivered / 100);
+    CHECK(s.decode_ns > 0);
+    CHECK_EQ(s.threads, threads);
+    CHECK_EQ(s.active_threads, threads);
+  }
+}

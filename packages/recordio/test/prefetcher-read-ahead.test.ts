@@ -5,12 +5,14 @@ import { writeTestFile } from './helpers/prefetch-files.js';
 import { mulberry32 } from './helpers/random-records.js';
 
 describe('Prefetcher.setReadAhead', () => {
-  it('clamps to the threads and bound given to create, and reports them in stats', () => {
+  it('clamps to the threads and bound given to create, and reports them in stats', async () => {
     const p = Prefetcher.create({ threads: 3, maxBufferedBytes: 1 << 20 });
     try {
-      expect(p.stats).toMatchObject({ activeThreads: 3, maxBufferedBytes: 1 << 20 });
+      expect(p.stats).toMatchObject({ threads: 3, activeThreads: 3, maxBufferedBytes: 1 << 20 });
       p.setReadAhead({ activeThreads: 1, maxBufferedBytes: 4096 });
-      expect(p.stats).toMatchObject({ activeThreads: 1, maxBufferedBytes: 4096 });
+      expect(p.stats).toMatchObject({ threads: 3, activeThreads: 1, maxBufferedBytes: 4096 });
+      // The two above the active count park (they were idle: at once, but on their own threads).
+      await expect.poll(() => p.stats.parkedThreads, { timeout: 10_000 }).toBe(2);
       p.setReadAhead({ activeThreads: 64, maxBufferedBytes: 1 << 30 });
       expect(p.stats).toMatchObject({ activeThreads: 3, maxBufferedBytes: 1 << 20 });
     } finally {
@@ -54,5 +56,8 @@ describe('Prefetcher.setReadAhead', () => {
     expect(got.length).toBe(file.records.length);
     expect(got.every((r, i) => Buffer.compare(r, file.records[i] as Uint8Array) === 0)).toBe(true);
     expect(p.stats.decodeNanoseconds).toBeGreaterThan(0);
+    // Every delivered byte was decoded and counted (a piece may hold a few bytes more).
+    const delivered = got.reduce((sum, r) => sum + r.byteLength, 0);
+    expect(p.stats.decodedBytes).toBeGreaterThan(delivered);
   });
 });
