@@ -83,6 +83,7 @@ struct Drained {
   std::vector<std::string> records;
   std::vector<std::string> items;
   std::vector<Item> errors;
+  uint64_t batch_bytes = 0;  // data and bounds of the batches delivered
 };
 
 // The storage of a delivered batch buffer, as a consumer hands it back (Prefetcher::Recycle): the
@@ -139,6 +140,7 @@ Drained Drain(Prefetcher& p, uint32_t batch_records, uint64_t batch_bytes,
     // Over the byte limit only when one record alone is.
     CHECK(bytes <= batch_bytes || item.records == 1);
     next[item.range_id] += item.records;
+    d.batch_bytes += item.data.size() + item.bounds.size();
     d.items.push_back("B" + std::to_string(item.range_id) + "@" +
                       std::to_string(item.first_record) + "+" + std::to_string(item.records) +
                       (item.range_done ? "!" : ""));
@@ -547,20 +549,16 @@ TEST(DecodeCountersCoverEveryDeliveredByte) {
   // have been counted once, by the thread that decoded it, whatever the thread count. (A piece
   // may hold a few bytes besides its records' spans: whole chunks are decoded.)
   const std::string f = MakeFile("counted.rio", Compressor::kGzip, 3000, 300, 8 << 10, 15);
+  const std::vector<Range> ranges = {{f, 0, 3000}};
   for (uint32_t threads : {1u, 3u}) {
     const PrefetchOptions o = TunedOptions(threads, 32, 256 << 10, 16, 8 << 10);
     Prefetcher p(o);
     CHECK_OK(p.Start());
-    CHECK(p.Enqueue({f, 0, 3000}).ok());
+    CHECK(p.Enqueue(ranges[0]).ok());
     p.EndInput();
-    Item item;
-    uint64_t delivered = 0;
-    uint64_t records = 0;
-    while (p.Pop(&item, true) == PopResult::kItem) {
-      delivered += item.data.size() + item.bounds.size();
-      records += item.records;
-    }
-    CHECK_EQ(records, 3000u);
+    const Drained d = Drain(p, o.batch_records, o.batch_bytes, ranges);
+    CHECK(d.records == Sequential(ranges));
+    const uint64_t delivered = d.batch_bytes;
     const edl::prefetch::PrefetchStats s = p.Stats();
     CHECK(s.decoded_bytes >= delivered);
     CHECK(s.decoded_bytes <= delivered + delivered / 100);

@@ -67,6 +67,23 @@ function measuredRing(decodeMs: number, consumerMs: number, limits = LIMITS): Ri
   return { stage, applied, returns };
 }
 
+/** Runs `body` on a ring measured at `decodeMs` and `consumerMs` per batch, then unregisters it. */
+function withRing(decodeMs: number, consumerMs: number, body: (ring: Ring) => void): void {
+  const ring = measuredRing(decodeMs, consumerMs);
+  try {
+    body(ring);
+  } finally {
+    ring.stage.unregister();
+  }
+}
+
+/** A window of batches at `everyMs` under one thread, then a round: the settings it chose. */
+function roundAfterOneThreadWindow(ring: Ring, everyMs: number): StageSettings {
+  ring.returns(readAheadRateWindow(4096) + 1, everyMs);
+  tuneNow();
+  return ring.stage.settings;
+}
+
 describe('the read-ahead as a tuned stage', () => {
   it('measures a thread change over batches enough for about 4096 records, 8 to 64 of them', () => {
     expect(readAheadRateWindow(4096)).toBe(8);
@@ -88,19 +105,14 @@ describe('the read-ahead as a tuned stage', () => {
   it('gives decoding slower than the consumer a second thread, and keeps it when the batch rate rose', () => {
     configureAutotune({ ramBudgetBytes: 1024 * MIB, cpuBudget: 2 });
     // 8 ms to decode a batch, 2 ms to consume one: the consumer waits for the ring.
-    const ring = measuredRing(8, 2);
-    try {
+    withRing(8, 2, (ring) => {
       expect(ring.stage.settings).toEqual({ parallelism: 1, bufferSize: 2 });
       // Rounds before the rate under one thread is measured (a full window) add no thread.
-      ring.returns(readAheadRateWindow(4096) + 1, 8);
-      tuneNow();
-      expect(ring.stage.settings.parallelism).toBe(2);
-      expect(ring.applied.at(-1)).toEqual({
-        threads: 2,
-        bytes: ring.stage.settings.bufferSize * BATCH_BYTES,
-      });
+      const tried = roundAfterOneThreadWindow(ring, 8);
+      expect(tried.parallelism).toBe(2);
+      expect(ring.applied.at(-1)).toEqual({ threads: 2, bytes: tried.bufferSize * BATCH_BYTES });
       // The batches in flight, then a window at twice the rate: kept, and the CPU budget is spent.
-      ring.returns(2 + ring.stage.settings.bufferSize + readAheadRateWindow(4096) + 1, 4);
+      ring.returns(2 + tried.bufferSize + readAheadRateWindow(4096) + 1, 4);
       expect(ring.stage.settings.parallelism).toBe(2);
       tuneNow();
       expect(ring.stage.settings.parallelism).toBe(2);
@@ -108,18 +120,13 @@ describe('the read-ahead as a tuned stage', () => {
       const shown = autotuneSnapshot().stages.find((s) => s.label === 'RecordIO read-ahead');
       expect(shown).toMatchObject({ parallelism: 2, workPerSecond: 125, consumerPerSecond: 500 });
       expect(shown?.elementBytes).toBe(BATCH_BYTES);
-    } finally {
-      ring.stage.unregister();
-    }
+    });
   });
 
   it('takes back a thread that left the batch rate where it was', () => {
     configureAutotune({ ramBudgetBytes: 1024 * MIB, cpuBudget: 2 });
-    const ring = measuredRing(8, 2);
-    try {
-      ring.returns(readAheadRateWindow(4096) + 1, 8);
-      tuneNow();
-      const tried = ring.stage.settings;
+    withRing(8, 2, (ring) => {
+      const tried = roundAfterOneThreadWindow(ring, 8);
       expect(tried.parallelism).toBe(2);
       // Same rate after the change (the disk, not the decoding, was the limit): one thread again.
       ring.returns(2 + tried.bufferSize + readAheadRateWindow(4096) + 1, 8);
@@ -128,31 +135,15 @@ describe('the read-ahead as a tuned stage', () => {
       // And not tried again at the next round.
       tuneNow();
       expect(ring.stage.settings.parallelism).toBe(1);
-    } finally {
-      ring.stage.unregister();
-    }
+    });
   });
 
   it('keeps one thread when decoding is faster than the consumer, or when the CPU budget is one thread', () => {
     configureAutotune({ ramBudgetBytes: 1024 * MIB, cpuBudget: 2 });
     // Decoding 20x faster than the consumer: a second thread would cut no wait.
-    const fast = measuredRing(0.1, 2);
-    try {
-      fast.returns(readAheadRateWindow(4096) + 1, 2);
-      tuneNow();
-      expect(fast.stage.settings.parallelism).toBe(1);
-    } finally {
-      fast.stage.unregister();
-    }
+    withRing(0.1, 2, (ring) => expect(roundAfterOneThreadWindow(ring, 2).parallelism).toBe(1));
     configureAutotune({ cpuBudget: 1 });
-    const slow = measuredRing(8, 2);
-    try {
-      slow.returns(readAheadRateWindow(4096) + 1, 8);
-      tuneNow();
-      expect(slow.stage.settings.parallelism).toBe(1);
-    } finally {
-      slow.stage.unregister();
-    }
+    withRing(8, 2, (ring) => expect(roundAfterOneThreadWindow(ring, 8).parallelism).toBe(1));
   });
 
   it('grows the bound while the consumer is slower on average, never past the RAM budget', () => {
@@ -160,8 +151,7 @@ describe('the read-ahead as a tuned stage', () => {
     const ramBudgetBytes = 5 * BATCH_BYTES;
     configureAutotune({ ramBudgetBytes, cpuBudget: 1 });
     // Decoding and consumer at about the same pace: each slot hides more of their variance.
-    const ring = measuredRing(2, 2.1);
-    try {
+    withRing(2, 2.1, (ring) => {
       for (let round = 0; round < 20; round++) {
         ring.returns(4, 2);
         tuneNow();
@@ -169,9 +159,7 @@ describe('the read-ahead as a tuned stage', () => {
       expect(ring.stage.settings.bufferSize).toBe(5);
       expect(autotuneSnapshot().modelledBytes).toBeLessThanOrEqual(ramBudgetBytes);
       expect(Math.max(...ring.applied.map((a) => a.bytes))).toBeLessThanOrEqual(ramBudgetBytes);
-    } finally {
-      ring.stage.unregister();
-    }
+    });
   });
 
   it('counts its bound from registration: the largest batch until one is measured, a fixed bound whole', () => {
