@@ -49,9 +49,11 @@ export interface RecordIOPrefetchOptions {
   readonly batchSize?: number;
   /**
    * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
-   * announced ranges pulled past while another range is read first. Default 64 MiB. `'auto'`: at
-   * most a quarter of the process's data RAM budget and 64 MiB; the dataset tuner sets it, in
-   * measured batches, within the RAM budget it shares with the `'auto'` dataset stages.
+   * announced ranges pulled past while another range is read first. Default 64 MiB. `'auto'`: the
+   * dataset tuner sets it in batches of the measured size, from 2 per active thread, grown while
+   * the consumer waits for batches, at most a quarter of the process's data RAM budget and 64 MiB,
+   * within the RAM budget it shares with the `'auto'` dataset stages (pulled-past ranges keep the
+   * most).
    */
   readonly maxBufferedBytes?: number | 'auto';
   /**
