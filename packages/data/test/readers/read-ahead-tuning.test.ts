@@ -146,6 +146,24 @@ describe('the read-ahead as a tuned stage', () => {
     withRing(8, 2, (ring) => expect(roundAfterOneThreadWindow(ring, 8).parallelism).toBe(1));
   });
 
+  it("counts a fixed ring's decoding threads against the CPU budget the tuned stages share", () => {
+    const fixed = measuredRing(8, 2, { ...LIMITS, tuneThreads: false, maxThreads: 2 });
+    try {
+      fixed.returns(readAheadRateWindow(4096) + 1, 8);
+      for (const [cpuBudget, threads] of [
+        [3, 1],
+        [4, 2],
+      ] as const) {
+        configureAutotune({ ramBudgetBytes: 1024 * MIB, cpuBudget });
+        // Another reader's ring, decoding slower than its consumer: it gets what the fixed one leaves.
+        withRing(8, 2, (ring) => expect(roundAfterOneThreadWindow(ring, 8).parallelism).toBe(threads));
+      }
+      expect(fixed.stage.settings.parallelism).toBe(2);
+    } finally {
+      fixed.stage.unregister();
+    }
+  });
+
   it('grows the bound while the consumer is slower on average, never past the RAM budget', () => {
     // Room for 5 batches in all.
     const ramBudgetBytes = 5 * BATCH_BYTES;
