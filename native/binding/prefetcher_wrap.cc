@@ -178,6 +178,7 @@ Napi::Function PrefetcherWrap::Init(Napi::Env env) {
                          InstanceMethod<&PrefetcherWrap::Wait>("wait"),
                          InstanceMethod<&PrefetcherWrap::Pull>("pull"),
                          InstanceMethod<&PrefetcherWrap::Recycle>("recycle"),
+                         InstanceMethod<&PrefetcherWrap::SetReadAhead>("setReadAhead"),
                          InstanceMethod<&PrefetcherWrap::Stats>("stats"),
                          InstanceMethod<&PrefetcherWrap::Close>("close"),
                      });
@@ -354,7 +355,28 @@ Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
                         {"openFiles", s.open_files},
                         {"fileOpens", s.file_opens},
                         {"batchesRecycled", s.batches_recycled},
-                        {"spareBlocks", s.spare_blocks}});
+                        {"spareBlocks", s.spare_blocks},
+                        {"threads", s.threads},
+                        {"activeThreads", s.active_threads},
+                        {"parkedThreads", s.parked_threads},
+                        {"maxBufferedBytes", s.max_buffered_bytes},
+                        {"decodeNanoseconds", s.decode_ns},
+                        {"decodedBytes", s.decoded_bytes}});
+}
+
+Napi::Value PrefetcherWrap::SetReadAhead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  // Checked in TypeScript; here only what keeps the conversions defined.
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    return ThrowTypeError(env, "(maxBufferedBytes: number, activeThreads: number)", "setReadAhead");
+  }
+  const double bytes = info[0].As<Napi::Number>().DoubleValue();
+  const double threads = info[1].As<Napi::Number>().DoubleValue();
+  if (!(bytes >= 1 && bytes <= kMaxSafeInteger) || !(threads >= 0 && threads <= 256)) {
+    return ThrowTypeError(env, "(maxBufferedBytes: 1.., activeThreads: 0..256)", "setReadAhead");
+  }
+  if (core_) core_->SetReadAhead(static_cast<uint64_t>(bytes), static_cast<uint32_t>(threads));
+  return env.Undefined();
 }
 
 Napi::Value PrefetcherWrap::Close(const Napi::CallbackInfo& info) {

@@ -55,6 +55,7 @@ class PrefetcherWrap : public Napi::ObjectWrap<PrefetcherWrap>, public Closable 
   Napi::Value Pull(const Napi::CallbackInfo& info);
   Napi::Value Recycle(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value SetReadAhead(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   void Shutdown();
   void Unref(Napi::Env env);

@@ -1,6 +1,7 @@
 #include "prefetcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <system_error>
 #include <utility>
@@ -69,8 +70,26 @@ struct Prefetcher::Piece {
 };
 
 Prefetcher::Prefetcher(const PrefetchOptions& options)
-    : options_(options), files_(options.max_open_files) {
+    : options_(options),
+      files_(options.max_open_files),
+      max_buffered_bytes_(std::max<uint64_t>(options.max_buffered_bytes, 1)),
+      active_threads_(options.threads) {
   stats_.threads = options.threads;
+  stats_.active_threads = options.threads;
+  stats_.max_buffered_bytes = max_buffered_bytes_;
+}
+
+void Prefetcher::SetReadAhead(uint64_t bytes, uint32_t active_threads) {
+  Lock lock(mu_);
+  max_buffered_bytes_ =
+      std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(options_.max_buffered_bytes, 1));
+  active_threads_ =
+      options_.threads == 0 ? 0 : std::clamp<uint32_t>(active_threads, 1, options_.threads);
+  stats_.active_threads = active_threads_;
+  stats_.max_buffered_bytes = max_buffered_bytes_;
+  // A raised bound or more threads may let work start; parked threads recheck their index.
+  park_cv_.notify_all();
+  work_cv_.notify_all();
 }
 
 Prefetcher::~Prefetcher() { Close(); }
@@ -78,7 +97,8 @@ Prefetcher::~Prefetcher() { Close(); }
 Status Prefetcher::Start() {
   // std::thread reports failure by throwing; nothing is thrown past this function.
   try {
-    for (uint32_t i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+    for (uint32_t i = 0; i < options_.threads; ++i)
+      threads_.emplace_back([this, i] { WorkerLoop(i); });
   } catch (const std::system_error& e) {
     Close();
     return Status(ErrorCode::kIo, std::string("cannot start prefetch threads: ") + e.what());
@@ -146,7 +166,7 @@ PopResult Prefetcher::Pop(Item* out, bool wait) {
       // Refill in bursts: the threads are woken once the ring or the budget is half drained, not
       // at every batch, so that a consumer that keeps up does not pay a context switch per batch.
       if (ring_.size() <= options_.max_buffered_batches / 2 ||
-          buffered_bytes_ <= options_.max_buffered_bytes / 2) {
+          buffered_bytes_ <= max_buffered_bytes_ / 2) {
         work_cv_.notify_all();
       }
       return PopResult::kItem;
@@ -204,6 +224,7 @@ void Prefetcher::Close() {
     Lock lock(mu_);
     closed_ = true;
     work_cv_.notify_all();
+    park_cv_.notify_all();
     NotifyConsumer();
   }
   for (auto& t : threads_) {
@@ -247,9 +268,16 @@ bool Prefetcher::EndedLocked() const {
          !planning_ && !assembling_;
 }
 
-void Prefetcher::WorkerLoop() {
+void Prefetcher::WorkerLoop(uint32_t index) {
   Lock lock(mu_);
   while (!closed_) {
+    if (index >= active_threads_) {
+      // Parked by SetReadAhead: it sleeps until it is active again (no wake-ups from work_cv_).
+      ++stats_.parked_threads;
+      park_cv_.wait(lock, [&] { return closed_ || index < active_threads_; });
+      --stats_.parked_threads;
+      continue;
+    }
     if (DoWork(lock)) continue;
     work_cv_.wait(lock);
   }
@@ -279,7 +307,7 @@ bool Prefetcher::DoWork(Lock& lock) {
       p->state = Piece::State::kDone;
       return true;
     }
-    if (idle || buffered_bytes_ + p->estimate <= options_.max_buffered_bytes) {
+    if (idle || buffered_bytes_ + p->estimate <= max_buffered_bytes_) {
       ++next_dispatch_;
       Decode(lock, p);
       return true;
@@ -287,7 +315,7 @@ bool Prefetcher::DoWork(Lock& lock) {
     return false;
   }
   if (!planning_ && !unplanned_.empty() && pieces_.size() < kMaxPieces &&
-      (idle || buffered_bytes_ < options_.max_buffered_bytes)) {
+      (idle || buffered_bytes_ < max_buffered_bytes_)) {
     PlanNext(lock);
     return true;
   }
@@ -351,7 +379,7 @@ void Prefetcher::PlanNext(Lock& lock) {
   }
   // Consecutive chunks from `next` up to piece_bytes stored bytes and a quarter of the budget
   // decoded (at least one chunk), so that several pieces fit the budget at once.
-  const uint64_t max_estimate = std::max<uint64_t>(options_.max_buffered_bytes / 4, 1);
+  const uint64_t max_estimate = std::max<uint64_t>(max_buffered_bytes_ / 4, 1);
   const auto& index = r->file->index;
   size_t c = FirstChunk(index, r->next);
   uint64_t stored = 0;
@@ -385,6 +413,7 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
   Account(static_cast<int64_t>(p->estimate));
   const OpenFile& f = *p->range->file;
   lock.unlock();
+  const auto decode_start = std::chrono::steady_clock::now();
   Status s =
       recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt, &p->out);
   if (!s.ok()) p->error = s;
@@ -411,8 +440,12 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
       }
     }
   }
+  const auto decode_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - decode_start);
   lock.lock();
+  stats_.decode_ns += static_cast<uint64_t>(decode_ns.count());
   p->accounted = p->out.data.size() + p->out.bounds.size();
+  stats_.decoded_bytes += p->accounted;
   Account(static_cast<int64_t>(p->accounted) - static_cast<int64_t>(p->estimate));
   p->state = Piece::State::kDone;
   ++stats_.pieces_decoded;

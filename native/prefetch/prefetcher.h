@@ -107,7 +107,16 @@ struct PrefetchStats {
   /// Batches assembled into recycled storage (see Recycle), and spare blocks held now.
   uint64_t batches_recycled = 0;
   uint64_t spare_blocks = 0;
+  /// Threads started, and those working now (see SetReadAhead); the read-ahead bound now.
   uint32_t threads = 0;
+  uint32_t active_threads = 0;
+  /// Threads parked now (above the active count, waiting to be active again).
+  uint32_t parked_threads = 0;
+  uint64_t max_buffered_bytes = 0;
+  /// Time the threads spent reading and decoding pieces, summed over threads, and the bytes
+  /// (records and bounds) those pieces came to: their ratio is the decoding time per byte.
+  uint64_t decode_ns = 0;
+  uint64_t decoded_bytes = 0;
 };
 
 class Prefetcher {
@@ -145,6 +154,13 @@ class Prefetcher {
   /// usually holds fewer) to come back without any being dropped and allocated again.
   static constexpr size_t kMaxSpareBlocks = 32;
 
+  /// Changes the read-ahead while running, for a tuner: the decoded-bytes bound becomes `bytes`
+  /// and `active_threads` of the threads work, each clamped to [1, the value given at
+  /// construction] (0 threads stay 0). Threads above the active count park (on a condition
+  /// variable) once their current piece is done; nothing queued is lost or read twice. A lower
+  /// bound only stops new pieces from starting: what is already decoded stays until consumed.
+  void SetReadAhead(uint64_t bytes, uint32_t active_threads);
+
   /// Stops the threads (joins them) and frees every buffer. Idempotent.
   void Close();
 
@@ -155,7 +171,7 @@ class Prefetcher {
   struct Piece;
   using Lock = std::unique_lock<std::mutex>;
 
-  void WorkerLoop();
+  void WorkerLoop(uint32_t index);
   // One step of work for the calling thread, lock held (released around I/O and decoding).
   // Returns false when there was nothing to do.
   bool DoWork(Lock& lock);
@@ -178,6 +194,7 @@ class Prefetcher {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;      // workers: something to decode or assemble, or close
   std::condition_variable consumer_cv_;  // Pop(wait): an item, the end, or close
+  std::condition_variable park_cv_;      // parked workers: active_threads_ raised, or close
   std::vector<std::thread> threads_;
   bool closed_ = false;
   bool input_ended_ = false;
@@ -194,6 +211,9 @@ class Prefetcher {
   uint64_t cur_record_bytes_ = 0;
   bool cur_range_emitted_ = false;
   uint64_t buffered_bytes_ = 0;
+  // Set by SetReadAhead within options_' values (which are the most the tuner may set).
+  uint64_t max_buffered_bytes_;
+  uint32_t active_threads_;
   PrefetchStats stats_;
   std::vector<SpareBlock> spare_data_;
   std::vector<SpareBlock> spare_bounds_;

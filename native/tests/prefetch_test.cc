@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -82,6 +83,7 @@ struct Drained {
   std::vector<std::string> records;
   std::vector<std::string> items;
   std::vector<Item> errors;
+  uint64_t batch_bytes = 0;  // data and bounds of the batches delivered
 };
 
 // The storage of a delivered batch buffer, as a consumer hands it back (Prefetcher::Recycle): the
@@ -101,13 +103,16 @@ edl::prefetch::SpareBlock SpareOf(ByteBuffer& b, std::shared_ptr<void>& owner) {
   return spare;
 }
 
+// `before_pop(i)`, when given, runs before the i-th Pop (a tuner changing the read-ahead).
 Drained Drain(Prefetcher& p, uint32_t batch_records, uint64_t batch_bytes,
-              const std::vector<Range>& ranges, bool recycle = false) {
+              const std::vector<Range>& ranges, bool recycle = false,
+              const std::function<void(size_t)>& before_pop = nullptr) {
   Drained d;
   Item item;
   std::vector<uint64_t> next(ranges.size());
   for (size_t r = 0; r < ranges.size(); ++r) next[r] = ranges[r].start;
-  for (;;) {
+  for (size_t pops = 0;; ++pops) {
+    if (before_pop) before_pop(pops);
     PopResult res = p.Pop(&item, true);
     if (res != PopResult::kItem) {
       CHECK(res == PopResult::kEnded);
@@ -135,6 +140,7 @@ Drained Drain(Prefetcher& p, uint32_t batch_records, uint64_t batch_bytes,
     // Over the byte limit only when one record alone is.
     CHECK(bytes <= batch_bytes || item.records == 1);
     next[item.range_id] += item.records;
+    d.batch_bytes += item.data.size() + item.bounds.size();
     d.items.push_back("B" + std::to_string(item.range_id) + "@" +
                       std::to_string(item.first_record) + "+" + std::to_string(item.records) +
                       (item.range_done ? "!" : ""));
@@ -422,4 +428,142 @@ TEST(RangesEnqueuedWhileConsumingArriveInOrder) {
   producer.join();
   CHECK_EQ(expect_range, 40u);
   CHECK_EQ(records, want);
+}
+
+namespace {
+
+// Polls the prefetcher's stats until `done` holds (or about 10 s pass: the test then fails).
+template <typename Pred>
+bool StatsReach(const Prefetcher& p, Pred done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done(p.Stats())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+PrefetchOptions TunedOptions(uint32_t threads, uint32_t batch_records, uint64_t max_bytes,
+                             uint32_t max_batches, uint64_t piece_bytes) {
+  PrefetchOptions o;
+  o.threads = threads;
+  o.batch_records = batch_records;
+  o.max_buffered_bytes = max_bytes;
+  o.max_buffered_batches = max_batches;
+  o.piece_bytes = piece_bytes;
+  return o;
+}
+
+}  // namespace
+
+TEST(SetReadAheadParksAndResumesThreads) {
+  const std::string f = MakeFile("park.rio", Compressor::kGzip, 4000, 300, 8 << 10, 11);
+  PrefetchOptions o;
+  o.threads = 4;
+  o.batch_records = 32;
+  o.max_buffered_bytes = 128 << 10;
+  o.piece_bytes = 8 << 10;
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  // Clamped to what construction gave: at least 1 thread, at most 4; at most 128 KiB.
+  p.SetReadAhead(uint64_t{1} << 40, 0);
+  CHECK_EQ(p.Stats().active_threads, 1u);
+  CHECK_EQ(p.Stats().max_buffered_bytes, uint64_t{128} << 10);
+  CHECK(StatsReach(p, [](const edl::prefetch::PrefetchStats& s) { return s.parked_threads == 3; }));
+  const std::vector<Range> ranges = {{f, 0, 4000}};
+  CHECK(p.Enqueue(ranges[0]).ok());
+  p.EndInput();
+  // One thread reads everything while the others stay parked.
+  Item item;
+  CHECK(p.Pop(&item, true) == PopResult::kItem);
+  CHECK_EQ(p.Stats().parked_threads, 3u);
+  p.SetReadAhead(uint64_t{128} << 10, 9);
+  CHECK_EQ(p.Stats().active_threads, 4u);
+  CHECK(StatsReach(p, [](const edl::prefetch::PrefetchStats& s) { return s.parked_threads == 0; }));
+  p.SetReadAhead(uint64_t{128} << 10, 2);
+  CHECK(StatsReach(p, [](const edl::prefetch::PrefetchStats& s) { return s.parked_threads == 2; }));
+  uint64_t records = item.records;
+  while (p.Pop(&item, true) == PopResult::kItem) records += item.records;
+  CHECK_EQ(records, 4000u);
+  // Close wakes parked threads too (join would hang otherwise).
+  p.Close();
+  CHECK_EQ(p.Stats().parked_threads, 0u);
+}
+
+TEST(SetReadAheadLowersAndRaisesTheByteBoundWhileReadsAreQueued) {
+  // Stored chunks: estimates are exact, so the bound is strict up to one piece in flight.
+  const std::string f = MakeFile("bound.rio", Compressor::kNone, 20000, 400, 16 << 10, 12);
+  const PrefetchOptions o = TunedOptions(2, 64, 1 << 20, 1000, 16 << 10);
+  Prefetcher p(o);
+  CHECK_OK(p.Start());
+  CHECK(p.Enqueue({f, 0, 20000}).ok());
+  p.EndInput();
+  Item item;
+  uint64_t records = 0;
+  auto pop = [&] {
+    CHECK(p.Pop(&item, true) == PopResult::kItem);
+    records += item.records;
+  };
+  // The ring fills to about the full bound.
+  CHECK(StatsReach(
+      p, [](const edl::prefetch::PrefetchStats& s) { return s.buffered_bytes > (600u << 10); }));
+  // Lowered: what is read stays, nothing new starts until the consumer drains below the bound.
+  const uint64_t low = 64 << 10;
+  p.SetReadAhead(low, 2);
+  while (p.Stats().buffered_bytes > low) pop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const uint64_t piece_max = (16 << 10) + 64 * 8 + (64 << 10);  // a piece, its bounds, a batch
+  CHECK(p.Stats().buffered_bytes <= low + piece_max);
+  // Raised: the threads read ahead again up to the new bound.
+  p.SetReadAhead(512 << 10, 2);
+  CHECK(StatsReach(p, [&](const edl::prefetch::PrefetchStats& s) {
+    return s.buffered_bytes > low + piece_max;
+  }));
+  while (p.Pop(&item, true) == PopResult::kItem) records += item.records;
+  CHECK_EQ(records, 20000u);
+}
+
+TEST(SetReadAheadWhileConsumingLosesAndRepeatsNoRecord) {
+  const std::vector<std::string> files = {
+      MakeFile("tune-gzip.rio", Compressor::kGzip, 3000, 200, 8 << 10, 13),
+      MakeFile("tune-none.rio", Compressor::kNone, 3000, 300, 16 << 10, 14)};
+  const std::vector<uint64_t> sizes = {3000, 3000};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const auto ranges = RandomRanges(files, sizes, 16, seed);
+    const auto want = Sequential(ranges);
+    const PrefetchOptions o = TunedOptions(4, 16, 256 << 10, 16, 8 << 10);
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
+    p.EndInput();
+    edl::test::Rng rng(seed);
+    const Drained d = Drain(p, o.batch_records, o.batch_bytes, ranges, false, [&](size_t i) {
+      if (i % 5 == 0) p.SetReadAhead(1 + rng.Below(300 << 10), rng.Below(6));
+    });
+    CHECK(d.records == want);
+    CHECK_EQ(p.Stats().buffered_bytes, 0u);
+  }
+}
+
+TEST(DecodeCountersCoverEveryDeliveredByte) {
+  // The tuner prices a batch at the decoding time per decoded byte: every byte delivered must
+  // have been counted once, by the thread that decoded it, whatever the thread count. (A piece
+  // may hold a few bytes besides its records' spans: whole chunks are decoded.)
+  const std::string f = MakeFile("counted.rio", Compressor::kGzip, 3000, 300, 8 << 10, 15);
+  const std::vector<Range> ranges = {{f, 0, 3000}};
+  for (uint32_t threads : {1u, 3u}) {
+    const PrefetchOptions o = TunedOptions(threads, 32, 256 << 10, 16, 8 << 10);
+    Prefetcher p(o);
+    CHECK_OK(p.Start());
+    CHECK(p.Enqueue(ranges[0]).ok());
+    p.EndInput();
+    const Drained d = Drain(p, o.batch_records, o.batch_bytes, ranges);
+    CHECK(d.records == Sequential(ranges));
+    const uint64_t delivered = d.batch_bytes;
+    const edl::prefetch::PrefetchStats s = p.Stats();
+    CHECK(s.decoded_bytes >= delivered);
+    CHECK(s.decoded_bytes <= delivered + delivered / 100);
+    CHECK(s.decode_ns > 0);
+    CHECK_EQ(s.threads, threads);
+    CHECK_EQ(s.active_threads, threads);
+  }
 }

@@ -11,7 +11,8 @@ import type { BatchRecycler } from './record-batch.js';
 export interface PrefetcherOptions {
   /**
    * Decoding threads. Default: 2, or 1 on a one-core machine. `0` decodes on the JavaScript thread
-   * when a batch is asked for (no read-ahead: the baseline the benchmarks compare with).
+   * when a batch is asked for (no read-ahead: the baseline the benchmarks compare with). Also the
+   * most that {@link Prefetcher.setReadAhead} may make active: a tuner starts with all it may use.
    */
   readonly threads?: number;
   /** Records per batch (the last batch of a range may be shorter). Default 64. */
@@ -20,7 +21,8 @@ export interface PrefetcherOptions {
    * Decoded bytes held ahead of the consumer — ready batches plus chunks decoded or being decoded.
    * Threads stop when it is reached (backpressure). Default 64 MiB. Exact for stored chunks; for
    * compressed ones a chunk is admitted on an estimate of its decoded size, so the peak can pass it
-   * by the estimate's error on the chunks in flight.
+   * by the estimate's error on the chunks in flight. Also the most {@link Prefetcher.setReadAhead}
+   * may set.
    */
   readonly maxBufferedBytes?: number;
   /** Record bytes per batch at most (a larger record gets a batch alone). Default 64 MiB. */
@@ -65,6 +67,18 @@ export interface PrefetcherStats {
   readonly batchesRecycled: number;
   /** Blocks of released batches (data and bounds) waiting to be reused now. */
   readonly spareBlocks: number;
+  /** Threads started (the `threads` option), and those parked now (see {@link Prefetcher.setReadAhead}). */
+  readonly threads: number;
+  readonly parkedThreads: number;
+  /** Threads working now and the read-ahead bound now (see {@link Prefetcher.setReadAhead}). */
+  readonly activeThreads: number;
+  readonly maxBufferedBytes: number;
+  /**
+   * Time the threads spent reading and decoding, summed over threads, in nanoseconds, and the
+   * bytes (records and bounds) they decoded in that time: decoded, not yet delivered, included.
+   */
+  readonly decodeNanoseconds: number;
+  readonly decodedBytes: number;
 }
 
 const OPTION_KEYS = [
@@ -227,6 +241,23 @@ export class Prefetcher implements AsyncIterableIterator<PrefetchedBatch>, Async
     if (this.#ended || this.#closed) return;
     this.#ended = true;
     this.#native.end();
+  }
+
+  /**
+   * Changes the read-ahead while reading (what a tuner sets): the decoded-bytes bound and the
+   * threads that work, each clamped to `[1, the value given to create]` (with `threads: 0` nothing
+   * changes but the bound). Threads above `activeThreads` park once their current piece is done;
+   * a lower bound only stops new reads, what is read stays until consumed. The batches, their
+   * records and their order do not change. A no-op after close.
+   *
+   * @throws TypeError / RangeError for a value that is not a positive integer.
+   */
+  setReadAhead(settings: { readonly maxBufferedBytes: number; readonly activeThreads: number }): void {
+    const o = checkOptions(settings, 'settings', ['maxBufferedBytes', 'activeThreads']);
+    const bytes = checkInteger(o.maxBufferedBytes, 'settings.maxBufferedBytes', 1, Number.MAX_SAFE_INTEGER);
+    const active = checkInteger(o.activeThreads, 'settings.activeThreads', 1, 64);
+    if (this.#closed) return;
+    this.#native.setReadAhead(bytes, active);
   }
 
   /** Whether {@link Prefetcher.close} was called. */

@@ -1,5 +1,6 @@
 import { type PrefetchedBatch, type Prefetcher, PrefetchRangeError } from '@edl/recordio';
 import { DataReaderError } from './errors.js';
+import type { ReadAheadMeter } from './read-ahead-tuning.js';
 
 /** A range of one file, as the native prefetcher takes it. */
 export interface FileRange {
@@ -39,6 +40,8 @@ export const fileRangeKey = (r: FileRange): string => `${r.start}:${r.count}:${r
 export class PrefetchedRanges {
   readonly #create: () => Prefetcher;
   readonly #maxUnclaimedBytes: number;
+  /** Told of each batch asked for and handed over, when the read-ahead is tuned. */
+  readonly #meter: ReadAheadMeter | undefined;
   /** Tickets by range id, in enqueue order. */
   readonly #tickets = new Map<number, Ticket>();
   /** Announced, unclaimed tickets by range, oldest first. */
@@ -51,10 +54,12 @@ export class PrefetchedRanges {
   /**
    * @param create - makes the prefetcher, on first use (a reader that only lists shards starts no thread).
    * @param maxUnclaimedBytes - bytes of announced, unclaimed ranges kept in JavaScript.
+   * @param meter - told of every batch asked for and handed over (a tuned read-ahead).
    */
-  constructor(create: () => Prefetcher, maxUnclaimedBytes: number) {
+  constructor(create: () => Prefetcher, maxUnclaimedBytes: number, meter?: ReadAheadMeter) {
     this.#create = create;
     this.#maxUnclaimedBytes = maxUnclaimedBytes;
+    this.#meter = meter;
   }
 
   /** The prefetcher, once started (for its `stats`). */
@@ -81,10 +86,13 @@ export class PrefetchedRanges {
     if (range.count === 0) return;
     const ticket = this.#claim(range) ?? this.#enqueue(range, 'claimed');
     try {
+      this.#meter?.asked();
       for (;;) {
         const batch = ticket.batches.shift();
         if (batch !== undefined) {
+          this.#meter?.returned(batch);
           yield batch;
+          this.#meter?.asked();
           continue;
         }
         if (ticket.error !== undefined) throw ticket.error;

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { checkObject, checkOptionalInteger, expectedMessage } from '@edl/common';
 import { Prefetcher, type RecordBatch, RecordIOReader } from '@edl/recordio';
 import type { ObjectStat } from '@edl/storage';
-import { autotuneBudgets, reserveDataBudget, type TunedStage } from '../dataset/autotune/index.js';
+import { autotuneBudgets } from '../dataset/autotune/index.js';
 import type { JsonObject, RecordRange } from '../protocols.js';
 import { checkRange } from './check-range.js';
 import {
@@ -13,6 +13,7 @@ import {
   type RemoteSettings,
 } from './file-data-reader.js';
 import { type FileRange, fileRangeKey, PrefetchedRanges } from './prefetched-ranges.js';
+import { ReadAheadTuning } from './read-ahead-tuning.js';
 
 /**
  * Options of {@link RecordIODataReader.open}: exactly one of `dataDir` (every regular file in it is a
@@ -33,8 +34,10 @@ export type RecordIODataReaderOptions = FileReaderOptions & {
 export interface RecordIOPrefetchOptions {
   /**
    * Decoding threads; `0` decodes on the JavaScript thread when records are asked for. Default 2 (1
-   * on one core). `'auto'`: 2, within the process's data CPU budget (`configureAutotune`), counted
-   * against it so that `'auto'` dataset stages share the rest.
+   * on one core). `'auto'`: the prefetcher starts as many threads as the process's data CPU budget
+   * (`configureAutotune`) allows, plus the consumer's core it may lend, at most 4, with one active;
+   * the dataset tuner activates more while they measurably raise throughput and the budget,
+   * shared with the `'auto'` dataset stages, has room (tf.data's AUTOTUNE of parallel reads).
    */
   readonly threads?: number | 'auto';
   /**
@@ -46,9 +49,11 @@ export interface RecordIOPrefetchOptions {
   readonly batchSize?: number;
   /**
    * Decoded bytes read ahead of the consumer, in the native ring; also the bound on bytes of
-   * announced ranges pulled past while another range is read first. Default 64 MiB. `'auto'`: a
-   * quarter of the process's data RAM budget, at most 64 MiB, counted against the budget.
-   * Both `'auto'` values are fixed when the prefetcher starts: its threads and ring are not resized.
+   * announced ranges pulled past while another range is read first. Default 64 MiB. `'auto'`: the
+   * dataset tuner sets it in batches of the measured size, from 2 per active thread, grown while
+   * the consumer waits for batches, at most a quarter of the process's data RAM budget and 64 MiB,
+   * within the RAM budget it shares with the `'auto'` dataset stages (pulled-past ranges keep the
+   * most).
    */
   readonly maxBufferedBytes?: number | 'auto';
   /**
@@ -100,8 +105,8 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   readonly #storedOnly = new Map<string, boolean>();
   /** Ranges announced before their file was open, until it is (see #announceWhenOpen). */
   readonly #awaitingOpen = new Set<string>();
-  /** With `'auto'` threads or read-ahead: their share of the data budgets, while the prefetcher runs. */
-  #reservation: TunedStage | undefined;
+  /** With `'auto'` threads or read-ahead: the read-ahead as a stage of the dataset tuner. */
+  readonly #tuning: ReadAheadTuning | undefined;
 
   private constructor(
     files: FileList,
@@ -115,26 +120,38 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
     this.#onCorruptChunk = onCorruptChunk;
     this.#prefetchParam = prefetchParam;
     this.#storedDirect = prefetch !== false && prefetch.storedFiles === 'direct';
+    const tuned = prefetch !== false && (prefetch.threads === 'auto' || prefetch.maxBufferedBytes === 'auto');
+    const resolved = prefetch === false ? undefined : resolveAuto(prefetch);
+    this.#tuning =
+      tuned && resolved !== undefined && resolved.threads > 0
+        ? new ReadAheadTuning({
+            maxThreads: resolved.threads,
+            maxBytes: resolved.maxBufferedBytes,
+            tuneThreads: prefetch.threads === 'auto',
+            tuneBytes: prefetch.maxBufferedBytes === 'auto',
+            maxBatchBytes: MAX_BATCH_BYTES,
+            batchRecords: prefetch.batchSize,
+          })
+        : undefined;
     this.#ranges =
-      prefetch === false
+      prefetch === false || resolved === undefined
         ? undefined
-        : new PrefetchedRanges(() => {
-            const { threads, maxBufferedBytes } = resolveAuto(prefetch);
-            if (prefetch.threads === 'auto' || prefetch.maxBufferedBytes === 'auto')
-              this.#reservation = reserveDataBudget({
-                label: 'RecordIO read-ahead',
-                threads,
-                bytes: maxBufferedBytes,
+        : new PrefetchedRanges(
+            () => {
+              const prefetcher = Prefetcher.create({
+                threads: resolved.threads,
+                batchSize: prefetch.batchSize,
+                maxBatchBytes: MAX_BATCH_BYTES,
+                maxBufferedBytes: resolved.maxBufferedBytes,
+                maxOpenFiles,
+                onCorruptChunk,
               });
-            return Prefetcher.create({
-              threads,
-              batchSize: prefetch.batchSize,
-              maxBatchBytes: MAX_BATCH_BYTES,
-              maxBufferedBytes,
-              maxOpenFiles,
-              onCorruptChunk,
-            });
-          }, resolveAuto(prefetch).maxBufferedBytes);
+              this.#tuning?.attach(prefetcher);
+              return prefetcher;
+            },
+            resolved.maxBufferedBytes,
+            this.#tuning,
+          );
     if (prefetch !== false) this.prefetch = (range) => this.#announce(range);
   }
 
@@ -265,8 +282,7 @@ export class RecordIODataReader extends FileDataReader<RecordIOReader> {
   /** Stops the prefetcher's threads; the base closes every open file. */
   protected override closeFormat(): void {
     this.#ranges?.close();
-    this.#reservation?.unregister();
-    this.#reservation = undefined;
+    this.#tuning?.close();
   }
 }
 
@@ -275,17 +291,21 @@ type ResolvedPrefetchOptions = Required<RecordIOPrefetchOptions>;
 const DEFAULT_THREADS = availableParallelism() > 1 ? 2 : 1;
 const DEFAULT_BUFFERED_BYTES = 64 * MIB;
 
+/** Threads an `'auto'` read-ahead starts at most: decoding past this rarely keeps up with more. */
+const MAX_AUTO_THREADS = 4;
+
 /**
- * The prefetcher's threads and read-ahead bytes, `'auto'` ones from the data budgets now: the
- * default threads within the CPU budget (which leaves the main thread its core), and a quarter of the RAM budget (at most the default) so
- * that the tuned dataset stages keep the rest.
+ * The prefetcher's threads and read-ahead bytes, `'auto'` ones as the most the tuner may use,
+ * from the data budgets now: the CPU budget plus the consumer's core, which the tuner lends while
+ * the consumer waits, and a quarter of the RAM budget (at most the default), so that the tuned
+ * dataset stages keep the rest.
  */
 function resolveAuto(prefetch: ResolvedPrefetchOptions): { threads: number; maxBufferedBytes: number } {
   const budgets = autotuneBudgets();
   return {
     threads:
       prefetch.threads === 'auto'
-        ? Math.max(1, Math.min(DEFAULT_THREADS, budgets.cpuBudget - 1))
+        ? Math.max(1, Math.min(MAX_AUTO_THREADS, budgets.cpuBudget + 1, availableParallelism()))
         : prefetch.threads,
     maxBufferedBytes:
       prefetch.maxBufferedBytes === 'auto'

@@ -54,6 +54,8 @@ export interface NativePrefetcher {
    */
   recycle(data: ArrayBuffer, bounds: ArrayBuffer): void;
   stats(): NativePrefetchStats;
+  /** The read-ahead bound and the working threads, clamped natively to the values at creation. */
+  setReadAhead(maxBufferedBytes: number, activeThreads: number): void;
   /** Stops the threads and frees the buffers; idempotent. */
   close(): void;
 }

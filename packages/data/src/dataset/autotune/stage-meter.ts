@@ -63,6 +63,11 @@ export class StageMeter {
     this.#bytes.add(bytes);
   }
 
+  /** The mean element size measured so far, or undefined before one was. */
+  get elementBytes(): number | undefined {
+    return this.#bytes.mean;
+  }
+
   /** The rates so far; undefined until input and consumer times (and work, for a map) were measured. */
   rates(hasWork: boolean): StageRates | undefined {
     const inputMs = this.#input.mean;

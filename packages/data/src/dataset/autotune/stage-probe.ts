@@ -51,10 +51,15 @@ export class StageProbe {
   startInput(): (input?: unknown) => void {
     const start = performance.now();
     return (input) => {
-      this.#stage?.meter.addInput(performance.now() - start);
+      this.addInput(performance.now() - start);
       if (input !== undefined && this.#sampled % SIZE_SAMPLE_EVERY === 0)
         this.#inputBytes = estimateBytes(input);
     };
+  }
+
+  /** One read of the parent took `ms` (0 for a stage without one, whose reads are its own work). */
+  addInput(ms: number): void {
+    this.#stage?.meter.addInput(ms);
   }
 
   /** `ms` of own work for `count` elements (a map's threads). */
@@ -62,10 +67,14 @@ export class StageProbe {
     if (count > 0) this.#stage?.meter.addWork(ms, count);
   }
 
-  /** An element is returned to the consumer. */
-  returned(value: unknown): void {
+  /**
+   * An element is returned to the consumer; `bytes`, when the stage knows its exact size, is
+   * counted for every element instead of an estimate of one in {@link SIZE_SAMPLE_EVERY}.
+   */
+  returned(value: unknown, bytes?: number): void {
     const stage = this.#registered();
-    if (this.#sampled++ % SIZE_SAMPLE_EVERY === 0)
+    if (bytes !== undefined) stage.meter.addElementBytes(bytes);
+    else if (this.#sampled++ % SIZE_SAMPLE_EVERY === 0)
       stage.meter.addElementBytes(this.#inputBytes + estimateBytes(value));
     const now = performance.now();
     this.#returnedAt = now;

@@ -30,6 +30,10 @@ export interface TunedStageSpec {
   readonly hasWork: boolean;
   readonly threadBytes?: number;
   readonly fixedBytes?: number;
+  /** Bytes of a buffered element until one is measured (default 0: unknown). */
+  readonly elementBytes?: number;
+  /** Returns a parallelism change is measured over (default {@link RATE_WINDOW}): fewer for large elements. */
+  readonly rateWindow?: number;
   /** Threads the stage runs whatever the tuner does (a reader's decoding threads). */
   readonly fixedThreads?: number;
   /** Applies new settings; called on the stage's consumer thread between two elements. */
@@ -87,18 +91,20 @@ export class TunedStage {
   rates: StageRates | undefined;
   lastChangeAtElement = 0;
   /** The stage's output rate under its current settings (since the last parallelism change). */
-  readonly #window = new RateWindow();
+  readonly #window: RateWindow;
   /** A parallelism change under measurement. */
   #trial: Trial | undefined;
   /** Threads at most: those before a change that was stepped back, until element `#retryAt`. */
   #parallelismCap = Number.POSITIVE_INFINITY;
   #retryAt = 0;
   /** Elements before the next try after a step back; grows with each step back. */
-  #retryAfter = RETRY_AFTER_WINDOWS * RATE_WINDOW;
+  #retryAfter: number;
 
   constructor(spec: TunedStageSpec) {
     this.spec = spec;
     this.settings = spec.initial;
+    this.#window = new RateWindow(spec.rateWindow ?? RATE_WINDOW);
+    this.#retryAfter = RETRY_AFTER_WINDOWS * (spec.rateWindow ?? RATE_WINDOW);
   }
 
   /** The stage returned an element: counts it and lets the tuner run a round when one is due. */
@@ -251,15 +257,18 @@ class Autotuner {
     const climb = measured.map((s) => toClimbStage(s));
     // Unmeasured stages still hold their memory and threads: the measured ones get the rest.
     const unmeasured = stages.filter((s) => s.rates === undefined);
+    // The climb counts the tuned threads of the measured stages; every other thread is set aside:
+    // those of unmeasured stages, and fixed ones (a reader's decoding threads not 'auto').
+    const heldThreads = (s: TunedStage) =>
+      s.spec.fixedThreads ?? (s.spec.tuneParallelism ? s.settings.parallelism : 0);
+    const fixedThreads = (s: TunedStage) => (s.spec.tuneParallelism ? 0 : (s.spec.fixedThreads ?? 0));
     const next = hillClimb(climb, {
       ramBytes:
         this.ramBudgetBytes - unmeasured.reduce((sum, s) => sum + stageBytes(toClimbStage(s), s.settings), 0),
       cpuThreads:
         this.#cpuThreads() -
-        unmeasured.reduce(
-          (sum, s) => sum + (s.spec.fixedThreads ?? (s.spec.tuneParallelism ? s.settings.parallelism : 0)),
-          0,
-        ),
+        unmeasured.reduce((sum, s) => sum + heldThreads(s), 0) -
+        measured.reduce((sum, s) => sum + fixedThreads(s), 0),
     });
     measured.forEach((stage, i) => {
       const settings = next[i] as StageSettings;
@@ -299,16 +308,26 @@ function describeStage(s: TunedStage): TunedStageSnapshot {
     inputPerSecond: perSecond(rates?.inputMs),
     workPerSecond: perSecond(rates?.workMs),
     consumerPerSecond: perSecond(rates?.consumerMs),
-    elementBytes: Math.round(rates?.elementBytes ?? 0),
+    elementBytes: Math.round(rates?.elementBytes ?? unmeasuredElementBytes(s)),
     elements: s.meter.elements,
     lastChangeAtElement: s.lastChangeAtElement,
   };
 }
 
+/** Before its rates are measured, a stage still holds its elements: their measured or announced size. */
+function unmeasuredElementBytes(stage: TunedStage): number {
+  return stage.meter.elementBytes ?? stage.spec.elementBytes ?? 0;
+}
+
 function toClimbStage(stage: TunedStage): ClimbStage {
   const { spec } = stage;
   return {
-    rates: stage.rates ?? { inputMs: 0, workMs: 0, consumerMs: 0, elementBytes: 0 },
+    rates: stage.rates ?? {
+      inputMs: 0,
+      workMs: 0,
+      consumerMs: 0,
+      elementBytes: unmeasuredElementBytes(stage),
+    },
     settings: stage.settings,
     tuneParallelism: spec.tuneParallelism,
     tuneBuffer: spec.tuneBuffer,
@@ -326,8 +345,8 @@ export function registerTunedStage(spec: TunedStageSpec): TunedStage {
 }
 
 /**
- * Counts memory and threads that a stage holds outside the tuner's reach (the native RecordIO
- * read-ahead, whose threads and bytes are fixed when it starts) against the budgets, so that the
+ * Counts memory and threads that a stage holds outside the tuner's reach (threads and bytes
+ * fixed when it starts, which the tuner cannot change) against the budgets, so that the
  * tuned stages share what is left; it shows in {@link autotuneSnapshot} with its values. Hold the
  * returned handle while the resources are held, and `unregister()` it when they are freed.
  */
