@@ -43,6 +43,39 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A checkpoint in its own directory: the directory and the checkpoint's file. */
+interface CheckpointCopy {
+  readonly dir: string;
+  readonly file: string;
+}
+
+let unusableCopies: Promise<{ dense: CheckpointCopy; partsMissing: CheckpointCopy }> | undefined;
+
+/**
+ * Checkpoints an evaluation job refuses: the trained one as a job without --num-ps writes it (no
+ * shard parts), and the trained one copied without its parts.
+ */
+function unusable(): Promise<{ dense: CheckpointCopy; partsMissing: CheckpointCopy }> {
+  unusableCopies ??= (async () => {
+    const found = await findCheckpoint(trained.checkpoint.path);
+    if (found === undefined) throw new Error('no checkpoint');
+    const { parameterServers: _, ...withoutParts } = found.checkpoint;
+    const denseDir = path.join(dir, 'dense');
+    const dense = { dir: denseDir, file: await writeCheckpoint(denseDir, withoutParts) };
+    const partsMissing = path.join(dir, 'parts-missing');
+    const file = path.join(partsMissing, path.basename(trained.checkpoint.path));
+    await mkdir(partsMissing);
+    await cp(trained.checkpoint.path, file);
+    return { dense, partsMissing: { dir: partsMissing, file } };
+  })();
+  return unusableCopies;
+}
+
+const noPartsMessage = (file: string, what: string) =>
+  `Checkpoint ${file} (model version ${trained.checkpoint.version}) has no parameter-server shard parts, so ${what} cannot be restored: its job ran without --num-ps`;
+const partsMissingMessage = (file: string) =>
+  `Checkpoint ${file} (model version ${trained.checkpoint.version}) was written by 2 parameter-server shards, but its shard parts cannot be used`;
+
 /** The JSON objects of a process's lines, also those `edl master` prefixes with a shard's name. */
 function eventsOf(lines: readonly string[]): Record<string, unknown>[] {
   return lines.flatMap((line) => {
@@ -107,23 +140,13 @@ describe('edl master: an evaluation job of a model trained with --num-ps 2', () 
   }, 120_000);
 
   it('refuses, as edl evaluate does, a checkpoint without shard parts for --num-ps and one whose parts are missing', async () => {
-    const found = await findCheckpoint(trained.checkpoint.path);
-    if (found === undefined) throw new Error('no checkpoint');
-    const { parameterServers: _, ...dense } = found.checkpoint;
-    const file = await writeCheckpoint(path.join(dir, 'dense'), dense);
-    const noParts = await masterJob(['--model-checkpoint', path.join(dir, 'dense'), '--num-ps', '2']);
+    const { dense, partsMissing } = await unusable();
+    const noParts = await masterJob(['--model-checkpoint', dense.dir, '--num-ps', '2']);
     expect(noParts.code).toBe(1);
-    expect(noParts.stderr).toContain(
-      `Checkpoint ${file} (model version ${trained.checkpoint.version}) has no parameter-server shard parts, so its embedding rows cannot be restored: its job ran without --num-ps`,
-    );
-    const partsMissing = path.join(dir, 'parts-missing');
-    await mkdir(partsMissing);
-    await cp(trained.checkpoint.path, path.join(partsMissing, path.basename(trained.checkpoint.path)));
-    const missing = await masterJob(['--model-checkpoint', partsMissing]);
+    expect(noParts.stderr).toContain(noPartsMessage(dense.file, 'its embedding rows'));
+    const missing = await masterJob(['--model-checkpoint', partsMissing.dir]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain(
-      `Checkpoint ${path.join(partsMissing, path.basename(trained.checkpoint.path))} (model version ${trained.checkpoint.version}) was written by 2 parameter-server shards, but its shard parts cannot be used`,
-    );
+    expect(missing.stderr).toContain(partsMissingMessage(partsMissing.file));
     // No shard and no worker started from nothing.
     for (const run of [noParts, missing])
       expect(run.events.filter((e) => e.event === 'listening')).toEqual([]);
@@ -158,6 +181,42 @@ async function freePort(): Promise<number> {
 }
 
 describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 on the fake API server', () => {
+  it('the master pod refuses the same checkpoints with the same words, before it makes any pod', async () => {
+    const { dense, partsMissing } = await unusable();
+    const masterPod = (checkpoint: string) =>
+      runEdl(
+        [
+          'k8s',
+          'master',
+          '--job-name',
+          'refused',
+          '--image',
+          'edl:test',
+          '--',
+          '--model-def',
+          MODEL_DEF,
+          '--validation-data',
+          valid,
+          '--model-checkpoint',
+          checkpoint,
+          '--backend',
+          'cpu',
+        ],
+        undefined,
+        undefined,
+        // No cluster to reach: the checks come first.
+        { ...process.env, EDL_JOB_TOKEN: 'refused', EDL_NAMESPACE: 'ml', KUBECONFIG: '/nonexistent' },
+      );
+    const noParts = await masterPod(dense.dir);
+    expect(noParts.code).toBe(1);
+    expect(noParts.stderr).toContain(
+      noPartsMessage(dense.file, "the model's distributed embedding tables ('item')"),
+    );
+    const missing = await masterPod(partsMissing.dir);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(partsMissingMessage(partsMissing.file));
+  }, 60_000);
+
   it('runs shard pods restored from the checkpoint; a killed one comes back restored, with unchanged metrics', async () => {
     const token = 'evaluation-job-token';
     const kubeconfig = (url: string, name: string) => {
@@ -220,6 +279,11 @@ describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 o
     );
     try {
       cluster.server.create('secrets', 'ml', { metadata: { name: 'ctr-eval-token' }, stringData: { token } });
+      // The pods' command lines as created (the job's end deletes the pods).
+      const podArgs = new Map<string, string[]>();
+      cluster.server.onPodChange((type, pod) => {
+        if (type === 'ADDED') podArgs.set(pod.metadata.name, pod.spec.containers[0].args);
+      });
       const ports = [await freePort(), await freePort()];
       const separator = masterArgs.indexOf('--');
       let killed = false;
@@ -261,7 +325,7 @@ describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 o
       ]);
       // Every shard pod, the relaunched one too, restores the evaluated checkpoint's cut.
       for (const name of ['ctr-eval-ps-0-0', 'ctr-eval-ps-1-0', 'ctr-eval-ps-1-1']) {
-        const args = cluster.server.get('pods', 'ml', name)?.spec.containers[0].args as string[];
+        const args = podArgs.get(name) ?? [];
         expect(args.slice(args.indexOf('--restore-dir')), name).toEqual([
           '--restore-dir',
           trained.checkpointDir,
