@@ -8,16 +8,18 @@
  * metrics. Needs `pnpm build`.
  */
 
-import { once } from 'node:events';
 import { existsSync, writeFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findCheckpoint, writeCheckpoint } from '@edl/master';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../master/test/helpers.js';
 import { kubeConfigFor, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
+import { LOOPBACK_MASTER_POD_OPTIONS } from './helpers/loopback-master-pod.js';
 import {
+  CLICK_MASTER_OPTIONS,
+  clickWorkerCommand,
   type Evaluation,
   expectShardsRestoredFromParts,
   expectTrainedMetrics,
@@ -92,24 +94,16 @@ function resultOf(run: EdlRun): { state: string; evaluations: Evaluation[] } & R
 describe('edl master: an evaluation job of a model trained with --num-ps 2', () => {
   /** `edl master` evaluating with 2 real `edl worker` processes and the job's optimizer. */
   async function masterJob(options: readonly string[], env?: NodeJS.ProcessEnv) {
-    const worker = [process.execPath, EDL_BIN, 'worker', '--model-def', MODEL_DEF];
     const run = await runEdl(
       [
         'master',
         '--validation-data',
         valid,
-        '--minibatch-size',
-        '20',
-        '--num-minibatches-per-task',
-        '3',
-        '--optimizer',
-        'adagrad',
-        '--learning-rate',
-        '0.2',
+        ...CLICK_MASTER_OPTIONS,
         '--num-workers',
         '2',
         '--worker-command',
-        JSON.stringify([...worker, '--validation-data', valid, '--backend', 'cpu', '--minibatch-size', '20']),
+        clickWorkerCommand('--validation-data', valid),
         ...options,
       ],
       undefined,
@@ -170,15 +164,6 @@ describe('edl master: an evaluation job of a model trained with --num-ps 2', () 
     }
   }, 120_000);
 });
-
-/** A loopback port free now. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
 
 describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 on the fake API server', () => {
   it('the master pod refuses the same checkpoints with the same words, before it makes any pod', async () => {
@@ -243,6 +228,9 @@ describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 o
       valid,
       '--model-checkpoint',
       trained.checkpointDir,
+      // The job's own checkpoints: an evaluation job's shards still never roll back to them.
+      '--checkpoint-dir',
+      path.join(dir, 'evaluation-checkpoints'),
       '--backend',
       'cpu',
       '--minibatch-size',
@@ -300,14 +288,7 @@ describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 o
           ...masterArgs.slice(masterArgs.indexOf('k8s'), separator),
           '--kubeconfig',
           kubeconfig(cluster.server.url, 'run'),
-          '--host',
-          '127.0.0.1',
-          '--port',
-          '0',
-          '--master-address',
-          'bound',
-          '--delete-grace-seconds',
-          '1',
+          ...LOOPBACK_MASTER_POD_OPTIONS,
           ...ports.flatMap((port) => ['--ps-address', `127.0.0.1:${port}`]),
           ...masterArgs.slice(separator),
         ],

@@ -70,6 +70,8 @@ export async function checkpointShardsOf(
   try {
     found = await findCheckpoint(location);
   } catch (error) {
+    // A checkpoint's own error (corrupt, unreadable) names it already; a missing path does not.
+    if (error instanceof CheckpointError) throw error;
     throw new CheckpointError(
       'NOT_FOUND',
       `${flag} ${location} cannot be read: ${(error as Error).message}`,

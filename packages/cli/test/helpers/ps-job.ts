@@ -72,6 +72,38 @@ export const CLICK_JOB_OPTIONS = [
   '3',
 ] as const;
 
+/** `edl master`'s options of a click-model job: its tasks, and the model definition's optimizer. */
+export const CLICK_MASTER_OPTIONS = [
+  '--minibatch-size',
+  '20',
+  '--num-minibatches-per-task',
+  '3',
+  '--optimizer',
+  'adagrad',
+  '--learning-rate',
+  '0.2',
+] as const;
+
+/**
+ * `edl master --worker-command` of click-model workers on the cpu backend, reading `origin` given
+ * as `dataFlag` (`--training-data`, `--validation-data`).
+ */
+export function clickWorkerCommand(dataFlag: string, origin: string): string {
+  return JSON.stringify([
+    process.execPath,
+    EDL_BIN,
+    'worker',
+    '--model-def',
+    MODEL_DEF,
+    dataFlag,
+    origin,
+    '--backend',
+    'cpu',
+    '--minibatch-size',
+    '20',
+  ]);
+}
+
 /** The built `edl train` of the click model on 2 workers for {@link EPOCHS} epochs, with `--stats`. */
 export function trainClicks(options: TrainClicksOptions): Promise<Run> {
   const args = [
