@@ -9,7 +9,7 @@
  */
 
 import { existsSync, writeFileSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findCheckpoint, writeCheckpoint } from '@edl/master';
@@ -141,8 +141,15 @@ describe('edl master: an evaluation job of a model trained with --num-ps 2', () 
     const missing = await masterJob(['--model-checkpoint', partsMissing.dir]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(partsMissingMessage(partsMissing.file));
+    // A corrupt checkpoint: its own error, not one about the option's path.
+    const corrupt = path.join(dir, 'corrupt', path.basename(trained.checkpoint.path));
+    await mkdir(path.dirname(corrupt));
+    await writeFile(corrupt, 'not a checkpoint');
+    const unreadable = await masterJob(['--model-checkpoint', corrupt]);
+    expect(unreadable.code).toBe(1);
+    expect(unreadable.stderr).toContain(`edl master: Checkpoint ${corrupt} is corrupt: bad magic`);
     // No shard and no worker started from nothing.
-    for (const run of [noParts, missing])
+    for (const run of [noParts, missing, unreadable])
       expect(run.events.filter((e) => e.event === 'listening')).toEqual([]);
   }, 60_000);
 
