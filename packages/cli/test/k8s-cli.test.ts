@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeCluster, startFakeCluster } from '../../master/test/kubernetes/fixtures/fake-cluster.js';
 import { S3RVER_CREDENTIALS, startS3rver } from '../../storage/test/support/s3rver-process.js';
 import { runCli } from '../src/main.js';
+import { LOOPBACK_MASTER_POD_OPTIONS } from './helpers/loopback-master-pod.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const simWorker = fileURLToPath(new URL('../../master/test/fixtures/sim-worker.mjs', import.meta.url));
@@ -334,14 +335,7 @@ function masterPodArgs(
     'edl:test',
     '--kubeconfig',
     kubeconfig,
-    '--host',
-    '127.0.0.1',
-    '--port',
-    '0',
-    '--master-address',
-    'bound',
-    '--delete-grace-seconds',
-    '1',
+    ...LOOPBACK_MASTER_POD_OPTIONS,
     '--edl-command',
     JSON.stringify(edlCommand),
     ...k8sArgs,

@@ -12,22 +12,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SeededRandom } from '@edl/common';
 import { findCheckpoint, writeCheckpoint } from '@edl/master';
-import { readShardMarkers, shardCheckpointDirName } from '@edl/ps';
+import { shardCheckpointDirName } from '@edl/ps';
 import { TFRecordWriter } from '@edl/recordio';
-import { putObject } from '@edl/storage';
 import { selectBackend, tf, tfl } from '@edl/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DENSE_FEATURES, encodeClick, IDS_PER_EXAMPLE } from './fixtures/sparse-click-model.js';
 import {
   CLICK_JOB_OPTIONS,
-  itemRowsOf,
+  expectShardsRestoredFromParts,
+  expectTrainedMetrics as expectTrainedMetricsOf,
   MODEL_DEF,
   type Summary,
-  succeededOnce,
-  TRAIN_RECORDS,
-  trainClicks,
+  trainedClickCheckpoint,
+  uploadShardParts,
   VOCABULARY,
-  writeClicks,
 } from './helpers/ps-job.js';
 import { EDL_BIN, runEdl } from './helpers/run-edl.js';
 import { type BucketS3rver, startBucketS3rver } from './helpers/s3rver-env.js';
@@ -46,9 +44,6 @@ const predictX: number[] = [];
 beforeAll(async () => {
   if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm build' first`);
   dir = await mkdtemp(path.join(tmpdir(), 'edl-ps-evaluate-'));
-  checkpointDir = path.join(dir, 'ckpt');
-  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
-  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
   // Every id of the vocabulary, uniformly: rare ids, and ids no training example had.
   const random = new SeededRandom(5);
   const writer = TFRecordWriter.create(path.join(dir, 'predict.tfrecord'));
@@ -60,16 +55,7 @@ beforeAll(async () => {
     writer.write(encodeClick(ids, x, 0));
   }
   await writer.close();
-  const run = await trainClicks({ dataDir: dir, checkpointDir, extra: ['--num-ps', '2'] });
-  const summary = succeededOnce(run);
-  trained = summary.evaluations.at(-1) as Summary['evaluations'][number];
-  expect(trained.records).toBe(400);
-  const found = await findCheckpoint(checkpointDir);
-  if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
-  expect(found.checkpoint.parameterServers).toEqual({ numShards: 2 });
-  const version = found.checkpoint.store.version;
-  checkpoint = { path: found.path, version, rows: itemRowsOf(readShardMarkers(checkpointDir, version)) };
-  expect(checkpoint.rows).toBeGreaterThan(0);
+  ({ checkpointDir, trained, checkpoint } = await trainedClickCheckpoint(dir));
 }, 300_000);
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -82,10 +68,13 @@ interface JobRun {
   readonly events: Record<string, unknown>[];
 }
 
-/** `edl evaluate | predict` of the click model on 2 workers, with `--stats`. */
+/**
+ * `edl evaluate | predict` of the click model on 2 workers, with `--stats`, of `--model-checkpoint
+ * checkpoint`, or of `checkpoint`'s options as they are.
+ */
 async function job(
   kind: 'evaluate' | 'predict',
-  modelCheckpoint: string,
+  checkpoint: string | readonly string[],
   extra: readonly string[] = [],
   env?: NodeJS.ProcessEnv,
   onStderrLine?: (line: string) => void,
@@ -100,8 +89,7 @@ async function job(
       '--model-def',
       MODEL_DEF,
       ...data,
-      '--model-checkpoint',
-      modelCheckpoint,
+      ...(typeof checkpoint === 'string' ? ['--model-checkpoint', checkpoint] : checkpoint),
       ...CLICK_JOB_OPTIONS,
       '--stats',
       ...extra,
@@ -120,32 +108,14 @@ async function job(
 /** Checks that `numShards` shards restored the committed checkpoint's parts, all its rows. */
 function expectRestored(run: JobRun, numShards: number): void {
   expect(run.code, run.stderr.slice(-3000)).toBe(0);
-  const restored = run.events.filter((e) => e.event === 'restored');
-  expect(restored.map((e) => e.shardIndex).sort()).toEqual([...Array(numShards).keys()]);
-  for (const event of restored) expect(event.version).toBe(checkpoint.version);
-  const rows = restored.map((e) => (e.tables as { name: string; rows: number }[])[0]?.rows ?? 0);
-  expect(rows.every((r) => r > 0)).toBe(true);
-  expect(rows.reduce((a, b) => a + b, 0)).toBe(checkpoint.rows);
-  // Evaluation and prediction pulls create no row: each shard stops holding what it restored.
-  const stopped = run.events.filter((e) => e.event === 'stopped');
-  expect(stopped).toHaveLength(numShards);
-  for (const event of stopped) {
-    const index = restored.findIndex((r) => r.shardIndex === event.shardIndex);
-    expect((event.tables as { rows: number }[])[0]?.rows).toBe(rows[index]);
-  }
+  expectShardsRestoredFromParts(run.events, numShards, checkpoint);
 }
 
 /** Checks that an evaluation job's metrics are the training job's final evaluation. */
 function expectTrainedMetrics(run: JobRun): void {
   const line = run.stdout.split('\n').find((l) => l.startsWith('{"state"'));
   expect(line, run.stdout).toBeDefined();
-  const summary = JSON.parse(line as string) as Summary;
-  expect(summary.evaluations).toHaveLength(1);
-  const evaluation = summary.evaluations[0] as Summary['evaluations'][number];
-  expect(evaluation.records).toBe(400);
-  expect(Object.keys(evaluation.metrics).sort()).toEqual(Object.keys(trained.metrics).sort());
-  for (const [name, value] of Object.entries(trained.metrics))
-    expect(evaluation.metrics[name], name).toBeCloseTo(value, 4);
+  expectTrainedMetricsOf((JSON.parse(line as string) as Summary).evaluations, trained);
 }
 
 describe('edl evaluate --model-checkpoint of a model trained with --num-ps 2', () => {
@@ -186,6 +156,18 @@ describe('edl evaluate --model-checkpoint of a model trained with --num-ps 2', (
       false,
     );
     expectTrainedMetrics(run);
+  }, 120_000);
+
+  it("--checkpoint-dir without --model-checkpoint evaluates the directory's newest checkpoint, writing nothing there", async () => {
+    const before = (await readdir(checkpointDir)).sort();
+    const run = await job('evaluate', ['--checkpoint-dir', checkpointDir]);
+    expectRestored(run, 2);
+    expect(run.stderr).toContain(
+      `parameter-server shards started from the shard parts of ${checkpoint.path}`,
+    );
+    expectTrainedMetrics(run);
+    // Evaluation changes no model: the job neither resumed the training job nor wrote a checkpoint.
+    expect((await readdir(checkpointDir)).sort()).toEqual(before);
   }, 120_000);
 
   it('re-shards the checkpoint onto --num-ps 3 with the same metrics', async () => {
@@ -283,6 +265,10 @@ describe('edl evaluate of a checkpoint whose shard parts cannot be used', () => 
     expect(run.stderr).toContain(`--model-checkpoint ${uncommitted} holds no committed checkpoint`);
     expect(run.stderr).toContain('shard parts (ps-<version>/) that no checkpoint commits are never used');
     expect(run.events.filter((e) => e.event === 'listening')).toEqual([]);
+    // The same directory as --checkpoint-dir: refused the same way, naming that option.
+    const fromDir = await job('evaluate', ['--checkpoint-dir', uncommitted]);
+    expect(fromDir.code).toBe(1);
+    expect(fromDir.stderr).toContain(`--checkpoint-dir ${uncommitted} holds no committed checkpoint`);
   }, 60_000);
 });
 
@@ -295,12 +281,7 @@ describe('edl evaluate --model-checkpoint s3://', () => {
     await s3?.stop();
   });
 
-  /** Uploads the committed checkpoint's shard parts under `prefix`, as the shards write them. */
-  async function uploadParts(prefix: string): Promise<void> {
-    const parts = shardCheckpointDirName(checkpoint.version);
-    for (const name of await readdir(path.join(checkpointDir, parts)))
-      await putObject(`${prefix}${parts}/${name}`, await readFile(path.join(checkpointDir, parts, name)));
-  }
+  const uploadParts = (prefix: string) => uploadShardParts(checkpointDir, checkpoint.version, prefix);
 
   it("restores the shard parts beside the checkpoint's manifest, with the training job's metrics", async () => {
     const prefix = 's3://bucket/committed/';

@@ -13,6 +13,8 @@ import { readCheckpoint } from '@edl/master';
 import { decodeEmbeddingTable, readShardMarkers, shardCheckpointDirName, shardOfId } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLICK_MASTER_OPTIONS,
+  clickWorkerCommand,
   EPOCHS,
   expectShardsRestored,
   itemRowsOf,
@@ -148,19 +150,6 @@ describe('edl train --num-ps 2', () => {
 
   it('edl master --num-ps 2 launches the shards, prints their addresses and hands them to its workers', async () => {
     const data = path.join(dir, 'train.tfrecord');
-    const workerCommand = JSON.stringify([
-      process.execPath,
-      EDL_BIN,
-      'worker',
-      '--model-def',
-      MODEL_DEF,
-      '--training-data',
-      data,
-      '--backend',
-      'cpu',
-      '--minibatch-size',
-      '20',
-    ]);
     const run = await runEdl([
       'master',
       '--training-data',
@@ -169,18 +158,11 @@ describe('edl train --num-ps 2', () => {
       '2',
       '--num-ps',
       '2',
-      '--minibatch-size',
-      '20',
-      '--num-minibatches-per-task',
-      '3',
-      '--optimizer',
-      'adagrad',
-      '--learning-rate',
-      '0.2',
+      ...CLICK_MASTER_OPTIONS,
       '--seed',
       '5',
       '--worker-command',
-      workerCommand,
+      clickWorkerCommand('--training-data', data),
     ]);
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
     expect(run.stdout).toMatch(/^EDL_PS_ADDRESSES=127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/m);

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -20,4 +22,13 @@ export async function waitFor(condition: () => boolean, what: string, timeoutMs 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/** A loopback port free now: the kernel's pick for a server that closes at once. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  return port;
 }

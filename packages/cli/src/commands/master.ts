@@ -6,6 +6,12 @@ import type { JobType } from '@edl/master';
 import { type CommandLine, integerValue, jsonStringArrayValue, parseCommandLine } from '../args.js';
 import type { Command, CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
+import {
+  checkpointShardsOf,
+  evaluationJobOptions,
+  logShardsRestored,
+  shardRestorePoint,
+} from '../job/checkpoint-shards.js';
 import { recordsSummary } from '../job/records-summary.js';
 import { applyS3Options, S3_OPTION_SPEC, S3_OPTIONS_HELP, s3Args, s3Options } from '../job/s3-options.js';
 import { WORKER_NODE_FLAGS } from '../job/worker-node-flags.js';
@@ -46,6 +52,9 @@ Server and workers:
   --num-ps N (0)        parameter-server shards (edl ps processes) for the rows of distributed
                         embedding tables, with the job's --optimizer and --seed; their addresses
                         go to every worker (EDL_PS_ADDRESSES) and are printed
+                        (evaluation, prediction: default as many as wrote the checkpoint of
+                        --model-checkpoint, or else of --checkpoint-dir's newest, each restored
+                        from it before any worker pulls; N re-shards its rows)
   --worker-command CMD  the worker to run (default: this edl's 'worker' command); {workerId} and
                         {masterAddress} are replaced; workers get EDL_MASTER_ADDR, EDL_JOB_TOKEN and
                         EDL_WORKER_ID in their environment
@@ -141,7 +150,6 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
   let readerParams = (v['data-reader-params'] ?? {}) as JsonObject;
   if (v['data-reader'] !== undefined) readerParams = { ...readerParams, type: v['data-reader'] };
 
-  const numPs = v['num-ps'] ?? 0;
   const [
     { createDataReader },
     { createStreamLogger, startMaster },
@@ -154,6 +162,14 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     import('@edl/master/local-workers'),
   ]);
   await applyS3Options(s3);
+  // Evaluation and prediction of a model trained with --num-ps: the shards restore its checkpoint.
+  const given = {
+    modelCheckpoint: v['model-checkpoint'],
+    checkpointDir: v['checkpoint-dir'],
+    numPs: v['num-ps'] ?? 0,
+  };
+  const evaluated = jobType.startsWith('training') ? undefined : await checkpointShardsOf(given);
+  const { modelCheckpoint, checkpointDir, numPs } = evaluationJobOptions(given, evaluated);
   const jobId = randomBytes(4).toString('hex');
   const logger = createStreamLogger(io.stderr, {
     level: v['log-level'] ?? 'info',
@@ -168,7 +184,10 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     return reader;
   };
   const optional = optionalValue;
-  const masterOptions = masterCommandOptions(v, jobType);
+  const masterOptions = masterCommandOptions(
+    { ...v, 'model-checkpoint': modelCheckpoint, 'checkpoint-dir': checkpointDir },
+    jobType,
+  );
   // The shards are given the token before the master starts: it cannot be the master's own pick.
   const token = process.env.EDL_JOB_TOKEN || (numPs > 0 ? randomBytes(32).toString('hex') : undefined);
   const jobOptimizer = masterOptions.parameterStore?.optimizer;
@@ -184,6 +203,8 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
           onWarning: (message) => logger.warn(message),
         })
       : undefined;
+  // Every shard, relaunched ones too, starts from the evaluated checkpoint's cut.
+  if (evaluated !== undefined) parameterServers?.setRestorePoint(shardRestorePoint(evaluated));
   try {
     const [trainingReader, evaluationReader, predictionReader] = [
       await open(v['training-data']),
@@ -217,6 +238,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       await handle.stop();
       throw error;
     });
+    logShardsRestored(logger, evaluated);
     io.stdout.write(
       `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\n`}`,
     );

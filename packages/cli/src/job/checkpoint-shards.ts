@@ -1,11 +1,13 @@
 /**
- * The parameter-server shards of `edl evaluate` and `edl predict` with `--model-checkpoint` (issue
- * 25). A model trained with `--num-ps` keeps its embedding rows in the shard parts of its
+ * The checkpoint of an evaluation or prediction job and its parameter-server shards (issue 25), for
+ * every command that runs one: `edl evaluate | predict`, `edl master` and the master pod of `edl
+ * k8s submit`. A model trained with `--num-ps` keeps its embedding rows in the shard parts of its
  * checkpoints (`ps-<version>/` beside the master's file or manifest, docs/master.md), not in the
  * master's file: the job's shards must hold those rows before any worker pulls one, or the
  * metrics and predictions would be those of the initializer's rows.
  */
 import path from 'node:path';
+import type { MasterLogger } from '@edl/master';
 import type { ModelDefinition } from '@edl/worker';
 import { isUrl, type JobOptions } from './job-options.js';
 
@@ -16,7 +18,12 @@ checkpoint's parameter-server files (ps-<version>/ beside it, locally or in S3),
 (the rows spread over N), and each loads its rows before any worker reads one. Reading creates
 no row: an id the model was never trained on reads as its initializer's value. Only finished
 checkpoints count (the parameter-server files of one the job did not finish writing are never
-used), and a checkpoint of such a model without parameter-server files is refused.`;
+used), and a checkpoint of such a model without parameter-server files is refused.
+--checkpoint-dir DIR without --model-checkpoint: the same with DIR's newest checkpoint (the job
+neither resumes from DIR nor writes a checkpoint there).`;
+
+/** The options that say where an evaluation or prediction job's checkpoint is, and its shards. */
+export type EvaluatedCheckpointOptions = Pick<JobOptions, 'modelCheckpoint' | 'checkpointDir' | 'numPs'>;
 
 /** The committed checkpoint an evaluation or prediction job starts from, and its shard parts. */
 export interface CheckpointShards {
@@ -38,23 +45,27 @@ function partsDirOf(checkpoint: string): string {
 }
 
 /**
- * The checkpoint of `--model-checkpoint` and the shards that restore it (undefined without
- * `--model-checkpoint`): as many as wrote its parts unless `--num-ps` says otherwise (restoring
- * re-shards). Only committed checkpoints count: a checkpoint file, or in an object store a
- * manifest; shard parts no checkpoint commits (a job killed while writing them) are never used.
- * Throws a CheckpointError naming the checkpoint when there is no committed one, when `--num-ps`
- * asks for shards it has no parts for, or when its parts are not one complete set.
+ * The checkpoint an evaluation or prediction job runs and the shards that restore it: the newest
+ * committed one of `--model-checkpoint`, or without it of `--checkpoint-dir` (the training job's
+ * directory: evaluating it means evaluating its newest checkpoint); undefined without either. As
+ * many shards as wrote its parts unless `--num-ps` says otherwise (restoring re-shards). Only
+ * committed checkpoints count: a checkpoint file, or in an object store a manifest; shard parts no
+ * checkpoint commits (a job killed while writing them) are never used. Throws a CheckpointError
+ * naming the option and the checkpoint when there is no committed one, when `--num-ps` asks for
+ * shards it has no parts for, or when its parts are not one complete set.
  */
 export async function checkpointShardsOf(
-  options: Pick<JobOptions, 'modelCheckpoint' | 'numPs'>,
+  options: EvaluatedCheckpointOptions,
 ): Promise<CheckpointShards | undefined> {
-  if (options.modelCheckpoint === undefined) return undefined;
+  const given = options.modelCheckpoint ?? options.checkpointDir;
+  if (given === undefined) return undefined;
+  const flag = options.modelCheckpoint === undefined ? '--checkpoint-dir' : '--model-checkpoint';
   const [{ CheckpointError, findCheckpoint }, { shardPartsOf }, { normalizeLocation }] = await Promise.all([
     import('@edl/master'),
     import('@edl/ps'),
     import('@edl/storage'),
   ]);
-  const location = normalizeLocation(options.modelCheckpoint);
+  const location = normalizeLocation(given);
   let found: Awaited<ReturnType<typeof findCheckpoint>>;
   try {
     found = await findCheckpoint(location);
@@ -63,7 +74,7 @@ export async function checkpointShardsOf(
     if (error instanceof CheckpointError) throw error;
     throw new CheckpointError(
       'NOT_FOUND',
-      `--model-checkpoint ${location} cannot be read: ${(error as Error).message}`,
+      `${flag} ${location} cannot be read: ${(error as Error).message}`,
       location,
       { cause: error },
     );
@@ -71,7 +82,7 @@ export async function checkpointShardsOf(
   if (found === undefined)
     throw new CheckpointError(
       'NOT_FOUND',
-      `--model-checkpoint ${location} holds no committed checkpoint: a checkpoint-<version>.edlckpt file, or in an object store its checkpoint-<version>.manifest.json. Parameter-server shard parts (ps-<version>/) that no checkpoint commits are never used`,
+      `${flag} ${location} holds no committed checkpoint: a checkpoint-<version>.edlckpt file, or in an object store its checkpoint-<version>.manifest.json. Parameter-server shard parts (ps-<version>/) that no checkpoint commits are never used`,
       location,
     );
   const version = found.checkpoint.store.version;
@@ -104,6 +115,40 @@ export async function checkpointShardsOf(
     );
   }
   return checkpoint;
+}
+
+/**
+ * The job options of an evaluation or prediction job that runs `checkpoint`: its model is that
+ * checkpoint (the one found, so that a checkpoint committed meanwhile changes neither the model nor
+ * the rows), with `checkpoint.numShards` shards. A job evaluating `--checkpoint-dir` neither
+ * resumes from that directory nor writes its own checkpoint there: it changes no model.
+ */
+export function evaluationJobOptions<T extends EvaluatedCheckpointOptions>(
+  options: T,
+  checkpoint: CheckpointShards | undefined,
+): T {
+  if (checkpoint === undefined) return options;
+  return {
+    ...options,
+    modelCheckpoint: checkpoint.checkpoint,
+    ...(options.modelCheckpoint === undefined ? { checkpointDir: undefined } : {}),
+    numPs: checkpoint.numShards,
+  };
+}
+
+/** Where a shard of `checkpoint`'s job starts from (`edl ps --restore-dir --restore-version`). */
+export function shardRestorePoint(checkpoint: CheckpointShards): { dir: string; version: number } {
+  return { dir: checkpoint.dir, version: checkpoint.version };
+}
+
+/** Logs that the job's shards start from `checkpoint`'s parts (nothing where it runs none). */
+export function logShardsRestored(logger: MasterLogger, checkpoint: CheckpointShards | undefined): void {
+  if (checkpoint === undefined || checkpoint.numShards === 0) return;
+  logger.info(`parameter-server shards started from the shard parts of ${checkpoint.checkpoint}`, {
+    modelVersion: checkpoint.version,
+    savedShards: checkpoint.savedShards,
+    numShards: checkpoint.numShards,
+  });
 }
 
 function noShardPartsMessage(checkpoint: CheckpointShards, what: string): string {

@@ -168,7 +168,8 @@ Parameter store:
   --checkpoint-dir DIR          checkpoints of the job; a job resumes from the newest one (a local
                                 directory, or s3://bucket/prefix/: see docs/master.md)
   --checkpoint-steps N          checkpoint every N model versions (default 0: at the end)
-  --model-checkpoint PATH       start from this checkpoint's model (evaluate, predict)
+  --model-checkpoint PATH       start from this checkpoint's model (evaluate, predict; without
+                                it they take --checkpoint-dir's newest checkpoint)
   --shuffle, --seed N           shuffle task order per epoch, with a seed
   --max-restarts N              restarts per crashed worker before the job fails (default 3)
   --max-task-failures N         failures of one task before the job fails (default 3)

@@ -14,7 +14,10 @@ import type { CommandIO } from '../command.js';
 import {
   type CheckpointShards,
   checkpointShardsOf,
+  evaluationJobOptions,
+  logShardsRestored,
   refuseEmbeddingsWithoutParts,
+  shardRestorePoint,
 } from './checkpoint-shards.js';
 import { type JobOptions, jobTypeFor, workerArgs } from './job-options.js';
 import { type JobOutcome, mergePredictions, readWorkerStats, reportJob } from './job-report.js';
@@ -137,7 +140,7 @@ async function runJobIn(
   const jobType = jobTypeFor(kind, given);
   // A model trained with --num-ps: as many shards as the checkpoint's parts, unless --num-ps says.
   const modelCheckpoint = kind === 'train' ? undefined : await checkpointShardsOf(given);
-  const options = modelCheckpoint === undefined ? given : { ...given, numPs: modelCheckpoint.numShards };
+  const options = evaluationJobOptions(given, modelCheckpoint);
   const modelDefPath = resolveModelDef(options.modelDef);
   const predictionOutput =
     kind === 'predict' ? normalizeLocation(options.output ?? 'predictions.jsonl') : undefined;
@@ -240,16 +243,7 @@ async function startWorkersAndMaster(run: JobRun): Promise<StartedJob> {
         await handle.stop();
         throw error;
       });
-      const restored = run.modelCheckpoint;
-      if (restored !== undefined && parameterServers !== undefined)
-        handle.master.logger.info(
-          `parameter-server shards started from the shard parts of ${restored.checkpoint}`,
-          {
-            modelVersion: restored.version,
-            savedShards: restored.savedShards,
-            numShards: options.numPs,
-          },
-        );
+      logShardsRestored(handle.master.logger, run.modelCheckpoint);
       return { handle, closeReaders: closeJobReaders, loaded: modules };
     } catch (error) {
       // A model or data error found by the master: the workers started for it go at once, and what
@@ -318,7 +312,7 @@ function localParameterServers(
   });
   // Evaluation and prediction: every shard, relaunched ones too, starts from the checkpoint's cut.
   const restored = run.modelCheckpoint;
-  if (restored !== undefined) servers.setRestorePoint({ dir: restored.dir, version: restored.version });
+  if (restored !== undefined) servers.setRestorePoint(shardRestorePoint(restored));
   return servers;
 }
 

@@ -41,6 +41,7 @@ export const MASTER_K8S_OPTIONS: ReadonlySet<string> = new Set([
   ...JOB_K8S_OPTIONS,
   'host',
   'master-address',
+  'ps-address',
   'worker-env',
   'delete-grace-seconds',
 ]);

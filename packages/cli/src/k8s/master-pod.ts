@@ -13,8 +13,16 @@ import type {
   PodOwner,
   WorkerPodTemplate,
 } from '@edl/master/kubernetes';
+import { integerValue } from '../args.js';
 import type { CommandIO } from '../command.js';
 import { UsageError } from '../command.js';
+import {
+  checkpointShardsOf,
+  evaluationJobOptions,
+  logShardsRestored,
+  refuseEmbeddingsWithoutParts,
+  shardRestorePoint,
+} from '../job/checkpoint-shards.js';
 import { type JobOptions, parseJobOptions, workerArgs } from '../job/job-options.js';
 import { recordsSummary } from '../job/records-summary.js';
 import { applyS3Options, s3Args } from '../job/s3-options.js';
@@ -115,10 +123,16 @@ export function parseMasterPodArgs(argv: readonly string[], env: NodeJS.ProcessE
 
 /** Runs the job: the master over gRPC, the worker pods, until the job ends or the pod is deleted. */
 export async function masterPod(argv: string[], io: CommandIO): Promise<number> {
-  const pod = parseMasterPodArgs(argv, process.env);
-  const { args, jobName, namespace, options, port } = pod;
+  const parsed = parseMasterPodArgs(argv, process.env);
   // Checkpoints and data in S3: the master pod restores from there, with no volume.
-  await applyS3Options(options);
+  await applyS3Options(parsed.options);
+  // Evaluation and prediction of a model trained with --num-ps: every shard pod, relaunched ones
+  // too, restores the checkpoint's cut (checked here, before any pod is made).
+  const evaluated = parsed.jobType.startsWith('training')
+    ? undefined
+    : await checkpointShardsOf(parsed.options);
+  const pod = { ...parsed, options: evaluationJobOptions(parsed.options, evaluated) };
+  const { args, jobName, namespace, options, port } = pod;
   const [L, { createStreamLogger, startMaster }, models, { jobMasterOptions }] = await Promise.all([
     loadLibs(),
     import('@edl/master'),
@@ -138,6 +152,7 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
     bindings: { job: jobName },
   });
   const definition = await models.loadModel(options.modelDef);
+  if (evaluated !== undefined) await refuseEmbeddingsWithoutParts(evaluated, definition);
   const readers = await models.openJobReaders(pod.jobType, options, definition);
   const masterOptions = jobMasterOptions(options, pod.jobType, definition.optimizer, options.modelDef);
   try {
@@ -181,12 +196,15 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
                 maxRelaunches: pod.maxRelaunches,
                 deleteGraceSeconds: pod.deleteGraceSeconds,
                 ...(options.checkpointDir === undefined ? {} : { checkpointDir: options.checkpointDir }),
+                ...(evaluated === undefined ? {} : { restorePoint: shardRestorePoint(evaluated) }),
+                ...shardAddresses(args, options.numPs),
               },
             }
           : {}),
       }),
     });
     logger.info(`job ${jobName}: master listening on ${handle.address}, workers dial ${masterAddress}`);
+    logShardsRestored(logger, evaluated);
     if (handle.liveView)
       logger.info(`live view on port ${handle.liveView.port}`, { url: handle.liveView.origin });
     // How the pods fared: the workers, and each parameter-server shard's pod and relaunches.
@@ -219,6 +237,31 @@ export async function masterPod(argv: string[], io: CommandIO): Promise<number> 
   } finally {
     await readers.close();
   }
+}
+
+/**
+ * `--ps-address HOST:PORT` (a master pod option, as `--master-address`), once per shard in shard
+ * order: the address workers dial for the shard instead of its Service's DNS name, the shard's pod
+ * listening on its port. For a master outside the cluster's DNS, and for tests whose pods are
+ * processes of one host.
+ */
+function shardAddresses(
+  args: SplitArgs,
+  numShards: number,
+): { addressOf?: (index: number) => string; portOf?: (index: number) => number } {
+  const addresses = args.k8s.get('ps-address');
+  if (addresses === undefined) return {};
+  if (addresses.length !== numShards)
+    throw new UsageError(
+      `Expected one --ps-address per parameter-server shard (${numShards}) but received ${addresses.length}`,
+    );
+  const ports = addresses.map((address) =>
+    integerValue(address.slice(address.lastIndexOf(':') + 1), '--ps-address port', 1, 65_535),
+  );
+  return {
+    addressOf: (index) => addresses[index] as string,
+    portOf: (index) => ports[index] as number,
+  };
 }
 
 /**

@@ -4,13 +4,16 @@
  * started from a checkpoint's shard parts.
  */
 import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '@edl/common';
+import { findCheckpoint } from '@edl/master';
 import { EmbeddingClient } from '@edl/proto';
-import { shardOfId } from '@edl/ps';
+import { readShardMarkers, shardCheckpointDirName, shardOfId } from '@edl/ps';
 import { TFRecordWriter } from '@edl/recordio';
+import { putObject } from '@edl/storage';
 import { expect } from 'vitest';
 import { encodeClick, IDS_PER_EXAMPLE } from '../fixtures/sparse-click-model.js';
 import { EDL_BIN } from './run-edl.js';
@@ -68,6 +71,38 @@ export const CLICK_JOB_OPTIONS = [
   '--num-minibatches-per-task',
   '3',
 ] as const;
+
+/** `edl master`'s options of a click-model job: its tasks, and the model definition's optimizer. */
+export const CLICK_MASTER_OPTIONS = [
+  '--minibatch-size',
+  '20',
+  '--num-minibatches-per-task',
+  '3',
+  '--optimizer',
+  'adagrad',
+  '--learning-rate',
+  '0.2',
+] as const;
+
+/**
+ * `edl master --worker-command` of click-model workers on the cpu backend, reading `origin` given
+ * as `dataFlag` (`--training-data`, `--validation-data`).
+ */
+export function clickWorkerCommand(dataFlag: string, origin: string): string {
+  return JSON.stringify([
+    process.execPath,
+    EDL_BIN,
+    'worker',
+    '--model-def',
+    MODEL_DEF,
+    dataFlag,
+    origin,
+    '--backend',
+    'cpu',
+    '--minibatch-size',
+    '20',
+  ]);
+}
 
 /** The built `edl train` of the click model on 2 workers for {@link EPOCHS} epochs, with `--stats`. */
 export function trainClicks(options: TrainClicksOptions): Promise<Run> {
@@ -297,4 +332,81 @@ export async function restoredShards(
     throw error;
   });
   return { client: new EmbeddingClient({ addresses, token, shardOfId }), stop };
+}
+
+/** The final evaluation of a training job: what an evaluation of its last checkpoint must report. */
+export type Evaluation = Summary['evaluations'][number];
+
+/** A click model trained by {@link trainedClickCheckpoint}: its final evaluation and last checkpoint. */
+export interface TrainedClickCheckpoint {
+  readonly checkpointDir: string;
+  readonly trained: Evaluation;
+  /** The committed checkpoint the job ended with, and the rows of table 'item' its parts hold. */
+  readonly checkpoint: { readonly path: string; readonly version: number; readonly rows: number };
+}
+
+/**
+ * Writes `train.tfrecord` and `valid.tfrecord` (400 records) into `dir` and trains the click model
+ * on them with `edl train --num-ps 2 --checkpoint-dir <dir>/ckpt`.
+ */
+export async function trainedClickCheckpoint(dir: string): Promise<TrainedClickCheckpoint> {
+  const checkpointDir = path.join(dir, 'ckpt');
+  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
+  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
+  const run = await trainClicks({ dataDir: dir, checkpointDir, extra: ['--num-ps', '2'] });
+  const summary = succeededOnce(run);
+  const trained = summary.evaluations.at(-1) as Evaluation;
+  expect(trained.records).toBe(400);
+  const found = await findCheckpoint(checkpointDir);
+  if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
+  expect(found.checkpoint.parameterServers).toEqual({ numShards: 2 });
+  const version = found.checkpoint.store.version;
+  const rows = itemRowsOf(readShardMarkers(checkpointDir, version));
+  expect(rows).toBeGreaterThan(0);
+  return { checkpointDir, trained, checkpoint: { path: found.path, version, rows } };
+}
+
+/** Checks that an evaluation job's one round has the metrics of the training job's final one. */
+export function expectTrainedMetrics(evaluations: readonly Evaluation[], trained: Evaluation): void {
+  expect(evaluations).toHaveLength(1);
+  const evaluation = evaluations[0] as Evaluation;
+  expect(evaluation.records).toBe(400);
+  expect(Object.keys(evaluation.metrics).sort()).toEqual(Object.keys(trained.metrics).sort());
+  for (const [name, value] of Object.entries(trained.metrics))
+    expect(evaluation.metrics[name], name).toBeCloseTo(value, 4);
+}
+
+/**
+ * Checks, from the shards' events, that `numShards` shards restored the checkpoint's parts (the
+ * version of `checkpoint`, all its rows between them) and stopped holding just those: reads
+ * create no row.
+ */
+export function expectShardsRestoredFromParts(
+  events: readonly Record<string, unknown>[],
+  numShards: number,
+  checkpoint: TrainedClickCheckpoint['checkpoint'],
+): void {
+  const restored = events.filter((e) => e.event === 'restored');
+  expect(restored.map((e) => e.shardIndex).sort()).toEqual([...Array(numShards).keys()]);
+  for (const event of restored) expect(event.version).toBe(checkpoint.version);
+  const rows = restored.map((e) => (e.tables as { name: string; rows: number }[])[0]?.rows ?? 0);
+  expect(rows.every((r) => r > 0)).toBe(true);
+  expect(rows.reduce((a, b) => a + b, 0)).toBe(checkpoint.rows);
+  const stopped = events.filter((e) => e.event === 'stopped');
+  expect(stopped).toHaveLength(numShards);
+  for (const event of stopped) {
+    const index = restored.findIndex((r) => r.shardIndex === event.shardIndex);
+    expect((event.tables as { rows: number }[])[0]?.rows).toBe(rows[index]);
+  }
+}
+
+/** Uploads the shard parts of the checkpoint of `version` in `checkpointDir` under `prefix`, as the shards write them. */
+export async function uploadShardParts(
+  checkpointDir: string,
+  version: number,
+  prefix: string,
+): Promise<void> {
+  const parts = shardCheckpointDirName(version);
+  for (const name of await readdir(path.join(checkpointDir, parts)))
+    await putObject(`${prefix}${parts}/${name}`, await readFile(path.join(checkpointDir, parts, name)));
 }

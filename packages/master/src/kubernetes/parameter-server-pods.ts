@@ -57,6 +57,11 @@ export interface KubernetesParameterServersOptions {
   readonly addressOf?: (index: number) => string;
   /** The port shard `index` listens on (default: the template's port in every pod). */
   readonly portOf?: (index: number) => number;
+  /**
+   * The checkpoint every shard starts from (default: the initializer, or the checkpoint the master
+   * resumed): an evaluation or prediction job's model checkpoint, which it keeps to the end.
+   */
+  readonly restorePoint?: ShardRestorePoint;
 }
 
 interface ShardState {
@@ -107,6 +112,7 @@ export class KubernetesParameterServers {
   constructor(options: KubernetesParameterServersOptions) {
     this.#o = options;
     this.#template = { ...options.template, namespace: options.api.namespace };
+    this.#restorePoint = options.restorePoint;
     this.#logger = options.logger ?? silentLogger;
     const numShards = checkInteger(options.template.numShards, 'numShards', 1, 1024);
     this.#maxRelaunches = checkInteger(options.maxRelaunches ?? 3, 'maxRelaunches', 0);
@@ -180,7 +186,9 @@ export class KubernetesParameterServers {
         `checkpoint ${resumed.version} has no parameter-server shard files: the shards' embedding rows start from the initializer`,
       );
     const dir = this.#o.checkpointDir;
-    if (dir === undefined) return;
+    // Evaluation and prediction change no row: a relaunched shard restores the job's restore point
+    // and needs no roll-back, which would empty the shards' tables.
+    if (dir === undefined || !master.taskManager.jobType.startsWith('training')) return;
     this.#client = new EmbeddingClient({ addresses: this.addresses, token, shardOfId });
     master.useParameterServers(this.#client, (version) => this.setRestorePoint({ dir, version }));
   }

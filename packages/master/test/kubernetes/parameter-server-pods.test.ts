@@ -1,6 +1,4 @@
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EmbeddingClient } from '@edl/proto';
@@ -14,7 +12,7 @@ import {
 import { createServiceApi } from '../../src/kubernetes/service-api.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMaster } from '../../src/start-master.js';
-import { buildDist, repoRoot, simWorker, sleep, waitFor } from '../helpers.js';
+import { buildDist, freePort, repoRoot, simWorker, sleep, waitFor } from '../helpers.js';
 import { type FakeCluster, startFakeCluster, startProcessCluster } from './fixtures/fake-cluster.js';
 
 // The shard pods run the real `edl ps` of the built CLI.
@@ -31,15 +29,6 @@ afterAll(async () => {
   await idleCluster?.close();
   rmSync(checkpointDir, { recursive: true, force: true });
 });
-
-/** A loopback port free now: the kernel's pick for a server that closes at once. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
 
 describe('parameter-server pods on the fake cluster: real edl ps shards behind their Services', () => {
   it('relaunches a deleted shard under its Service name from the last checkpoint, and the job succeeds', async () => {
