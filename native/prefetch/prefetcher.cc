@@ -6,6 +6,7 @@
 #include <system_error>
 #include <utility>
 
+#include "chunk.h"
 #include "format.h"
 
 namespace edl::prefetch {
@@ -37,6 +38,23 @@ size_t FirstChunk(const recordio::FileIndex& index, uint64_t record) {
 
 uint64_t ItemBytes(const Item& item) { return item.data.size() + item.bounds.size(); }
 
+// Where a range that ended at record `end` (exclusive, > 0) cut a chunk: that chunk's index, and
+// whether the cut is inside it (records of the chunk remain after `end`).
+bool CutChunk(const recordio::FileIndex& index, uint64_t end, size_t* chunk) {
+  if (end == 0) return false;
+  const size_t c = FirstChunk(index, end - 1);
+  if (c >= index.chunks.size()) return false;
+  const ChunkInfo& info = index.chunks[c];
+  *chunk = c;
+  return end < info.first_record + info.header.num_records;
+}
+
+uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+}
+
 }  // namespace
 
 struct Prefetcher::RangeState {
@@ -67,7 +85,57 @@ struct Prefetcher::Piece {
   size_t seg = 0;
   uint64_t seg_pos = 0;
   bool faults_taken = false;
+  // Planned to take its records from the carried chunk `carry_chunk` (records from `carry_first`
+  // on) instead of decoding it again; `carry_resolved` once Assemble filled it either way.
+  bool from_carry = false;
+  bool carry_resolved = false;
+  size_t carry_chunk = 0;
+  uint64_t carry_first = 0;
 };
+
+// The decoded chunk a range ended inside, kept for the next range. `data` is the whole decoded
+// piece (moving it copies nothing); the chunk's records after the cut start at `tail_begin`.
+struct Prefetcher::Carry {
+  std::shared_ptr<const OpenFile> file;
+  size_t chunk = 0;
+  uint64_t first = 0;  // file index of the first record after the cut
+  uint64_t end = 0;    // file index one past the chunk's last record
+  ByteBuffer data;
+  uint32_t tail_begin = 0;
+  uint64_t accounted = 0;
+  bool claimed = false;  // a planned piece will take it
+};
+
+// Reads a piece's records (lock not held); returns the time it took.
+uint64_t Prefetcher::ReadPiece(const OpenFile& f, Piece* p, bool skip_corrupt) {
+  const auto decode_start = std::chrono::steady_clock::now();
+  Status s = recordio::ReadRecords(*f.file, f.index, p->start, p->count, skip_corrupt, &p->out);
+  if (!s.ok()) p->error = s;
+  // File indices of the delivered records: without skips they run on from the start.
+  if (p->out.skipped.empty()) {
+    if (p->out.delivered > 0) p->segments.emplace_back(p->start, p->out.delivered);
+  } else {
+    const uint64_t end = p->start + p->count;
+    for (size_t c = FirstChunk(f.index, p->start);
+         c < f.index.chunks.size() && f.index.chunks[c].first_record < end; ++c) {
+      const ChunkInfo& info = f.index.chunks[c];
+      const uint64_t lo = std::max(p->start, info.first_record);
+      const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
+      if (hi <= lo) continue;
+      bool skipped = false;
+      for (const auto& fault : p->out.skipped) {
+        if (fault.status.chunk() == static_cast<int64_t>(c)) skipped = true;
+      }
+      if (skipped) continue;
+      if (!p->segments.empty() && p->segments.back().first + p->segments.back().second == lo) {
+        p->segments.back().second += hi - lo;
+      } else {
+        p->segments.emplace_back(lo, hi - lo);
+      }
+    }
+  }
+  return NanosSince(decode_start);
+}
 
 Prefetcher::Prefetcher(const PrefetchOptions& options)
     : options_(options),
@@ -107,25 +175,33 @@ Status Prefetcher::Start() {
 }
 
 Result<uint64_t> Prefetcher::Enqueue(Range range) {
+  // The consumer's thread calls this: it allocates before taking the lock and wakes the threads
+  // after releasing it, so that it holds the lock only to queue the range (the threads never hold
+  // it while reading, decoding, copying or freeing).
+  auto state = std::make_shared<RangeState>();
+  state->range = std::move(range);
+  state->next = state->range.start;
   Lock lock(mu_);
   if (closed_) return Status(ErrorCode::kClosed, "prefetcher is closed");
   if (input_ended_) return Status(ErrorCode::kClosed, "prefetcher input was ended");
-  auto state = std::make_shared<RangeState>();
-  state->id = next_range_id_++;
-  state->range = std::move(range);
-  state->next = state->range.start;
+  const uint64_t id = next_range_id_++;
+  state->id = id;
   unplanned_.push_back(std::move(state));
   ++stats_.ranges_enqueued;
-  work_cv_.notify_all();
   if (options_.threads == 0) NotifyConsumer();
-  return next_range_id_ - 1;
+  lock.unlock();
+  work_cv_.notify_all();
+  return id;
 }
 
 void Prefetcher::EndInput() {
   Lock lock(mu_);
   input_ended_ = true;
+  // No range will come to take a carry nobody claimed.
+  std::unique_ptr<Carry> dropped = unplanned_.empty() ? DropCarry() : nullptr;
   work_cv_.notify_all();
   NotifyConsumer();
+  lock.unlock();
 }
 
 void Prefetcher::SetNotify(std::function<void()> notify) {
@@ -232,6 +308,7 @@ void Prefetcher::Close() {
   }
   threads_.clear();
   Lock lock(mu_);
+  carry_.reset();
   spare_data_.clear();
   spare_bounds_.clear();
   spare_bytes_ = 0;
@@ -377,10 +454,22 @@ void Prefetcher::PlanNext(Lock& lock) {
     work_cv_.notify_all();
     return;
   }
+  const auto& index = r->file->index;
+  std::unique_ptr<Carry> dropped;  // freed when this function returns, after the lock is released
+  if (r->next == range.start && PlanFromCarry(r.get(), piece.get())) {
+    r->next = piece->start + piece->count;
+    if (r->next >= end) {
+      piece->last = true;
+      unplanned_.pop_front();
+    }
+    pieces_.push_back(std::move(piece));
+    work_cv_.notify_all();
+    return;
+  }
+  if (r->next == range.start) dropped = DropCarry();  // the range queued next does not use it
   // Consecutive chunks from `next` up to piece_bytes stored bytes and a quarter of the budget
   // decoded (at least one chunk), so that several pieces fit the budget at once.
   const uint64_t max_estimate = std::max<uint64_t>(max_buffered_bytes_ / 4, 1);
-  const auto& index = r->file->index;
   size_t c = FirstChunk(index, r->next);
   uint64_t stored = 0;
   uint64_t estimate = 0;
@@ -406,6 +495,144 @@ void Prefetcher::PlanNext(Lock& lock) {
   }
   pieces_.push_back(std::move(piece));
   work_cv_.notify_all();
+  if (dropped) {
+    lock.unlock();
+    dropped.reset();
+    lock.lock();
+  }
+}
+
+bool Prefetcher::PlanFromCarry(RangeState* r, Piece* piece) {
+  const auto& index = r->file->index;
+  const uint64_t start = r->range.start;
+  const uint64_t end = start + r->range.count;
+  size_t chunk = 0;
+  uint64_t first = 0;
+  Carry* carry = nullptr;
+  if (carry_ && !carry_->claimed && carry_->file == r->file && start >= carry_->first &&
+      start < carry_->end) {
+    carry = carry_.get();
+    chunk = carry_->chunk;
+    first = carry_->first;
+  } else if (!pieces_.empty()) {
+    // The previous range's last piece, still to be decoded or assembled: it will leave its cut
+    // chunk as the carry (see KeepCarry) just before this piece is assembled.
+    const Piece& prev = *pieces_.back();
+    const uint64_t prev_end = prev.start + prev.count;
+    if (!prev.last || prev.range->file != r->file || prev.range->failed || !prev.error.ok() ||
+        prev.count == 0 || start < prev_end || !CutChunk(index, prev_end, &chunk)) {
+      return false;
+    }
+    first = prev_end;
+  } else {
+    return false;
+  }
+  const ChunkInfo& info = index.chunks[chunk];
+  const uint64_t chunk_end = info.first_record + info.header.num_records;
+  if (start >= chunk_end) return false;
+  const uint64_t piece_end = std::min(end, chunk_end);
+  // A read to the end of the file also reports a damaged tail: that one decodes as before.
+  if (piece_end == index.num_records &&
+      (!index.tail.ok() || !recordio::EndOfFileFault(index).ok())) {
+    return false;
+  }
+  if (carry != nullptr) carry->claimed = true;
+  piece->start = start;
+  piece->count = piece_end - start;
+  piece->from_carry = true;
+  piece->carry_chunk = chunk;
+  piece->carry_first = first;
+  piece->state = Piece::State::kDone;  // nothing for the threads to decode
+  return true;
+}
+
+void Prefetcher::ResolveCarry(Lock& lock, Piece* p) {
+  p->carry_resolved = true;
+  std::unique_ptr<Carry> carry;
+  if (carry_ && carry_->file == p->range->file && carry_->chunk == p->carry_chunk &&
+      carry_->first == p->carry_first) {
+    carry = std::move(carry_);
+  }
+  const OpenFile& f = *p->range->file;
+  if (carry) {
+    // The records were checked when the chunk was decoded; this only finds their bounds.
+    const auto skip = static_cast<uint32_t>(p->start - carry->first);
+    const auto expected = static_cast<uint32_t>(carry->end - carry->first);
+    const auto take = static_cast<uint32_t>(p->count);
+    lock.unlock();
+    const auto split_start = std::chrono::steady_clock::now();
+    ByteBuffer& data = p->out.data;
+    data = std::move(carry->data);
+    ByteBuffer& bounds = p->out.bounds;
+    bool ok = bounds.EnsureSpare(size_t{take} * 8) &&
+              recordio::SplitRecords(data.data() + carry->tail_begin,
+                                     data.size() - carry->tail_begin, expected, skip, take,
+                                     carry->tail_begin, reinterpret_cast<uint32_t*>(bounds.end()))
+                  .ok();
+    if (ok) {
+      bounds.SetSize(size_t{take} * 8);
+      p->out.first_record = p->start;
+      p->out.delivered = take;
+      p->segments.emplace_back(p->start, take);
+    }
+    const uint64_t split_ns = NanosSince(split_start);
+    lock.lock();
+    if (ok) {
+      stats_.decode_ns += split_ns;
+      stats_.decoded_bytes += bounds.size();
+      ++stats_.chunks_carried;
+      p->accounted = carry->accounted + bounds.size();
+      Account(static_cast<int64_t>(bounds.size()));
+      return;
+    }
+    // Not expected (the chunk was whole when decoded): the piece is read like any other.
+    Account(-static_cast<int64_t>(carry->accounted));
+    p->out = ReadOutput();
+    p->segments.clear();
+  }
+  // The range before it did not leave the chunk (it failed): decoded here, on the assembling
+  // thread, which is where the piece is needed next.
+  lock.unlock();
+  const uint64_t decode_ns = ReadPiece(f, p, options_.skip_corrupt);
+  lock.lock();
+  FinishDecode(p, decode_ns);
+}
+
+std::unique_ptr<Prefetcher::Carry> Prefetcher::KeepCarry(Piece* p) {
+  // Wanted by the piece planned next (which the planning of later ranges must not drop), or kept
+  // for a range not planned (or not queued) yet.
+  const bool claimed = pieces_.size() > 1 && pieces_[1]->from_carry;
+  const bool wanted = claimed || (pieces_.size() == 1 && (!input_ended_ || !unplanned_.empty()));
+  const uint64_t end = p->start + p->count;
+  size_t chunk = 0;
+  if (!wanted || !p->error.ok() || p->out.has_error || p->out.delivered == 0 ||
+      p->segments.empty() || p->segments.back().first + p->segments.back().second != end ||
+      !CutChunk(p->range->file->index, end, &chunk)) {
+    return nullptr;
+  }
+  const ChunkInfo& info = p->range->file->index.chunks[chunk];
+  const auto* b = reinterpret_cast<const uint32_t*>(p->out.bounds.data());
+  std::unique_ptr<Carry> old = std::move(carry_);
+  if (old) Account(-static_cast<int64_t>(old->accounted));
+  carry_ = std::make_unique<Carry>();
+  carry_->file = p->range->file;
+  carry_->chunk = chunk;
+  carry_->first = end;
+  carry_->end = info.first_record + info.header.num_records;
+  carry_->tail_begin = b[2 * (p->out.delivered - 1) + 1];
+  carry_->data = std::move(p->out.data);
+  carry_->claimed = claimed;
+  // The whole decoded piece is held, not only the chunk's tail: counted as such.
+  carry_->accounted = carry_->data.size();
+  Account(static_cast<int64_t>(carry_->accounted) - static_cast<int64_t>(p->accounted));
+  p->accounted = 0;
+  return old;
+}
+
+std::unique_ptr<Prefetcher::Carry> Prefetcher::DropCarry() {
+  if (!carry_ || carry_->claimed) return nullptr;
+  Account(-static_cast<int64_t>(carry_->accounted));
+  return std::move(carry_);
 }
 
 void Prefetcher::Decode(Lock& lock, Piece* p) {
@@ -413,43 +640,19 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
   Account(static_cast<int64_t>(p->estimate));
   const OpenFile& f = *p->range->file;
   lock.unlock();
-  const auto decode_start = std::chrono::steady_clock::now();
-  Status s =
-      recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt, &p->out);
-  if (!s.ok()) p->error = s;
-  // File indices of the delivered records: without skips they run on from the start.
-  if (p->out.skipped.empty()) {
-    if (p->out.delivered > 0) p->segments.emplace_back(p->start, p->out.delivered);
-  } else {
-    const uint64_t end = p->start + p->count;
-    for (size_t c = FirstChunk(f.index, p->start);
-         c < f.index.chunks.size() && f.index.chunks[c].first_record < end; ++c) {
-      const ChunkInfo& info = f.index.chunks[c];
-      const uint64_t lo = std::max(p->start, info.first_record);
-      const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
-      if (hi <= lo) continue;
-      bool skipped = false;
-      for (const auto& fault : p->out.skipped) {
-        if (fault.status.chunk() == static_cast<int64_t>(c)) skipped = true;
-      }
-      if (skipped) continue;
-      if (!p->segments.empty() && p->segments.back().first + p->segments.back().second == lo) {
-        p->segments.back().second += hi - lo;
-      } else {
-        p->segments.emplace_back(lo, hi - lo);
-      }
-    }
-  }
-  const auto decode_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - decode_start);
+  const uint64_t decode_ns = ReadPiece(f, p, options_.skip_corrupt);
   lock.lock();
-  stats_.decode_ns += static_cast<uint64_t>(decode_ns.count());
+  FinishDecode(p, decode_ns);
+  p->state = Piece::State::kDone;
+  work_cv_.notify_all();
+}
+
+void Prefetcher::FinishDecode(Piece* p, uint64_t decode_ns) {
+  stats_.decode_ns += decode_ns;
   p->accounted = p->out.data.size() + p->out.bounds.size();
   stats_.decoded_bytes += p->accounted;
   Account(static_cast<int64_t>(p->accounted) - static_cast<int64_t>(p->estimate));
-  p->state = Piece::State::kDone;
   ++stats_.pieces_decoded;
-  work_cv_.notify_all();
 }
 
 void Prefetcher::PushItem(Item item) {
@@ -471,6 +674,10 @@ void Prefetcher::FlushBatch(bool range_done) {
 
 void Prefetcher::Assemble(Lock& lock) {
   assembling_ = true;
+  // Finished pieces and replaced carries are freed after the lock is released: freeing decoded
+  // buffers returns pages to the system, which must not hold up Enqueue or Pop.
+  std::vector<std::unique_ptr<Piece>> finished;
+  std::vector<std::unique_ptr<Carry>> replaced;
   const uint64_t batch_records = std::max<uint32_t>(options_.batch_records, 1);
   while (!closed_ && !pieces_.empty() && pieces_.front()->state == Piece::State::kDone) {
     Piece* p = pieces_.front().get();
@@ -479,6 +686,10 @@ void Prefetcher::Assemble(Lock& lock) {
       // What is left of a range that ended with an error: dropped (the error said how much).
     } else {
       if (ring_.size() >= options_.max_buffered_batches) break;
+      if (p->from_carry && !p->carry_resolved) {
+        ResolveCarry(lock, p);
+        continue;
+      }
       if (!cur_open_) {
         cur_ = Item();
         cur_.range_id = r.id;
@@ -623,15 +834,24 @@ void Prefetcher::Assemble(Lock& lock) {
       } else if (p->last) {
         if (cur_.records == 0) cur_.first_record = r.range.start + r.range.count;
         FlushBatch(true);
+        std::unique_ptr<Carry> old = KeepCarry(p);
+        if (old) replaced.push_back(std::move(old));
       }
     }
     Account(-static_cast<int64_t>(p->accounted));
+    finished.push_back(std::move(pieces_.front()));
     pieces_.pop_front();
     if (next_dispatch_ > 0) --next_dispatch_;
   }
   assembling_ = false;
   work_cv_.notify_all();
   if (EndedLocked()) NotifyConsumer();
+  if (!finished.empty() || !replaced.empty()) {
+    lock.unlock();
+    finished.clear();
+    replaced.clear();
+    lock.lock();
+  }
 }
 
 }  // namespace edl::prefetch
