@@ -119,8 +119,11 @@ std::unique_ptr<Prefetcher::Carry> Prefetcher::KeepCarry(Piece* p) {
   const bool wanted = claimed || (pieces_.size() == 1 && (!input_ended_ || !unplanned_.empty()));
   const uint64_t end = p->start + p->count;
   size_t chunk = 0;
-  if (!wanted || !p->error.ok() || p->out.has_error || p->out.delivered == 0 ||
-      p->segments.empty() || p->segments.back().first + p->segments.back().second != end ||
+  // A carry another piece claimed is never replaced (planning in order makes that impossible;
+  // the check keeps it so if that ever changes).
+  if (!wanted || (carry_ && carry_->claimed) || !p->error.ok() || p->out.has_error ||
+      p->out.delivered == 0 || p->segments.empty() ||
+      p->segments.back().first + p->segments.back().second != end ||
       !CutChunk(p->range->file->index, end, &chunk)) {
     return nullptr;
   }
