@@ -361,7 +361,8 @@ Napi::Value PrefetcherWrap::Stats(const Napi::CallbackInfo& info) {
                         {"parkedThreads", s.parked_threads},
                         {"maxBufferedBytes", s.max_buffered_bytes},
                         {"decodeNanoseconds", s.decode_ns},
-                        {"decodedBytes", s.decoded_bytes}});
+                        {"decodedBytes", s.decoded_bytes},
+                        {"chunksCarried", s.chunks_carried}});
 }
 
 Napi::Value PrefetcherWrap::SetReadAhead(const Napi::CallbackInfo& info) {

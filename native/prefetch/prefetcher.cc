@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "format.h"
+#include "prefetcher_internal.h"
 
 namespace edl::prefetch {
 
@@ -24,50 +25,40 @@ namespace {
 // when chunks are tiny or empty and the byte budget would allow thousands.
 constexpr size_t kMaxPieces = 256;
 
-// Index of the first chunk holding a record >= `record` (chunks without records before it hold
-// nothing requested).
-size_t FirstChunk(const recordio::FileIndex& index, uint64_t record) {
-  return static_cast<size_t>(std::partition_point(index.chunks.begin(), index.chunks.end(),
-                                                  [record](const ChunkInfo& c) {
-                                                    return c.first_record + c.header.num_records <=
-                                                           record;
-                                                  }) -
-                             index.chunks.begin());
-}
-
 uint64_t ItemBytes(const Item& item) { return item.data.size() + item.bounds.size(); }
 
 }  // namespace
 
-struct Prefetcher::RangeState {
-  uint64_t id = 0;
-  Range range;
-  std::shared_ptr<const OpenFile> file;
-  bool opened = false;
-  Status open_error;
-  uint64_t next = 0;    // next record to plan
-  bool failed = false;  // an error item ended it: its remaining pieces are dropped
-};
-
-struct Prefetcher::Piece {
-  enum class State : uint8_t { kWaiting, kDecoding, kDone };
-  std::shared_ptr<RangeState> range;
-  uint64_t start = 0;
-  uint64_t count = 0;
-  bool last = false;  // last piece of its range
-  State state = State::kWaiting;
-  uint64_t estimate = 0;
-  uint64_t accounted = 0;
-  Status error;  // a fault before any decoding (open, range outside the file, memory)
-  ReadOutput out;
-  // File indices of the delivered records: consecutive runs (first, count).
-  std::vector<std::pair<uint64_t, uint64_t>> segments;
-  // Assembly cursor.
-  uint64_t next_record = 0;  // index into out's records
-  size_t seg = 0;
-  uint64_t seg_pos = 0;
-  bool faults_taken = false;
-};
+// Reads a piece's records (lock not held); returns the time it took.
+uint64_t Prefetcher::ReadPiece(const OpenFile& f, Piece* p, bool skip_corrupt) {
+  const auto decode_start = std::chrono::steady_clock::now();
+  Status s = recordio::ReadRecords(*f.file, f.index, p->start, p->count, skip_corrupt, &p->out);
+  if (!s.ok()) p->error = s;
+  // File indices of the delivered records: without skips they run on from the start.
+  if (p->out.skipped.empty()) {
+    if (p->out.delivered > 0) p->segments.emplace_back(p->start, p->out.delivered);
+  } else {
+    const uint64_t end = p->start + p->count;
+    for (size_t c = FirstChunk(f.index, p->start);
+         c < f.index.chunks.size() && f.index.chunks[c].first_record < end; ++c) {
+      const ChunkInfo& info = f.index.chunks[c];
+      const uint64_t lo = std::max(p->start, info.first_record);
+      const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
+      if (hi <= lo) continue;
+      bool skipped = false;
+      for (const auto& fault : p->out.skipped) {
+        if (fault.status.chunk() == static_cast<int64_t>(c)) skipped = true;
+      }
+      if (skipped) continue;
+      if (!p->segments.empty() && p->segments.back().first + p->segments.back().second == lo) {
+        p->segments.back().second += hi - lo;
+      } else {
+        p->segments.emplace_back(lo, hi - lo);
+      }
+    }
+  }
+  return NanosSince(decode_start);
+}
 
 Prefetcher::Prefetcher(const PrefetchOptions& options)
     : options_(options),
@@ -107,25 +98,33 @@ Status Prefetcher::Start() {
 }
 
 Result<uint64_t> Prefetcher::Enqueue(Range range) {
+  // The consumer's thread calls this: it allocates before taking the lock and wakes the threads
+  // after releasing it, so that it holds the lock only to queue the range (the threads never hold
+  // it while reading, decoding, copying or freeing).
+  auto state = std::make_shared<RangeState>();
+  state->range = std::move(range);
+  state->next = state->range.start;
   Lock lock(mu_);
   if (closed_) return Status(ErrorCode::kClosed, "prefetcher is closed");
   if (input_ended_) return Status(ErrorCode::kClosed, "prefetcher input was ended");
-  auto state = std::make_shared<RangeState>();
-  state->id = next_range_id_++;
-  state->range = std::move(range);
-  state->next = state->range.start;
+  const uint64_t id = next_range_id_++;
+  state->id = id;
   unplanned_.push_back(std::move(state));
   ++stats_.ranges_enqueued;
-  work_cv_.notify_all();
   if (options_.threads == 0) NotifyConsumer();
-  return next_range_id_ - 1;
+  lock.unlock();
+  work_cv_.notify_all();
+  return id;
 }
 
 void Prefetcher::EndInput() {
   Lock lock(mu_);
   input_ended_ = true;
+  // No range will come to take a carry nobody claimed.
+  std::unique_ptr<Carry> dropped = unplanned_.empty() ? DropCarry() : nullptr;
   work_cv_.notify_all();
   NotifyConsumer();
+  lock.unlock();
 }
 
 void Prefetcher::SetNotify(std::function<void()> notify) {
@@ -204,21 +203,6 @@ RecycleResult Prefetcher::Recycle(SpareBlock data, SpareBlock bounds) {
   return kept;
 }
 
-SpareBlock Prefetcher::TakeSpare(std::vector<SpareBlock>* list, uint64_t want) {
-  size_t best = list->size();
-  for (size_t i = 0; i < list->size(); ++i) {
-    const size_t cap = (*list)[i].cap;
-    if (cap >= want && (best == list->size() || cap < (*list)[best].cap)) best = i;
-  }
-  if (best == list->size()) return SpareBlock();
-  SpareBlock b = std::move((*list)[best]);
-  (*list)[best] = std::move(list->back());
-  list->pop_back();
-  spare_bytes_ -= b.cap;
-  stats_.spare_blocks = spare_data_.size() + spare_bounds_.size();
-  return b;
-}
-
 void Prefetcher::Close() {
   {
     Lock lock(mu_);
@@ -232,6 +216,7 @@ void Prefetcher::Close() {
   }
   threads_.clear();
   Lock lock(mu_);
+  carry_.reset();
   spare_data_.clear();
   spare_bounds_.clear();
   spare_bytes_ = 0;
@@ -377,10 +362,22 @@ void Prefetcher::PlanNext(Lock& lock) {
     work_cv_.notify_all();
     return;
   }
+  const auto& index = r->file->index;
+  std::unique_ptr<Carry> dropped;  // freed when this function returns, after the lock is released
+  if (r->next == range.start && PlanFromCarry(r.get(), piece.get())) {
+    r->next = piece->start + piece->count;
+    if (r->next >= end) {
+      piece->last = true;
+      unplanned_.pop_front();
+    }
+    pieces_.push_back(std::move(piece));
+    work_cv_.notify_all();
+    return;
+  }
+  if (r->next == range.start) dropped = DropCarry();  // the range queued next does not use it
   // Consecutive chunks from `next` up to piece_bytes stored bytes and a quarter of the budget
   // decoded (at least one chunk), so that several pieces fit the budget at once.
   const uint64_t max_estimate = std::max<uint64_t>(max_buffered_bytes_ / 4, 1);
-  const auto& index = r->file->index;
   size_t c = FirstChunk(index, r->next);
   uint64_t stored = 0;
   uint64_t estimate = 0;
@@ -406,6 +403,11 @@ void Prefetcher::PlanNext(Lock& lock) {
   }
   pieces_.push_back(std::move(piece));
   work_cv_.notify_all();
+  if (dropped) {
+    lock.unlock();
+    dropped.reset();
+    lock.lock();
+  }
 }
 
 void Prefetcher::Decode(Lock& lock, Piece* p) {
@@ -413,225 +415,19 @@ void Prefetcher::Decode(Lock& lock, Piece* p) {
   Account(static_cast<int64_t>(p->estimate));
   const OpenFile& f = *p->range->file;
   lock.unlock();
-  const auto decode_start = std::chrono::steady_clock::now();
-  Status s =
-      recordio::ReadRecords(*f.file, f.index, p->start, p->count, options_.skip_corrupt, &p->out);
-  if (!s.ok()) p->error = s;
-  // File indices of the delivered records: without skips they run on from the start.
-  if (p->out.skipped.empty()) {
-    if (p->out.delivered > 0) p->segments.emplace_back(p->start, p->out.delivered);
-  } else {
-    const uint64_t end = p->start + p->count;
-    for (size_t c = FirstChunk(f.index, p->start);
-         c < f.index.chunks.size() && f.index.chunks[c].first_record < end; ++c) {
-      const ChunkInfo& info = f.index.chunks[c];
-      const uint64_t lo = std::max(p->start, info.first_record);
-      const uint64_t hi = std::min(end, info.first_record + info.header.num_records);
-      if (hi <= lo) continue;
-      bool skipped = false;
-      for (const auto& fault : p->out.skipped) {
-        if (fault.status.chunk() == static_cast<int64_t>(c)) skipped = true;
-      }
-      if (skipped) continue;
-      if (!p->segments.empty() && p->segments.back().first + p->segments.back().second == lo) {
-        p->segments.back().second += hi - lo;
-      } else {
-        p->segments.emplace_back(lo, hi - lo);
-      }
-    }
-  }
-  const auto decode_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - decode_start);
+  const uint64_t decode_ns = ReadPiece(f, p, options_.skip_corrupt);
   lock.lock();
-  stats_.decode_ns += static_cast<uint64_t>(decode_ns.count());
+  FinishDecode(p, decode_ns);
+  p->state = Piece::State::kDone;
+  work_cv_.notify_all();
+}
+
+void Prefetcher::FinishDecode(Piece* p, uint64_t decode_ns) {
+  stats_.decode_ns += decode_ns;
   p->accounted = p->out.data.size() + p->out.bounds.size();
   stats_.decoded_bytes += p->accounted;
   Account(static_cast<int64_t>(p->accounted) - static_cast<int64_t>(p->estimate));
-  p->state = Piece::State::kDone;
   ++stats_.pieces_decoded;
-  work_cv_.notify_all();
-}
-
-void Prefetcher::PushItem(Item item) {
-  // Batch bytes were counted as they moved out of their pieces (see Assemble).
-  if (item.range_done) ++stats_.ranges_done;
-  ring_.push_back(std::move(item));
-  stats_.buffered_batches = ring_.size();
-  stats_.peak_buffered_batches = std::max<uint64_t>(stats_.peak_buffered_batches, ring_.size());
-  NotifyConsumer();
-}
-
-void Prefetcher::FlushBatch(bool range_done) {
-  cur_.range_done = range_done;
-  PushItem(std::move(cur_));
-  cur_ = Item();
-  cur_open_ = false;
-  cur_record_bytes_ = 0;
-}
-
-void Prefetcher::Assemble(Lock& lock) {
-  assembling_ = true;
-  const uint64_t batch_records = std::max<uint32_t>(options_.batch_records, 1);
-  while (!closed_ && !pieces_.empty() && pieces_.front()->state == Piece::State::kDone) {
-    Piece* p = pieces_.front().get();
-    RangeState& r = *p->range;
-    if (r.failed) {
-      // What is left of a range that ended with an error: dropped (the error said how much).
-    } else {
-      if (ring_.size() >= options_.max_buffered_batches) break;
-      if (!cur_open_) {
-        cur_ = Item();
-        cur_.range_id = r.id;
-        cur_.first_record = p->start;
-        cur_open_ = true;
-        cur_record_bytes_ = 0;
-      }
-      if (!p->faults_taken) {
-        p->faults_taken = true;
-        for (auto& f : p->out.skipped) {
-          cur_.skipped.push_back(Fault{std::move(f.status), r.range.path, f.records});
-        }
-      }
-      const uint64_t delivered = p->out.delivered;
-      if (p->next_record < delivered) {
-        // One run of records for the current batch: consecutive indices, within both limits.
-        const auto* b = reinterpret_cast<const uint32_t*>(p->out.bounds.data());
-        const uint64_t j0 = p->next_record;
-        const uint64_t first_index = p->segments[p->seg].first + p->seg_pos;
-        if (cur_.records > 0 && cur_.first_record + cur_.records != first_index) {
-          FlushBatch(false);
-          continue;
-        }
-        if (cur_.records >= batch_records) {
-          FlushBatch(false);
-          continue;
-        }
-        if (cur_.records == 0) cur_.first_record = first_index;
-        uint64_t j1 = j0;
-        uint64_t bytes = cur_record_bytes_;
-        const uint64_t seg_left = p->segments[p->seg].second - p->seg_pos;
-        const uint64_t limit = j0 + std::min(seg_left, batch_records - cur_.records);
-        while (j1 < limit) {
-          const uint64_t len = b[2 * j1 + 1] - b[2 * j1];
-          if (cur_.records + (j1 - j0) > 0 && bytes + len > options_.batch_bytes) break;
-          bytes += len;
-          ++j1;
-        }
-        if (j1 == j0) {
-          FlushBatch(false);  // the batch is full in bytes
-          continue;
-        }
-        const uint32_t src_begin = b[2 * j0];
-        const uint32_t src_end = b[2 * (j1 - 1) + 1];
-        const uint64_t span = src_end - src_begin;
-        if (cur_.data.size() + span > recordio::kMaxDecodedBytes && cur_.records > 0) {
-          FlushBatch(false);
-          continue;
-        }
-        // A new batch gets one block for its bytes, sized from the piece's mean record (the
-        // limit caps it), and one for its bounds: storage handed back by the consumer when some
-        // is large enough, else one allocation each.
-        const bool fresh = cur_.records == 0 && cur_.data.capacity() == 0 && delivered > 0;
-        uint64_t want_data = 0;
-        const uint64_t want_bounds = batch_records * 8;
-        SpareBlock spare_data;
-        SpareBlock spare_bounds;
-        if (fresh) {
-          // The piece's data may hold more than its records (whole chunks are decoded): the mean
-          // comes from the span of the records themselves.
-          const uint64_t first_begin = b[0];
-          const uint64_t last_end = b[2 * (delivered - 1) + 1];
-          const uint64_t mean =
-              (last_end > first_begin ? last_end - first_begin : p->out.data.size()) / delivered +
-              1;
-          want_data = std::min<uint64_t>(
-              std::min<uint64_t>(mean * batch_records, options_.batch_bytes + batch_records * 4),
-              uint64_t{1} << 30);
-          spare_data = TakeSpare(&spare_data_, want_data);
-          spare_bounds = TakeSpare(&spare_bounds_, want_bounds);
-          if (spare_data.p != nullptr) ++stats_.batches_recycled;
-        }
-        // Copy outside the lock: the front piece and the batch being built are ours alone.
-        lock.unlock();
-        if (fresh) {
-          if (spare_data.p != nullptr) {
-            cur_.data.Borrow(spare_data.p, spare_data.cap);
-            cur_.data_owner = std::move(spare_data.owner);
-          } else {
-            // An eighth more than the estimate: batches of the same kind vary a little in size,
-            // and a block that fits only the smallest of them would rarely be reused.
-            cur_.data.Reserve(static_cast<size_t>(want_data + want_data / 8));
-          }
-          if (spare_bounds.p != nullptr) {
-            cur_.bounds.Borrow(spare_bounds.p, spare_bounds.cap);
-            cur_.bounds_owner = std::move(spare_bounds.owner);
-          } else {
-            cur_.bounds.Reserve(static_cast<size_t>(want_bounds));
-          }
-        }
-        const size_t base = cur_.data.size();
-        bool ok = cur_.data.Append(p->out.data.data() + src_begin, span) &&
-                  cur_.bounds.EnsureSpare((j1 - j0) * 8);
-        if (ok) {
-          auto* dst = reinterpret_cast<uint32_t*>(cur_.bounds.end());
-          const uint32_t shift = static_cast<uint32_t>(base) - src_begin;  // modular on purpose
-          for (uint64_t j = j0; j < j1; ++j) {
-            *dst++ = b[2 * j] + shift;
-            *dst++ = b[2 * j + 1] + shift;
-          }
-          cur_.bounds.SetSize(cur_.bounds.size() + (j1 - j0) * 8);
-        }
-        lock.lock();
-        if (!ok) {
-          p->error = Status(ErrorCode::kTooLarge, "out of memory assembling a batch");
-          p->out.delivered = p->next_record;
-          p->out.has_error = false;
-          continue;
-        }
-        // The bytes move from the piece to the batch: still buffered, counted once.
-        const uint64_t moved = span + (j1 - j0) * 8;
-        const uint64_t released = std::min(moved, p->accounted);
-        p->accounted -= released;
-        Account(static_cast<int64_t>(moved) - static_cast<int64_t>(released));
-        cur_.records += j1 - j0;
-        cur_record_bytes_ = bytes;
-        p->next_record = j1;
-        p->seg_pos += j1 - j0;
-        if (p->seg_pos == p->segments[p->seg].second) {
-          ++p->seg;
-          p->seg_pos = 0;
-        }
-        continue;
-      }
-      // Every delivered record of the piece is in a batch: the piece ends here.
-      const bool failed = !p->error.ok() || p->out.has_error;
-      if (failed) {
-        Status s = p->error.ok() ? p->out.error.status : p->error;
-        if (cur_.records > 0 || !cur_.skipped.empty()) FlushBatch(false);
-        Item e;
-        e.kind = Item::Kind::kError;
-        e.range_id = r.id;
-        e.first_record = p->start + p->next_record;
-        const uint64_t range_end = r.range.start + r.range.count;
-        e.records = range_end > e.first_record ? range_end - e.first_record : 0;
-        e.range_done = true;
-        e.error = Fault{std::move(s), r.range.path, e.records};
-        cur_ = Item();
-        cur_open_ = false;
-        PushItem(std::move(e));
-        r.failed = true;
-      } else if (p->last) {
-        if (cur_.records == 0) cur_.first_record = r.range.start + r.range.count;
-        FlushBatch(true);
-      }
-    }
-    Account(-static_cast<int64_t>(p->accounted));
-    pieces_.pop_front();
-    if (next_dispatch_ > 0) --next_dispatch_;
-  }
-  assembling_ = false;
-  work_cv_.notify_all();
-  if (EndedLocked()) NotifyConsumer();
 }
 
 }  // namespace edl::prefetch

@@ -1,6 +1,7 @@
 // Reads record ranges ahead of a consumer on a pool of threads into a ring of batches bounded in
 // bytes and in batches. Output order (and content) depends only on the ranges and the batch
-// options, never on the number of threads.
+// options, never on the number of threads. A chunk cut by a range's end is decoded once: its
+// decoded bytes are carried over to the next range when that range starts in the same chunk.
 #ifndef EDL_PREFETCH_PREFETCHER_H_
 #define EDL_PREFETCH_PREFETCHER_H_
 
@@ -117,6 +118,8 @@ struct PrefetchStats {
   /// (records and bounds) those pieces came to: their ratio is the decoding time per byte.
   uint64_t decode_ns = 0;
   uint64_t decoded_bytes = 0;
+  /// Ranges whose first chunk came from the previous range's decoded chunk (no second decode).
+  uint64_t chunks_carried = 0;
 };
 
 class Prefetcher {
@@ -169,6 +172,7 @@ class Prefetcher {
  private:
   struct RangeState;
   struct Piece;
+  struct Carry;
   using Lock = std::unique_lock<std::mutex>;
 
   void WorkerLoop(uint32_t index);
@@ -178,7 +182,22 @@ class Prefetcher {
   bool CanAssemble() const;
   bool CanDispatch() const;
   void PlanNext(Lock& lock);
+  // Plans the first piece of `range` from the carried chunk, or from the chunk the previous
+  // planned piece will leave cut, when the range starts in it. False when it does not.
+  bool PlanFromCarry(RangeState* range, Piece* piece);
   void Decode(Lock& lock, Piece* piece);
+  // Reads a piece's records (lock not held); returns the time it took.
+  static uint64_t ReadPiece(const OpenFile& file, Piece* piece, bool skip_corrupt);
+  // Bookkeeping after a piece was read (lock held): its bytes and the time it took.
+  void FinishDecode(Piece* piece, uint64_t decode_ns);
+  // Fills a piece planned to start in the carried chunk (lock held, released while splitting or,
+  // when the carry is gone because the previous range failed, while decoding).
+  void ResolveCarry(Lock& lock, Piece* piece);
+  // Keeps the cut last chunk of `piece` (its range's last piece, delivered whole) for the next
+  // range when one may start in it. Returns the carry it replaced, to be freed without the lock.
+  std::unique_ptr<Carry> KeepCarry(Piece* piece);
+  // Drops the carry unless a planned piece claimed it; returns it, to be freed without the lock.
+  std::unique_ptr<Carry> DropCarry();
   void Assemble(Lock& lock);
   void PushItem(Item item);
   void FlushBatch(bool range_done);
@@ -205,6 +224,9 @@ class Prefetcher {
   std::deque<std::unique_ptr<Piece>> pieces_;          // planned pieces in output order
   size_t next_dispatch_ = 0;                           // first piece not yet decoding
   std::deque<Item> ring_;
+  // The decoded chunk the last finished range ended inside (at most one: it serves the range
+  // queued right after; counted in buffered_bytes_).
+  std::unique_ptr<Carry> carry_;
   // The batch being assembled (owned by the assembling thread while assembling_).
   Item cur_;
   bool cur_open_ = false;

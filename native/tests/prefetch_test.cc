@@ -567,3 +567,164 @@ TEST(DecodeCountersCoverEveryDeliveredByte) {
     CHECK_EQ(s.active_threads, threads);
   }
 }
+
+namespace {
+
+// Consecutive tasks of `task` records over [0, n) of `path`: what a worker's tasks name.
+std::vector<Range> Tasks(const std::string& path, uint64_t n, uint64_t task) {
+  std::vector<Range> ranges;
+  for (uint64_t start = 0; start < n; start += task) {
+    ranges.push_back({path, start, std::min(task, n - start)});
+  }
+  return ranges;
+}
+
+FileIndex IndexOf(const std::string& path) {
+  auto f = LocalFile::Open(path);
+  CHECK_OK(f.status());
+  FileIndex index;
+  CHECK_OK(ScanIndex(*f.value(), &index));
+  return index;
+}
+
+size_t ChunkCount(const std::string& path) { return IndexOf(path).chunks.size(); }
+
+// Starts `p`, queues every range and ends the input.
+void QueueAll(Prefetcher& p, const std::vector<Range>& ranges) {
+  CHECK_OK(p.Start());
+  for (const auto& r : ranges) CHECK(p.Enqueue(r).ok());
+  p.EndInput();
+}
+
+// Whether record `i` is inside a chunk, not its first record (a task starting there shares it).
+bool InsideChunk(const FileIndex& index, uint64_t i) {
+  for (const ChunkInfo& c : index.chunks) {
+    if (i > c.first_record && i < c.first_record + c.header.num_records) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(TasksThatCutChunksDecodeEachChunkOnceAndDeliverTheSameRecords) {
+  // Chunks of about 40 records; tasks of 17 (a chunk cut by up to 3 tasks, tasks smaller than a
+  // chunk), 50 and 1024 (a task ending inside a chunk and the next one starting there).
+  struct Case {
+    const char* name;
+    Compressor compressor;
+  };
+  for (const Case& c :
+       {Case{"carry-none.rio", Compressor::kNone}, Case{"carry-snappy.rio", Compressor::kSnappy},
+        Case{"carry-gzip.rio", Compressor::kGzip}}) {
+    const uint64_t n = 3000;
+    const std::string f = MakeFile(c.name, c.compressor, n, 100, 2 << 10, 21);
+    const size_t chunks = ChunkCount(f);
+    CHECK(chunks > 50);
+    for (uint64_t task : {17u, 50u, 1024u}) {
+      const auto ranges = Tasks(f, n, task);
+      const auto want = Sequential(ranges);
+      for (uint32_t threads : {0u, 1u, 2u, 4u}) {
+        for (uint32_t batch : {7u, 64u}) {
+          // One chunk per piece (piece_bytes 1): pieces decoded count the chunks decoded.
+          Prefetcher p(TunedOptions(threads, batch, 64 << 10, 8, 1));
+          QueueAll(p, ranges);
+          const Drained d = Drain(p, batch, uint64_t{1} << 30, ranges, batch == 7);
+          CHECK(d.records == want);
+          const auto s = p.Stats();
+          // Every chunk decoded once: a chunk shared by tasks came from the carry.
+          CHECK_EQ(s.pieces_decoded, chunks);
+          CHECK(s.chunks_carried > 0);
+          CHECK_EQ(s.ranges_done, ranges.size());
+          CHECK_EQ(s.buffered_bytes, 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(RangesOfDifferentFilesInterleavedGiveTheSameRecords) {
+  const std::string a = MakeFile("interleave-a.rio", Compressor::kSnappy, 1200, 100, 2 << 10, 22);
+  const std::string b = MakeFile("interleave-b.rio", Compressor::kGzip, 900, 100, 2 << 10, 23);
+  // a's tasks and b's tasks alternate, and now and then two of a's follow each other.
+  std::vector<Range> ranges;
+  const auto ta = Tasks(a, 1200, 70);
+  const auto tb = Tasks(b, 900, 90);
+  for (size_t i = 0; i < ta.size(); ++i) {
+    ranges.push_back(ta[i]);
+    if (i % 3 != 2 && i < tb.size()) ranges.push_back(tb[i]);
+  }
+  const auto want = Sequential(ranges);
+  for (uint32_t threads : {0u, 1u, 3u}) {
+    Prefetcher p(TunedOptions(threads, 32, 64 << 10, 64, 4 << 10));
+    QueueAll(p, ranges);
+    const Drained d = Drain(p, 32, uint64_t{1} << 30, ranges);
+    CHECK(d.records == want);
+    CHECK(p.Stats().chunks_carried > 0);  // where two of a's tasks follow each other
+    CHECK_EQ(p.Stats().buffered_bytes, 0u);
+  }
+}
+
+TEST(ACarryKeptWhileNoRangeIsQueuedServesTheNextOne) {
+  // A consumer that queues the next task only once the previous one is read: the cut chunk waits
+  // (counted in the buffered bytes) for the next range, and is freed when the input ends.
+  const std::string f = MakeFile("carry-wait.rio", Compressor::kGzip, 1000, 100, 2 << 10, 24);
+  const auto ranges = Tasks(f, 1000, 130);
+  const auto want = Sequential(ranges);
+  for (uint32_t threads : {0u, 2u}) {
+    Prefetcher p(TunedOptions(threads, 1000, uint64_t{64} << 20, 64, 1));
+    CHECK_OK(p.Start());
+    std::vector<std::string> records;
+    Item item;
+    const FileIndex index = IndexOf(f);
+    uint64_t cuts = 0;
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      CHECK(p.Enqueue(ranges[r]).ok());
+      for (bool done = false; !done;) {
+        CHECK(p.Pop(&item, true) == PopResult::kItem);
+        CHECK(item.kind == Item::Kind::kBatch);
+        const auto* b = reinterpret_cast<const uint32_t*>(item.bounds.data());
+        for (uint64_t i = 0; i < item.records; ++i) {
+          records.push_back(RecordLine(r, item.first_record + i, item.data.data() + b[2 * i],
+                                       b[2 * i + 1] - b[2 * i]));
+        }
+        done = item.range_done;
+      }
+      // The cut chunk is still held.
+      const uint64_t end = ranges[r].start + ranges[r].count;
+      if (r + 1 < ranges.size() && InsideChunk(index, end)) {
+        CHECK(p.Stats().buffered_bytes > 0);
+        ++cuts;
+      }
+    }
+    p.EndInput();
+    CHECK(p.Pop(&item, true) == PopResult::kEnded);
+    CHECK(records == want);
+    const auto s = p.Stats();
+    CHECK(cuts > 3);
+    CHECK_EQ(s.chunks_carried, cuts);
+    CHECK_EQ(s.pieces_decoded, ChunkCount(f));
+    CHECK_EQ(s.buffered_bytes, 0u);
+  }
+}
+
+TEST(ARangeAfterOneThatFailedDecodesTheSharedChunkItself) {
+  // Tasks over a file with a bad chunk: the task that meets it ends with the error and leaves no
+  // carry; the next task, which starts in the chunk the failed one ended in, still gets all its
+  // records (the chunk decoded again), like sequential reads.
+  const std::string bad = edl::test::GoldenPath("bad-crc-none-64k.rio");
+  for (uint64_t task : {100u, 1000u}) {
+    const auto ranges = Tasks(bad, 8192, task);
+    const auto want = Sequential(ranges);
+    for (uint32_t threads : {0u, 1u, 3u}) {
+      Prefetcher p(TunedOptions(threads, 64, uint64_t{64} << 20, 64, 1));
+      QueueAll(p, ranges);
+      const Drained d = Drain(p, 64, uint64_t{1} << 30, ranges);
+      CHECK(d.records == want);
+      CHECK(!d.errors.empty());
+      // Every chunk holds over 500 records: tasks of 100 start inside the bad one several times,
+      // and each of those decodes it again (one chunk per piece).
+      if (task == 100) CHECK(p.Stats().pieces_decoded > ChunkCount(bad));
+      CHECK_EQ(p.Stats().buffered_bytes, 0u);
+    }
+  }
+}

@@ -79,6 +79,11 @@ export interface PrefetcherStats {
    */
   readonly decodeNanoseconds: number;
   readonly decodedBytes: number;
+  /**
+   * Ranges that started inside the chunk the range before them ended in, of the same file, and
+   * took their first records from that decoded chunk instead of decoding it a second time.
+   */
+  readonly chunksCarried: number;
 }
 
 const OPTION_KEYS = [

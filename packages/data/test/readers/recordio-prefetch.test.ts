@@ -234,6 +234,42 @@ describe('RecordIODataReader read-ahead (native prefetcher)', () => {
     await reader.close();
   }, 30_000);
 
+  it('decodes a chunk cut by tasks once and yields what readSync does, record by record', async () => {
+    // Tasks of 37 records over chunks of about 3000 bytes (roughly 8 records): most tasks cut a
+    // chunk at both ends, and the chunk a task ends in is where the next one starts.
+    for (const shardName of [files[0], files[1], files[2]] as string[]) {
+      const file = await RecordIOReader.open(shardName);
+      const n = file.numRecords;
+      const batch = file.readSync(0, n);
+      const want = [...batch].map((record) => record.slice());
+      const decodedOnce = want.reduce((sum, record) => sum + 4 + record.length, 0) + 8 * n;
+      batch.release();
+      file.close();
+      for (const threads of [0, 2]) {
+        const reader = await RecordIODataReader.open({
+          files,
+          prefetch: { threads, batchSize: 10, storedFiles: 'prefetch' },
+        });
+        const tasks: RecordRange[] = [];
+        for (let start = 0; start < n; start += 37)
+          tasks.push({ shardName, start, end: Math.min(n, start + 37) });
+        announce(reader, tasks[0] as RecordRange);
+        for (const [i, task] of tasks.entries()) {
+          const after = tasks[i + 1];
+          if (after !== undefined) announce(reader, after);
+          const got = await readAll(reader, task);
+          expect(difference(got, want.slice(task.start, task.end))).toBeUndefined();
+        }
+        const stats = reader.prefetchStats;
+        // Each chunk decoded once (its records with their 4-byte lengths, plus 8 bytes of bounds
+        // per record): the chunks tasks share came from the chunk carried over.
+        expect(stats?.chunksCarried).toBeGreaterThan(tasks.length / 2);
+        expect(stats?.decodedBytes).toBe(decodedOnce);
+        await reader.close();
+      }
+    }
+  }, 60_000);
+
   it('reports a corrupt chunk in its own task only, as the direct path does', async () => {
     const bad = { shardName: corrupt, start: 0, end: 400 };
     const tail = { shardName: corrupt, start: 0, end: corruptGood };
