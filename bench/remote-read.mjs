@@ -24,9 +24,11 @@
  *   the data GETs' bytes alone, over the data files' size;
  * - the most tasks announced ahead at once, the most fetched, undecoded bytes the reader held, the
  *   reading process's peak RSS before reading (code, S3 client, index) and the RSS bound it should
- *   stay within: that peak plus `readAheadBytes` plus the pieces of a read in progress (one
- *   `partBytes` piece; two for CSV, the scanned one and the next) plus the largest batch decoded
- *   from one;
+ *   stay within: that peak plus `readAheadBytes` (which bounds the idle fetch buffers kept for reuse
+ *   too) plus the pieces of a read in progress (one `partBytes` piece; two for CSV, the scanned one
+ *   and the next) plus the largest batch decoded from one, plus, for RecordIO, two decoded buffers
+ *   kept for reuse. Peak RSS is each child's VmHWM (its own memory: `maxRSS` would carry over the
+ *   bench process's peak across exec);
  * - the CPU used meanwhile by the s3rver process and by this process (the proxy; it does nothing
  *   else while a child reads), as a share of one core.
  *
@@ -280,17 +282,18 @@ try {
             );
       row('local', localRun);
       // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
-      // own peak before it reads (its code, the S3 client, the index), plus the read-ahead budget,
-      // plus the pieces of the read in progress (a text read holds the piece it scans and the next)
-      // and the batch decoded from one (the largest the read saw; none for text), plus the idle
-      // buffers RemoteReads keeps for reuse (two fetch buffers, two decoded ones; none for text).
+      // own peak before it reads (its code, the S3 client, the index; VmHWM, this child's alone),
+      // plus the read-ahead budget (fetched, undecoded bytes and the idle fetch buffers kept for
+      // reuse together), plus the pieces of the read in progress (a text read holds the piece it
+      // scans and the next) and the batch decoded from one (the largest the read saw; none for
+      // text), plus the two decoded buffers RemoteReads keeps for reuse (RecordIO).
       const partBytes = remoteOptions.partBytes ?? 8 * MIB;
       const rssBound =
         remote.indexRssBytes +
         (remoteOptions.readAheadBytes ?? 64 * MIB) +
         (set === 'csv' ? 2 : 1) * partBytes +
         remote.largestBatchBytes +
-        (set === 'csv' ? 0 : 2 * partBytes + 2 * remote.largestBatchBytes);
+        (set === 'recordio' ? 2 * remote.largestBatchBytes : 0);
       row(
         's3',
         remote,
