@@ -21,7 +21,14 @@ import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '@edl/common';
 import { buildLocalSidecarIndex, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
 import { ensureFile, RECORD_SETS } from './generate.mjs';
-import { loadS3Client, S3RVER_ENV, s3Client, startDelayProxy, startS3rver } from './s3-bench-server.mjs';
+import {
+  loadS3Client,
+  processCpuSeconds,
+  S3RVER_ENV,
+  s3Client,
+  startDelayProxy,
+  startS3rver,
+} from './s3-bench-server.mjs';
 
 const MIB = 2 ** 20;
 const bytes = Number(process.env.EDL_CPU_BYTES ?? 32 * MIB);
@@ -182,12 +189,16 @@ try {
                 ? { ...base, mode: 'download', bucket: BUCKET, prefix: `${set}/`, parallel: 4 }
                 : { ...base, params: { ...params, remote }, mode: 'read', origin: `s3://${BUCKET}/${set}/` };
         proxy.requests.length = 0;
+        const serverBefore = processCpuSeconds(server.pid);
+        const ownBefore = process.cpuUsage();
         const run = await runChild(job, env, `${set}-${mode}-${r}`);
+        const own = process.cpuUsage(ownBefore);
+        const serverCpu = processCpuSeconds(server.pid) - serverBefore;
         const t = run.threads;
         const requests = mode === 'proxy' ? proxy.requests.length : run.sourceRequests;
         console.log(
           `  ${mode.padEnd(8)} total ${fmt(t.total)}  main ${fmt(t.main)}  libuv ${fmt(t.libuv)}  v8 ${fmt(t.v8)}  later ${fmt(t.later)}  exited ${fmt(t.exited)} (system ${fmt(t.system)})` +
-            `  | requests ${String(requests).padStart(3)}  wall ${(run.totalMs / 1000).toFixed(2)} s  rss ${(run.maxRssBytes / MIB).toFixed(0)} MiB  records ${run.records}`,
+            `  | s3rver ${fmt(serverCpu)}  proxy ${fmt((own.user + own.system) / 1e6)}  requests ${String(requests).padStart(3)}  wall ${(run.totalMs / 1000).toFixed(2)} s  rss ${(run.maxRssBytes / MIB).toFixed(0)} MiB  records ${run.records}`,
         );
       }
     }
