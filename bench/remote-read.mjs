@@ -46,7 +46,7 @@ import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '@edl/common';
 import { DEFAULT_MAX_RANGES_AHEAD } from '@edl/data';
 import { buildLocalSidecarIndex, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
-import { ensureFile, RECORD_SETS } from './lib/generate.mjs';
+import { ensureFile, ensureTFRecords } from './lib/generate.mjs';
 import { machineLine } from './lib/machine.mjs';
 import {
   loadS3Client,
@@ -79,24 +79,6 @@ const log = (text) => process.stderr.write(text);
 // The AWS SDK's own switch for its Node-version warning, as S3ByteSource sets it for users.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-/** Writes `count` TFRecord files of ~3 KiB image-like records, `totalBytes` of records in all. */
-async function ensureTFRecords(dir, count, totalBytes) {
-  if (existsSync(join(dir, 'done'))) return;
-  mkdirSync(dir, { recursive: true });
-  const rand = mulberry32(3);
-  const pool = RECORD_SETS.image.pool(rand);
-  for (let file = 0; file < count; file++) {
-    const writer = TFRecordWriter.create(join(dir, `part-${String(file).padStart(5, '0')}.tfrecord`));
-    for (let written = 0; written < totalBytes / count; ) {
-      const record = pool[Math.floor(rand() * pool.length)];
-      writer.write(record);
-      written += record.length;
-    }
-    await writer.close();
-  }
-  writeFileSync(join(dir, 'done'), '');
-}
-
 /** Writes a CSV file of `totalBytes` (a header, an id, a label and eight numeric features per row). */
 function ensureCsv(path, totalBytes) {
   if (existsSync(path)) return;
@@ -128,7 +110,7 @@ async function prepare() {
   for (const set of sets) {
     const dir = join(dataDir, set);
     if (set === 'recordio') ensureFile(RecordIOWriter, join(dir, 'images.rio'), 'image', 'gzip', bytes, log);
-    if (set === 'tfrecord') await ensureTFRecords(dir, TFRECORD_FILES, bytes / 4);
+    if (set === 'tfrecord') await ensureTFRecords(TFRecordWriter, dir, TFRECORD_FILES, bytes / 4);
     if (set === 'csv') ensureCsv(join(dir, 'rows.csv'), bytes / 4);
     if (set === 'csv') continue;
     for (const name of layout(set).files) {

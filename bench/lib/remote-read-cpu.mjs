@@ -14,13 +14,12 @@
  * (the reads' `remote` options as JSON). Inputs are kept under the OS temp folder.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mulberry32 } from '@edl/common';
 import { buildLocalSidecarIndex, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
-import { ensureFile, RECORD_SETS } from './generate.mjs';
+import { ensureFile, ensureTFRecords } from './generate.mjs';
 import {
   loadS3Client,
   processCpuSeconds,
@@ -79,22 +78,7 @@ process.on('exit', () => {
 
 async function prepare() {
   ensureFile(RecordIOWriter, join(dataDir, 'recordio', 'images.rio'), 'image', 'gzip', bytes);
-  const tf = join(dataDir, 'tfrecord');
-  if (!existsSync(join(tf, 'done'))) {
-    mkdirSync(tf, { recursive: true });
-    const rand = mulberry32(3);
-    const pool = RECORD_SETS.image.pool(rand);
-    for (let file = 0; file < 64; file++) {
-      const writer = TFRecordWriter.create(join(tf, `part-${String(file).padStart(5, '0')}.tfrecord`));
-      for (let written = 0; written < bytes / 4 / 64; ) {
-        const record = pool[Math.floor(rand() * pool.length)];
-        writer.write(record);
-        written += record.length;
-      }
-      await writer.close();
-    }
-    writeFileSync(join(tf, 'done'), '');
-  }
+  await ensureTFRecords(TFRecordWriter, join(dataDir, 'tfrecord'), 64, bytes / 4);
   for (const set of sets) {
     for (const name of dataFiles(set)) {
       const path = join(dataDir, set, name);
