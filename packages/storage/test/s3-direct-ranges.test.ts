@@ -71,6 +71,21 @@ describe('S3ByteSource ranged GETs over its own connections', () => {
     expect(proxy.connections - before).toBe(8);
   });
 
+  it('sees an idle connection closed by the other side, and reads on a new one with no retry', async () => {
+    const source = newSource();
+    expect(Buffer.from(await source.readRange(stat, 0, 100_000)).equals(data.subarray(0, 100_000))).toBe(
+      true,
+    );
+    const before = proxy.connections;
+    proxy.dropConnections();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(Buffer.from(await source.readRange(stat, 7, 100_000)).equals(data.subarray(7, 100_007))).toBe(
+      true,
+    );
+    expect(proxy.connections - before).toBe(1);
+    expect(source.stats.snapshot().retries['connection-reset']).toBe(0);
+  });
+
   it('reads the last byte and a one-byte range, and fails a range past the end before any request', async () => {
     const source = newSource();
     const last = await source.readRange(stat, data.byteLength - 1, 1);

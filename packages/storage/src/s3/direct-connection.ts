@@ -86,6 +86,8 @@ export class Connection implements BodyConnection {
   sleep(forget: () => void): void {
     this.#forget = forget;
     this.#socket.unref();
+    // Reading on while idle, so that a server closing it is seen now, not by the next request.
+    this.#socket.resume();
     this.#idleTimer = setTimeout(() => this.close(), IDLE_MS);
     this.#idleTimer.unref();
   }
@@ -154,8 +156,7 @@ export class Connection implements BodyConnection {
     this.#onFail = undefined;
     onHead?.({ statusCode: parsed.statusCode, reason: parsed.reason, headers: parsed.headers, body });
     // The bytes after the head wait for the body's reader; reading pauses until it says how.
-    body.hold(rest);
-    return false;
+    return body.hold(rest);
   }
 
   #fail(error: Error): void {

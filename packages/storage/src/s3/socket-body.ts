@@ -50,17 +50,21 @@ export class SocketBody extends Readable implements DirectBody {
     this.on('error', () => {});
   }
 
-  /** Bytes that came with the head; the socket is paused until the reader chooses how to read. */
-  hold(bytes: Buffer): void {
+  /**
+   * Bytes that came with the head. Returns whether the connection reads on: only when they were the
+   * whole body (the connection is idle again); otherwise reading waits for the reader to choose how.
+   */
+  hold(bytes: Buffer): boolean {
     if (this.#unread >= 0 && bytes.byteLength > this.#unread) {
       this.destroy(new Error('the server sent more bytes than its answer has'));
-      return;
+      return false;
     }
     if (bytes.byteLength > 0) {
       this.#held = Buffer.from(bytes);
       if (this.#unread > 0) this.#unread -= bytes.byteLength;
     }
     if (this.#unread === 0) this.#release(true);
+    return this.#released;
   }
 
   readInto(into: Uint8Array, progress: (count: number) => void): Promise<void> {
@@ -78,8 +82,8 @@ export class SocketBody extends Readable implements DirectBody {
         progress(filled);
       }
       if (filled === into.byteLength || this.#released) {
-        this.#doneIfRead();
         resolve();
+        this.#doneWith();
         return;
       }
       const want = into.byteLength - filled;
@@ -122,9 +126,11 @@ export class SocketBody extends Readable implements DirectBody {
     if (this.#unread === 0) {
       this.#release(true);
       if (direct === undefined) this.push(null);
-      else this.#doneIfRead();
-      return false;
+      else if (!more) this.#doneWith();
+      // The connection is idle now (kept or closed): it reads on, to see a server close it.
+      return true;
     }
+    if (direct !== undefined && !more) this.#doneWith();
     return more;
   }
 
@@ -161,9 +167,12 @@ export class SocketBody extends Readable implements DirectBody {
     callback(error);
   }
 
-  /** A body read whole into memory is done with: closed, so that nothing waits on it. */
-  #doneIfRead(): void {
-    if (this.#released && this.#held === undefined && this.#direct === undefined) this.destroy();
+  /**
+   * A body read into memory is done with once its caller's buffer is full: closed, so that nothing
+   * waits on it; a connection with bytes of it still unread cannot be reused, and is closed too.
+   */
+  #doneWith(): void {
+    this.destroy();
   }
 
   #release(reusable: boolean): void {

@@ -64,6 +64,11 @@ export class FaultProxy {
     return this.faults.length;
   }
 
+  /** Closes every connection now, as a server ending idle kept-alive connections does. */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     this.server.close();
