@@ -86,6 +86,24 @@ describe('S3ByteSource ranged GETs over its own connections', () => {
     expect(source.stats.snapshot().retries['connection-reset']).toBe(0);
   });
 
+  it('an error answer to a ranged GET is read by the SDK from the same connection: NOT_FOUND naming the object', async () => {
+    const source = newSource();
+    await source.readRange(stat, 0, 10);
+    const before = proxy.connections;
+    const missing: ObjectStat = { location: 's3://direct/missing.bin', size: 100, version: stat.version };
+    const failure = await source.readRange(missing, 0, 10).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+    expect(String(failure)).toContain(
+      'NOT_FOUND: bytes 0-9 of s3://direct/missing.bin: read failed: 404 NoSuchKey',
+    );
+    // The error's XML body was read whole: the connection is used again.
+    expect(Buffer.from(await source.readRange(stat, 5, 10)).equals(data.subarray(5, 15))).toBe(true);
+    expect(proxy.connections - before).toBe(0);
+  });
+
   it('reads the last byte and a one-byte range, and fails a range past the end before any request', async () => {
     const source = newSource();
     const last = await source.readRange(stat, data.byteLength - 1, 1);
