@@ -24,9 +24,11 @@
  *   the data GETs' bytes alone, over the data files' size;
  * - the most tasks announced ahead at once, the most fetched, undecoded bytes the reader held, the
  *   reading process's peak RSS before reading (code, S3 client, index) and the RSS bound it should
- *   stay within: that peak plus `readAheadBytes` plus the pieces of a read in progress (one
- *   `partBytes` piece; two for CSV, the scanned one and the next) plus the largest batch decoded
- *   from one;
+ *   stay within: that peak plus `readAheadBytes` (which bounds the idle fetch buffers kept for reuse
+ *   too) plus the pieces of a read in progress (one `partBytes` piece; two for CSV, the scanned one
+ *   and the next) plus the largest batch decoded from one, plus, for RecordIO, two decoded buffers
+ *   kept for reuse. Peak RSS is each child's VmHWM (its own memory: `maxRSS` would carry over the
+ *   bench process's peak across exec);
  * - the CPU used meanwhile by the s3rver process and by this process (the proxy; it does nothing
  *   else while a child reads), as a share of one core.
  *
@@ -44,7 +46,7 @@ import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '@edl/common';
 import { DEFAULT_MAX_RANGES_AHEAD } from '@edl/data';
 import { buildLocalSidecarIndex, encodeSidecarIndex, RecordIOWriter, TFRecordWriter } from '@edl/recordio';
-import { ensureFile, RECORD_SETS } from './lib/generate.mjs';
+import { ensureFile, ensureTFRecords } from './lib/generate.mjs';
 import { machineLine } from './lib/machine.mjs';
 import {
   loadS3Client,
@@ -77,24 +79,6 @@ const log = (text) => process.stderr.write(text);
 // The AWS SDK's own switch for its Node-version warning, as S3ByteSource sets it for users.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-/** Writes `count` TFRecord files of ~3 KiB image-like records, `totalBytes` of records in all. */
-async function ensureTFRecords(dir, count, totalBytes) {
-  if (existsSync(join(dir, 'done'))) return;
-  mkdirSync(dir, { recursive: true });
-  const rand = mulberry32(3);
-  const pool = RECORD_SETS.image.pool(rand);
-  for (let file = 0; file < count; file++) {
-    const writer = TFRecordWriter.create(join(dir, `part-${String(file).padStart(5, '0')}.tfrecord`));
-    for (let written = 0; written < totalBytes / count; ) {
-      const record = pool[Math.floor(rand() * pool.length)];
-      writer.write(record);
-      written += record.length;
-    }
-    await writer.close();
-  }
-  writeFileSync(join(dir, 'done'), '');
-}
-
 /** Writes a CSV file of `totalBytes` (a header, an id, a label and eight numeric features per row). */
 function ensureCsv(path, totalBytes) {
   if (existsSync(path)) return;
@@ -126,7 +110,7 @@ async function prepare() {
   for (const set of sets) {
     const dir = join(dataDir, set);
     if (set === 'recordio') ensureFile(RecordIOWriter, join(dir, 'images.rio'), 'image', 'gzip', bytes, log);
-    if (set === 'tfrecord') await ensureTFRecords(dir, TFRECORD_FILES, bytes / 4);
+    if (set === 'tfrecord') await ensureTFRecords(TFRecordWriter, dir, TFRECORD_FILES, bytes / 4);
     if (set === 'csv') ensureCsv(join(dir, 'rows.csv'), bytes / 4);
     if (set === 'csv') continue;
     for (const name of layout(set).files) {
@@ -280,17 +264,18 @@ try {
             );
       row('local', localRun);
       // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
-      // own peak before it reads (its code, the S3 client, the index), plus the read-ahead budget,
-      // plus the pieces of the read in progress (a text read holds the piece it scans and the next)
-      // and the batch decoded from one (the largest the read saw; none for text), plus the idle
-      // buffers RemoteReads keeps for reuse (two fetch buffers, two decoded ones; none for text).
+      // own peak before it reads (its code, the S3 client, the index; VmHWM, this child's alone),
+      // plus the read-ahead budget (fetched, undecoded bytes and the idle fetch buffers kept for
+      // reuse together), plus the pieces of the read in progress (a text read holds the piece it
+      // scans and the next) and the batch decoded from one (the largest the read saw; none for
+      // text), plus the two decoded buffers RemoteReads keeps for reuse (RecordIO).
       const partBytes = remoteOptions.partBytes ?? 8 * MIB;
       const rssBound =
         remote.indexRssBytes +
         (remoteOptions.readAheadBytes ?? 64 * MIB) +
         (set === 'csv' ? 2 : 1) * partBytes +
         remote.largestBatchBytes +
-        (set === 'csv' ? 0 : 2 * partBytes + 2 * remote.largestBatchBytes);
+        (set === 'recordio' ? 2 * remote.largestBatchBytes : 0);
       row(
         's3',
         remote,

@@ -3,8 +3,8 @@
  * pixels) and ~100-byte text records (sentences over a fixed vocabulary). Records are drawn from a
  * seeded pool (image records stamped with their index), so files are reproducible.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { mulberry32 } from '@edl/common';
 
 function imagePool(rand, count) {
@@ -95,4 +95,25 @@ export function ensureFile(RecordIOWriter, path, set, compressor, targetBytes, l
   renameSync(tmp, path);
   if (log) log(` in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   return statSync(path).size;
+}
+
+/**
+ * Writes `count` TFRecord files of ~3 KiB image-like records into `dir`, `totalBytes` of records in
+ * all (once: a `done` file marks a complete set).
+ */
+export async function ensureTFRecords(TFRecordWriter, dir, count, totalBytes) {
+  if (existsSync(join(dir, 'done'))) return;
+  mkdirSync(dir, { recursive: true });
+  const rand = mulberry32(3);
+  const pool = RECORD_SETS.image.pool(rand);
+  for (let file = 0; file < count; file++) {
+    const writer = TFRecordWriter.create(join(dir, `part-${String(file).padStart(5, '0')}.tfrecord`));
+    for (let written = 0; written < totalBytes / count; ) {
+      const record = pool[Math.floor(rand() * pool.length)];
+      writer.write(record);
+      written += record.length;
+    }
+    await writer.close();
+  }
+  writeFileSync(join(dir, 'done'), '');
 }

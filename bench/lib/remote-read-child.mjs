@@ -10,7 +10,7 @@
  * every object under `bucket`/`prefix` whole with the S3 client (`parallel` at once) into a temp
  * folder, then reads that folder as `read` does, and times both.
  */
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -21,6 +21,21 @@ import { loadS3Client, s3Client } from './s3-bench-server.mjs';
 
 const job = JSON.parse(process.argv[2]);
 
+/**
+ * This process's peak RSS since it started: Linux's VmHWM, which belongs to this process's memory
+ * alone. `resourceUsage().maxRSS` is kept across exec, so a child of a large bench process starts
+ * with its parent's RSS as its own peak.
+ */
+function peakRssBytes() {
+  try {
+    const kib = /^VmHWM:\s*(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (kib !== undefined) return Number(kib) * 1024;
+  } catch {
+    // Not Linux: the rusage figure is the closest there is.
+  }
+  return process.resourceUsage().maxRSS * 1024;
+}
+
 /** Reads every record of `origin` in tasks, the next `ahead` tasks announced. */
 async function readAll(origin) {
   const params = { type: job.type, ...(job.params ?? {}) };
@@ -30,7 +45,7 @@ async function readAll(origin) {
   const indexMs = performance.now() - started;
   // The process's peak before reading: the reader, its S3 client and the index build (a CSV
   // object's streaming pass) included; what reading adds is on top of it.
-  const indexRssBytes = process.resourceUsage().maxRSS * 1024;
+  const indexRssBytes = peakRssBytes();
   const index = remoteFiles(reader).map((file) => file.index);
   if (job.mode === 'index') {
     await reader.close?.();
@@ -168,7 +183,7 @@ async function run() {
     ...result,
     totalMs,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
-    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    maxRssBytes: peakRssBytes(),
     sourceRequests: s3?.requests ?? 0,
     sourceBytes: s3?.bytes ?? 0,
   };

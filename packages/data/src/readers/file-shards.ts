@@ -7,14 +7,24 @@ import { DataReaderError } from './errors.js';
 
 /** The listings made while one reader is created, by location (see {@link sharingListings}). */
 const sharedListings = new AsyncLocalStorage<Map<string, Promise<ObjectStat[]>>>();
+/** Calls of {@link sharingListings} in progress. */
+let sharing = 0;
 
 /**
  * Runs `create` (which picks and opens a reader) with its listings shared: a location listed to
  * choose the reader is not listed again by the reader's open, so an open of an `s3://` prefix costs
  * one LIST. The listings live as long as `create` runs; later reads list afresh.
  */
-export function sharingListings<T>(create: () => Promise<T>): Promise<T> {
-  return sharedListings.run(new Map(), create);
+export async function sharingListings<T>(create: () => Promise<T>): Promise<T> {
+  sharing++;
+  try {
+    return await sharedListings.run(new Map(), create);
+  } finally {
+    // An AsyncLocalStorage once run keeps Node's async and promise hooks on in the whole process,
+    // a cost on every later promise and I/O callback (measured in docs/data-readers.md, "Reader
+    // CPU"): it is turned off when no creation shares listings any more.
+    if (--sharing === 0) sharedListings.disable();
+  }
 }
 
 /** The objects at `location` through its byte source, listed once per {@link sharingListings} scope. */

@@ -63,6 +63,22 @@ export interface RemoteCall {
   readonly action: string;
 }
 
+/**
+ * A body that can be written straight into memory the caller owns (the S3 source's own
+ * connections read a socket into it), instead of handing over pieces to copy.
+ */
+export interface DirectBody {
+  /**
+   * Fills `into` from the body, calling `progress` with each count of bytes written; resolves
+   * when `into` is full or the body has ended, rejects when the body fails or is destroyed.
+   */
+  readInto(into: Uint8Array, progress: (count: number) => void): Promise<void>;
+}
+
+function isDirectBody(body: unknown): body is DirectBody {
+  return typeof (body as Partial<DirectBody>).readInto === 'function';
+}
+
 /** An answer to a range request: its body and where in the object the body starts. */
 export interface RangeAnswer {
   /**
@@ -148,7 +164,13 @@ export async function readRangeWithRetries(
         return received === length;
       };
       const { body } = answer;
-      if (body instanceof Readable) {
+      if (rangeAnswered && isDirectBody(body)) {
+        await body.readInto(into.subarray(received, length), (count) => {
+          timeouts.bodyProgressed();
+          call.stats.recordBytes(count);
+          received += count;
+        });
+      } else if (body instanceof Readable) {
         await receive(body, take);
         // A server that ignored Range sends the rest of the object: stop it. A range answer ends here.
         if (!rangeAnswered && !body.readableEnded) answer.cancel(new Error('the range is complete'));

@@ -10,6 +10,7 @@ import {
   type RemoteSourceOptions,
 } from '../remote/remote-byte-source.js';
 import { RemoteError } from '../remote/remote-error.js';
+import { DirectRangeHandler, type SdkRequestHandler } from './direct-range-handler.js';
 import { formatS3Location, isSidecarKey, parseS3Location, type S3Location } from './s3-location.js';
 import { environmentNamesS3Endpoint, loadS3Sdk, type S3Sdk } from './s3-sdk.js';
 
@@ -199,13 +200,28 @@ export class S3ByteSource extends RemoteByteSource {
   }
 
   private client(url: string): Promise<{ readonly sdk: S3Sdk; readonly client: S3Client }> {
-    this.clientPromise ??= loadS3Sdk(url).then((sdk) => ({ sdk, client: createClient(sdk, this.options) }));
+    this.clientPromise ??= loadS3Sdk(url).then((sdk) => ({
+      sdk,
+      client: withDirectRanges(sdk, createClient(sdk, this.options)),
+    }));
     const pending = this.clientPromise;
     pending.catch(() => {
       if (this.clientPromise === pending) this.clientPromise = undefined;
     });
     return pending;
   }
+}
+
+/**
+ * The client with its ranged GETs sent over the byte source's own connections, whose bodies are
+ * read straight into the reader's buffers ({@link DirectRangeHandler}); left as it is when proxy
+ * variables are set, which the SDK's handler honours through its agents.
+ */
+function withDirectRanges(sdk: S3Sdk, client: S3Client): S3Client {
+  if (sdk.proxyAgents !== undefined) return client;
+  const config = client.config as { requestHandler: unknown };
+  config.requestHandler = new DirectRangeHandler(config.requestHandler as SdkRequestHandler);
+  return client;
 }
 
 /** The listed sidecars of the object at `location`, in {@link SIDECAR_SUFFIXES} order. */

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { type EnvProxyAgents, envProxyAgents, proxyVariablesSet } from '../proxy/env-proxy.js';
 import { RemoteError } from '../remote/remote-error.js';
 
@@ -38,12 +39,17 @@ export function loadS3Sdk(location: string): Promise<S3Sdk> {
   });
 }
 
+const requireOptional = createRequire(import.meta.url);
+
 async function importSdk(): Promise<S3Sdk> {
-  const [client, credentialProviders, proxyAgents] = await Promise.all([
-    import('@aws-sdk/client-s3'),
-    import('@aws-sdk/credential-providers'),
-    proxyVariablesSet() ? envProxyAgents() : undefined,
-  ]);
+  // require, not import(): both load the SDK's CommonJS build (it has no ESM entry for Node), but
+  // import() first scans the modules for their export names, about 50 ms of CPU in every process
+  // that reads s3:// (measured in docs/data-readers.md, "Reader CPU").
+  const client = requireOptional('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
+  const credentialProviders = requireOptional(
+    '@aws-sdk/credential-providers',
+  ) as typeof import('@aws-sdk/credential-providers');
+  const proxyAgents = proxyVariablesSet() ? await envProxyAgents() : undefined;
   return { client, credentialProviders, proxyAgents };
 }
 

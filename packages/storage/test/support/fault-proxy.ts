@@ -29,6 +29,8 @@ export class FaultProxy {
   latencyMs = 0;
   /** Every request seen, in order. */
   readonly requests: SeenRequest[] = [];
+  /** Client connections accepted so far. */
+  connections = 0;
   private faults: Fault[] = [];
   private matches: (request: SeenRequest) => boolean = () => false;
   private readonly sockets = new Set<Socket>();
@@ -62,6 +64,11 @@ export class FaultProxy {
     return this.faults.length;
   }
 
+  /** Closes every connection now, as a server ending idle kept-alive connections does. */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     this.server.close();
@@ -69,6 +76,7 @@ export class FaultProxy {
   }
 
   private serve(client: Socket, targetPort: number): void {
+    this.connections++;
     const upstream = connect(targetPort, '127.0.0.1');
     this.track(client);
     this.track(upstream);

@@ -35,8 +35,13 @@ export interface RemoteReadStats {
 
 /** Last blocks of ranges kept for the next range of their file (least recently planned dropped). */
 const MAX_TAILS = 16;
-/** Idle fetch buffers kept for the next GETs, and idle decoded buffers (each of data and bounds). */
+/** Idle decoded buffers kept for the next decodes (each of data and bounds). */
 const SPARE_BUFFERS = 2;
+/**
+ * Idle fetch buffers kept at most (their bytes are bounded by the read-ahead budget; this bounds
+ * the search for one that fits).
+ */
+const FETCH_SPARE_BUFFERS = 64;
 /** Buffers under this are left to the garbage collector: cheap to allocate, not worth keeping. */
 const MIN_SPARE_BYTES = 64 * 1024;
 
@@ -126,9 +131,12 @@ function tailBytes(tail: Tail): Promise<Uint8Array> {
  *   announce order; one that comes back for them fetches them again).
  * - Each GET's body is received into one buffer of its known length, reused once the piece is
  *   decoded (RecordIO) or its batch released (TFRecord, whose records are views of it); released
- *   RecordIO batches' buffers are decoded into again, as the local reader does. Idle, at most 2
- *   fetch buffers (each of `partBytes`, or one block when a block is bigger) and 2 batches' buffers
- *   are kept beside the bound above.
+ *   RecordIO batches' buffers are decoded into again, as the local reader does. A piece's bytes are
+ *   counted in the read-ahead budget until it is decoded, and idle fetch buffers are kept only
+ *   within that budget (fetched, undecoded bytes plus idle fetch buffers stay within
+ *   `readAheadBytes`, or one piece, plus one piece per read in progress): a long read fetches into
+ *   the buffers of the pieces it decoded instead of fresh memory. Beside that, the buffers of 2
+ *   released RecordIO batches are kept.
  */
 export class RemoteReads {
   readonly #format: SidecarIndex['format'];
@@ -150,7 +158,7 @@ export class RemoteReads {
   readonly #queue: Piece[] = [];
   readonly #tails = new Map<string, Tail>();
   /** Buffers of decoded pieces (and of released TFRecord batches, whose records were views of them). */
-  readonly #fetchSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
+  readonly #fetchSpares = new SpareBuffers(FETCH_SPARE_BUFFERS, MIN_SPARE_BYTES);
   /** Buffers of released RecordIO batches, for the next decodes to fill. */
   readonly #dataSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
   readonly #boundsSpares = new SpareBuffers(SPARE_BUFFERS, MIN_SPARE_BYTES);
@@ -160,7 +168,7 @@ export class RemoteReads {
     if (bounds !== data) this.#boundsSpares.give(bounds);
   };
   readonly #recycleFetched = (data: ArrayBufferLike): void => {
-    if (!this.#closed) this.#fetchSpares.give(data);
+    if (!this.#closed) this.#fetchSpares.give(data, this.#options.readAheadBytes - this.#bufferedBytes);
   };
   /** Announcements are planned in order, each once its file is indexed. */
   #planning: Promise<void> = Promise.resolve();
@@ -251,20 +259,26 @@ export class RemoteReads {
         pieces[next] = undefined;
         // The read's own next piece goes now, whatever the read-ahead budget.
         if (!piece.started) this.#start(piece);
-        const bytes = await piece.bytes();
-        this.#release(piece);
-        this.#keepTail(piece, bytes);
-        const batch = await file.decode(
-          bytes,
-          piece.first,
-          piece.last,
-          start,
-          end,
-          this.#onCorruptChunk,
-          this.#decodeBuffers(piece),
-        );
-        // RecordIO decodes into other memory: the fetched bytes are free now.
-        if (this.#format === 'recordio' && piece.length > 0) this.#recycleFetched(bytes.buffer);
+        let batch: RecordBatch;
+        let decoded: ArrayBufferLike | undefined;
+        try {
+          const bytes = await piece.bytes();
+          this.#keepTail(piece, bytes);
+          batch = await file.decode(
+            bytes,
+            piece.first,
+            piece.last,
+            start,
+            end,
+            this.#onCorruptChunk,
+            this.#decodeBuffers(piece),
+          );
+          // RecordIO decodes into other memory: the fetched bytes are free now (a TFRecord
+          // batch's records are views of them, so its release frees them).
+          if (this.#format === 'recordio' && piece.length > 0) decoded = bytes.buffer;
+        } finally {
+          this.#release(piece, decoded);
+        }
         yield batch;
       }
     } finally {
@@ -445,6 +459,8 @@ export class RemoteReads {
   #fetchBuffer(length: number): Uint8Array {
     const spare = this.#fetchSpares.take(length);
     if (spare !== undefined) return new Uint8Array(spare, 0, length);
+    // A new buffer: the spares left must not take the budget the fetched bytes need.
+    this.#fetchSpares.trim(this.#options.readAheadBytes - this.#bufferedBytes);
     const { partBytes } = this.#options;
     const step = 2 ** Math.max(0, Math.floor(Math.log2(length)) - 3);
     const size = length > partBytes / 2 ? Math.max(length, partBytes) : Math.ceil(length / step) * step;
@@ -475,11 +491,16 @@ export class RemoteReads {
     void piece.bytes();
   }
 
-  /** Its bytes are no longer held for the read-ahead. */
-  #release(piece: Piece): void {
-    if (!piece.charged) return;
-    piece.charged = false;
-    this.#bufferedBytes -= piece.length;
+  /**
+   * Its bytes are no longer held for the read-ahead; `freed`, the buffer they were fetched into,
+   * is kept for the next GET when the budget has room, before the read-ahead goes on.
+   */
+  #release(piece: Piece, freed?: ArrayBufferLike): void {
+    if (piece.charged) {
+      piece.charged = false;
+      this.#bufferedBytes -= piece.length;
+    }
+    if (freed !== undefined) this.#recycleFetched(freed);
     this.#pump();
   }
 
