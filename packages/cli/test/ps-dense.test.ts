@@ -10,9 +10,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readCheckpoint } from '@edl/master';
+import { DenseShardsClient } from '@edl/proto';
 import { decodeDensePart, placeDenseVariables, readShardMarkers, shardCheckpointDirName } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Run, succeededOnce, TRAIN_RECORDS, trainClicks, writeClicks } from './helpers/ps-job.js';
+import {
+  type Run,
+  restoredShards,
+  succeededOnce,
+  TRAIN_RECORDS,
+  trainClicks,
+  writeClicks,
+} from './helpers/ps-job.js';
 import { EDL_BIN } from './helpers/run-edl.js';
 
 const DENSE_MODEL_DEF = fileURLToPath(new URL('./fixtures/dense-click-model.ts', import.meta.url));
@@ -140,6 +148,80 @@ describe('edl train --num-ps 2 --dense-on shards', () => {
       );
     });
   }, 180_000);
+
+  it('restores the dense parts of a checkpoint onto 2 and 3 shards, placed again by size', async () => {
+    const checkpointDir = path.join(dir, 'ckpt-reshard');
+    succeededOnce(await train(['--num-ps', '2', '--model-def', DENSE_MODEL_DEF], checkpointDir));
+    const saved = await finalVariables(checkpointDir);
+    const { readdir } = await import('node:fs/promises');
+    const latest = (await readdir(checkpointDir))
+      .filter((n) => n.endsWith('.edlckpt'))
+      .sort()
+      .at(-1) as string;
+    const { version } = (await readCheckpoint(path.join(checkpointDir, latest))).store;
+    for (const numShards of [2, 3]) {
+      const shards = await restoredShards(numShards, checkpointDir, version);
+      try {
+        const dense = new DenseShardsClient(shards.client);
+        const pulled = await dense.pull(version, 1000, true);
+        expect(pulled.versions).toEqual(new Array(numShards).fill(version));
+        expect(new Map(pulled.variables.map((v) => [v.name, v.values]))).toEqual(saved);
+        const placement = placeDenseVariables(
+          new Map([...saved].map(([name, v]) => [name, v.length])),
+          numShards,
+        );
+        for (let shard = 0; shard < numShards; shard++) {
+          const answer = await shards.client.callShard('pullDenseVariables', shard, {
+            $typeName: 'edl.v1.PullDenseVariablesRequest',
+            minVersion: 0n,
+            waitMs: 0,
+          });
+          expect(answer.variables.map((t) => t.name).sort()).toEqual(
+            [...placement.shardOf]
+              .filter(([, s]) => s === shard)
+              .map(([name]) => name)
+              .sort(),
+          );
+        }
+      } finally {
+        shards.client.close();
+        shards.stop();
+      }
+    }
+  }, 240_000);
+
+  it('rolls the dense parts back with the rows when a shard is SIGKILLed after a checkpoint', async () => {
+    let killed: number | undefined;
+    let committed = false;
+    const listening: Record<string, unknown>[] = [];
+    const run = await trainClicks({
+      dataDir: dir,
+      checkpointDir: path.join(dir, 'ckpt-kill'),
+      extra: ['--num-ps', '2', '--checkpoint-steps', '20'],
+      env: process.env,
+      onEvent: (event) => {
+        if (event.event === 'listening') listening.push(event);
+        if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
+        const shard1 = listening.find((e) => e.shardIndex === 1);
+        if (killed === undefined && committed && typeof shard1?.pid === 'number') {
+          killed = shard1.pid;
+          process.kill(shard1.pid, 'SIGKILL');
+        }
+      },
+    });
+    expect(killed).toBeDefined();
+    succeededOnce(run);
+    const restored = run.events.find((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'));
+    expect(restored?.msg).toMatch(
+      /job rolled back to checkpoint .+ after parameter-server shard 1 was relaunched/,
+    );
+    // Both shards continued from the roll-back's version together, and ended at the same one.
+    const shards = denseAtStop(run);
+    expect([...shards.keys()].sort()).toEqual([0, 1]);
+    expect(shards.get(0)?.version).toBe(shards.get(1)?.version);
+    expect(shards.get(0)?.version).toBeGreaterThan(restored?.modelVersion as number);
+    expect(shards.get(0)?.pushes).toBe(shards.get(1)?.pushes);
+  }, 240_000);
 
   it('one worker, sync: the shards reach the variables the master reaches with the same seed', async () => {
     const common = [
