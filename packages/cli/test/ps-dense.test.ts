@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readCheckpoint } from '@edl/master';
+import { type Checkpoint, findCheckpoint } from '@edl/master';
 import { DenseShardsClient } from '@edl/proto';
 import { decodeDensePart, placeDenseVariables, readShardMarkers, shardCheckpointDirName } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,14 +80,16 @@ function expectDenseOnBothShards(run: Run): DenseAtStop[] {
   return parts;
 }
 
+/** The newest checkpoint of `checkpointDir`: the one a job writes as it ends. */
+async function finalCheckpoint(checkpointDir: string): Promise<Checkpoint> {
+  const found = await findCheckpoint(checkpointDir);
+  if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
+  return found.checkpoint;
+}
+
 /** The dense variables of a job's final checkpoint, assembled from its shard files (or its own). */
 async function finalVariables(checkpointDir: string): Promise<Map<string, Float32Array>> {
-  const { readdir } = await import('node:fs/promises');
-  const latest = (await readdir(checkpointDir))
-    .filter((n) => n.endsWith('.edlckpt'))
-    .sort()
-    .at(-1) as string;
-  const checkpoint = await readCheckpoint(path.join(checkpointDir, latest));
+  const checkpoint = await finalCheckpoint(checkpointDir);
   const version = checkpoint.store.version;
   const out = new Map<string, Float32Array>();
   const onShards =
@@ -153,12 +155,7 @@ describe('edl train --num-ps 2 --dense-on shards', () => {
     const checkpointDir = path.join(dir, 'ckpt-reshard');
     succeededOnce(await train(['--num-ps', '2', '--model-def', DENSE_MODEL_DEF], checkpointDir));
     const saved = await finalVariables(checkpointDir);
-    const { readdir } = await import('node:fs/promises');
-    const latest = (await readdir(checkpointDir))
-      .filter((n) => n.endsWith('.edlckpt'))
-      .sort()
-      .at(-1) as string;
-    const { version } = (await readCheckpoint(path.join(checkpointDir, latest))).store;
+    const { version } = (await finalCheckpoint(checkpointDir)).store;
     for (const numShards of [2, 3]) {
       const shards = await restoredShards(numShards, checkpointDir, version);
       try {
@@ -244,12 +241,7 @@ describe('edl train --num-ps 2 --dense-on shards', () => {
     const actual = await finalVariables(onShards);
     expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
     // The master of the dense-on-shards job kept the initial values: it never applied a dense gradient.
-    const { readdir } = await import('node:fs/promises');
-    const latest = (await readdir(onShards))
-      .filter((n) => n.endsWith('.edlckpt'))
-      .sort()
-      .at(-1) as string;
-    const masterHeld = (await readCheckpoint(path.join(onShards, latest))).store.variables;
+    const masterHeld = (await finalCheckpoint(onShards)).store.variables;
     expect(masterHeld.some((v) => v.values.some((x, i) => x !== expected.get(v.name)?.[i]))).toBe(true);
     for (const [name, values] of expected) {
       const got = actual.get(name) as Float32Array;
