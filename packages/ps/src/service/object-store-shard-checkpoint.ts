@@ -55,7 +55,8 @@ export async function saveShardPart(
     rows: table.rowCount,
     bytes: Buffer.concat(encodeEmbeddingTable(table)),
   }));
-  const dense = densePartOf(shard);
+  // Named once, as the tables are: a marker never names a half-replaced dense part.
+  const dense = densePartOf(shard, `-${randomBytes(8).toString('hex')}`);
   const prefix = shardPartsPrefix(dir, version);
   const before = await listNames(prefix);
   for (const name of before)
@@ -74,7 +75,11 @@ export async function saveShardPart(
   await putObject(markerLocation, Buffer.from(JSON.stringify(marker), 'utf8'));
   // This part's table objects of an earlier write of the version: the marker no longer names them.
   for (const name of before)
-    if (name.startsWith(`${part}-t`) && name.endsWith('.edlemb')) await deleteObject(`${prefix}${name}`);
+    if (
+      (name.startsWith(`${part}-t`) && name.endsWith('.edlemb')) ||
+      (name.startsWith(`${part}-dense`) && name.endsWith('.edldense') && name !== dense?.entry.file)
+    )
+      await deleteObject(`${prefix}${name}`);
   return { marker: markerLocation, rows: tables.reduce((sum, t) => sum + t.rows, 0) };
 }
 

@@ -123,18 +123,19 @@ export function saveShardCheckpoint(
 }
 
 /**
- * The shard's dense part (`shard-<i>-of-<N>-dense.edldense`, see dense-part-codec.ts) as its marker
- * names it, with its bytes; undefined when the shard holds no declared dense variables.
+ * The shard's dense part (`shard-<i>-of-<N>-dense<suffix>.edldense`, see dense-part-codec.ts) as its
+ * marker names it, with its bytes; undefined when the shard holds no declared dense variables.
  */
 export function densePartOf(
   shard: EmbeddingShard,
+  suffix = '',
 ): { readonly entry: NonNullable<ShardCheckpointMarker['dense']>; readonly bytes: Uint8Array[] } | undefined {
   const dense = shard.dense;
   if (dense === undefined || !dense.declared) return undefined;
   const snapshot = dense.snapshot();
   return {
     entry: {
-      file: `${shardPartName(shard)}-dense.edldense`,
+      file: `${shardPartName(shard)}-dense${suffix}.edldense`,
       variables: snapshot.variables.map((v) => v.name),
     },
     bytes: encodeDensePart(snapshot, dense.optimizer.config),
