@@ -5,8 +5,7 @@
  * Needs `pnpm build`.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Checkpoint, findCheckpoint } from '@edl/master';
@@ -14,12 +13,12 @@ import { DenseShardsClient } from '@edl/proto';
 import { decodeDensePart, placeDenseVariables, readShardMarkers, shardCheckpointDirName } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  clickDataDir,
   type Run,
   restoredShards,
+  shardKillerAfterCheckpoint,
   succeededOnce,
-  TRAIN_RECORDS,
   trainClicks,
-  writeClicks,
 } from './helpers/ps-job.js';
 import { EDL_BIN } from './helpers/run-edl.js';
 
@@ -29,9 +28,7 @@ let dir: string;
 
 beforeAll(async () => {
   if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm build' first`);
-  dir = await mkdtemp(path.join(tmpdir(), 'edl-ps-dense-'));
-  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
-  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
+  dir = await clickDataDir('edl-ps-dense-');
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -188,25 +185,15 @@ describe('edl train --num-ps 2 --dense-on shards', () => {
   }, 240_000);
 
   it('rolls the dense parts back with the rows when a shard is SIGKILLed after a checkpoint', async () => {
-    let killed: number | undefined;
-    let committed = false;
-    const listening: Record<string, unknown>[] = [];
+    const killer = shardKillerAfterCheckpoint(1);
     const run = await trainClicks({
       dataDir: dir,
       checkpointDir: path.join(dir, 'ckpt-kill'),
       extra: ['--num-ps', '2', '--checkpoint-steps', '20'],
       env: process.env,
-      onEvent: (event) => {
-        if (event.event === 'listening') listening.push(event);
-        if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
-        const shard1 = listening.find((e) => e.shardIndex === 1);
-        if (killed === undefined && committed && typeof shard1?.pid === 'number') {
-          killed = shard1.pid;
-          process.kill(shard1.pid, 'SIGKILL');
-        }
-      },
+      onEvent: killer.onEvent,
     });
-    expect(killed).toBeDefined();
+    expect(killer.killed()).toBeDefined();
     succeededOnce(run);
     const restored = run.events.find((e) => typeof e.msg === 'string' && e.msg.startsWith('job rolled back'));
     expect(restored?.msg).toMatch(

@@ -68,22 +68,32 @@ export class DenseShardsClient {
     );
   }
 
-  /** Pushes each shard its part of one step's dense gradient, all in parallel. */
-  async push(perShard: readonly (readonly NamedTensor[])[], info: DensePushInfo): Promise<void> {
+  /**
+   * Pushes each shard its part of one step's dense gradient, all in parallel; `each` runs every
+   * shard's push (a caller that retries an unreachable shard retries that shard alone: a push
+   * another shard applied must not go to it again).
+   */
+  async push(
+    perShard: readonly (readonly NamedTensor[])[],
+    info: DensePushInfo,
+    each: (push: () => Promise<unknown>) => Promise<unknown> = (push) => push(),
+  ): Promise<void> {
     this.#checkShards(perShard);
     checkInteger(info.stepPushes, 'stepPushes', 1);
     await Promise.all(
       perShard.map((gradients, shard) =>
-        this.#client.callShard('pushDenseGradients', shard, {
-          $typeName: 'edl.v1.PushDenseGradientsRequest',
-          gradients: gradients.map((g) => toTensorMessage(g, { copy: false })),
-          modelVersion: toWireInt(info.modelVersion, 'modelVersion'),
-          workerId: info.workerId,
-          stepPushes: info.stepPushes,
-          updateVersion: toWireInt(info.update.version, 'updateVersion'),
-          updateGradients: toWireInt(info.update.gradients, 'updateGradients'),
-          updateLrDivisor: toWireInt(info.update.lrDivisor, 'updateLrDivisor'),
-        }),
+        each(() =>
+          this.#client.callShard('pushDenseGradients', shard, {
+            $typeName: 'edl.v1.PushDenseGradientsRequest',
+            gradients: gradients.map((g) => toTensorMessage(g, { copy: false })),
+            modelVersion: toWireInt(info.modelVersion, 'modelVersion'),
+            workerId: info.workerId,
+            stepPushes: info.stepPushes,
+            updateVersion: toWireInt(info.update.version, 'updateVersion'),
+            updateGradients: toWireInt(info.update.gradients, 'updateGradients'),
+            updateLrDivisor: toWireInt(info.update.lrDivisor, 'updateLrDivisor'),
+          }),
+        ),
       ),
     );
   }

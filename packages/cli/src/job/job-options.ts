@@ -251,6 +251,8 @@ export function parseJobOptions(argv: string[]): JobOptions {
     rawParams === undefined ? {} : (jsonObjectValue(rawParams, '--data-reader-params') as JsonObject);
   const optional = (name: keyof typeof OPTION_SPEC, key: string) =>
     str(name) === undefined ? {} : { [key]: str(name) as string };
+  if (str('dense-on') !== undefined && str('num-ps') === undefined)
+    throw new UsageError('--dense-on needs --num-ps N: without shards the master holds the dense variables');
   return {
     modelDef,
     ...optional('training-data', 'trainingData'),

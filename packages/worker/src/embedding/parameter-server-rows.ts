@@ -126,7 +126,9 @@ export class ParameterServerRows implements EmbeddingRowSource {
       ...rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
       dense === undefined || denseShards === undefined
         ? undefined
-        : this.#call('push', () => denseShards.push(dense.gradients, modelVersion, dense.update, stepPushes)),
+        : denseShards.push(dense.gradients, modelVersion, dense.update, stepPushes, (push) =>
+            this.#call('push', push),
+          ),
     ]);
     exitAtPushForTests('EDL_TEST_EXIT_AFTER_PUSH', push);
   }

@@ -76,21 +76,21 @@ export class DenseOnShards {
 
   /**
    * Pushes each shard its part of a step's dense gradient, as part of `update`; `stepPushes` counts
-   * this push with the step's rows pushes to each shard.
+   * this push with the step's rows pushes to each shard; `each` runs each shard's push (retries).
    */
   push(
     gradients: readonly NamedTensor[],
     modelVersion: number,
     update: DenseUpdateRef,
     stepPushes: number,
+    each?: (push: () => Promise<unknown>) => Promise<unknown>,
   ): Promise<void> {
     this.#consistent = update.gradients > 1;
-    return this.#client.push(this.#split(gradients), {
-      modelVersion,
-      workerId: this.#workerId,
-      stepPushes,
-      update,
-    });
+    return this.#client.push(
+      this.#split(gradients),
+      { modelVersion, workerId: this.#workerId, stepPushes, update },
+      each,
+    );
   }
 
   #split(tensors: readonly NamedTensor[]): NamedTensor[][] {
