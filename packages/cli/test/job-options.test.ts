@@ -85,4 +85,20 @@ describe('edl train: what the workers are told of the mode', () => {
       new UsageError("Expected one of on, off for --mirror-updates but received 'yes'"),
     );
   });
+
+  it('puts the dense variables on the --num-ps shards unless --dense-on master, and tells the workers', () => {
+    const denseOn = (argv: string[]) => {
+      const args = workerArgs(parseJobOptions([...base, ...argv]), '/m.js', '/tmp/stats');
+      return args.includes('--dense-on') ? args[args.indexOf('--dense-on') + 1] : undefined;
+    };
+    expect(denseOn([])).toBeUndefined();
+    expect(denseOn(['--num-ps', '2'])).toBe('shards');
+    expect(denseOn(['--num-ps', '2', '--dense-on', 'master'])).toBe('master');
+    expect(() => parseJobOptions([...base, '--dense-on', 'shards'])).toThrow(
+      new UsageError('--dense-on needs --num-ps N: without shards the master holds the dense variables'),
+    );
+    expect(() => parseJobOptions([...base, '--num-ps', '2', '--dense-on', 'both'])).toThrow(
+      new UsageError("Expected one of shards, master for --dense-on but received 'both'"),
+    );
+  });
 });

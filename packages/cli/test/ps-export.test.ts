@@ -4,7 +4,7 @@
  * TensorFlow.js layers, so that plain `tf.loadLayersModel` loads the model and predicts what the
  * distributed model predicts with its rows on the shards. Needs `pnpm build`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '@edl/common';
 import { findCheckpoint } from '@edl/master';
 import {
+  decodeDensePart,
   decodeEmbeddingTable,
   EmbeddingShard,
   readShardMarkers,
@@ -104,7 +105,16 @@ async function distributedPredictions(ids: tf.Tensor, x: tf.Tensor): Promise<Flo
   const found = await findCheckpoint(checkpointDir);
   if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
   const model = distributedModel();
-  const byName = new Map(found.checkpoint.store.variables.map((v) => [v.name, v]));
+  const { version } = found.checkpoint.store;
+  // Dense variables on the shards (the default of --num-ps): each shard's dense part holds its own.
+  const denseParts = readShardMarkers(checkpointDir, version).flatMap((marker) => {
+    if (marker.dense === undefined) return [];
+    const file = path.join(checkpointDir, shardCheckpointDirName(version), marker.dense.file);
+    return decodeDensePart(readFileSync(file), file).variables;
+  });
+  const byName = new Map(
+    (denseParts.length > 0 ? denseParts : found.checkpoint.store.variables).map((v) => [v.name, v]),
+  );
   for (const weight of model.trainableWeights) {
     const saved = byName.get(weight.originalName);
     if (saved === undefined) throw new Error(`the checkpoint has no ${weight.originalName}`);

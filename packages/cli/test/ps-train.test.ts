@@ -6,14 +6,14 @@
  * tf.train.Examples. Needs `pnpm build`.
  */
 import { cpSync, existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { readCheckpoint } from '@edl/master';
 import { decodeEmbeddingTable, readShardMarkers, shardCheckpointDirName, shardOfId } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CLICK_MASTER_OPTIONS,
+  clickDataDir,
   clickWorkerCommand,
   EPOCHS,
   expectShardsRestored,
@@ -24,12 +24,12 @@ import {
   restoredShards,
   rolledBack,
   type Summary,
+  shardKillerAfterCheckpoint,
   shardsAtStop,
   succeededOnce,
   TRAIN_RECORDS,
   trainClicks,
   VOCABULARY,
-  writeClicks,
 } from './helpers/ps-job.js';
 import { EDL_BIN, runEdl } from './helpers/run-edl.js';
 
@@ -37,9 +37,7 @@ let dir: string;
 
 beforeAll(async () => {
   if (!existsSync(EDL_BIN)) throw new Error(`${EDL_BIN} is missing: run 'pnpm build' first`);
-  dir = await mkdtemp(path.join(tmpdir(), 'edl-ps-train-'));
-  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
-  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
+  dir = await clickDataDir('edl-ps-train-');
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -246,27 +244,19 @@ describe('edl train --num-ps 2 checkpoints', () => {
   }, 240_000);
 
   it('relaunches a SIGKILLed shard from the last committed checkpoint, each record once', async () => {
-    let killed: number | undefined;
-    let committed = false;
-    const listening: Record<string, unknown>[] = [];
     const checkpointDir = path.join(dir, 'ckpt-rollback');
     const cutCopy = path.join(dir, 'cut-copy');
     const keepCut = cutKeeper(checkpointDir, cutCopy);
+    const killer = shardKillerAfterCheckpoint(1);
     const run = await train(
       ['--num-ps', '2', '--checkpoint-steps', '20'],
       (event) => {
         keepCut(event);
-        if (event.event === 'listening') listening.push(event);
-        if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
-        const shard1 = listening.find((e) => e.shardIndex === 1);
-        if (killed === undefined && committed && typeof shard1?.pid === 'number') {
-          killed = shard1.pid;
-          process.kill(shard1.pid, 'SIGKILL');
-        }
+        killer.onEvent(event);
       },
       checkpointDir,
     );
-    expect(killed).toBeDefined();
+    expect(killer.killed()).toBeDefined();
     const summary = succeededOnce(run);
     expect(run.stderr).toMatch(
       /warning: Parameter-server shard 1 \(127\.0\.0\.1:\d+\) exited with signal SIGKILL: relaunched on the same address\. Its embedding rows restart from the checkpoint of model version \d+ in /,

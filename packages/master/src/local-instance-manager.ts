@@ -183,6 +183,8 @@ export class LocalInstanceManager implements InstanceManager {
     const child = spawn(this.#options.command ?? process.execPath, args, {
       cwd: this.#options.cwd,
       env: {
+        // With shards, they hold the dense variables too unless the environment or a flag says otherwise.
+        ...(this.#psAddresses === undefined ? {} : { EDL_DENSE_ON: 'shards' }),
         ...process.env,
         ...this.#options.env,
         EDL_MASTER_ADDR: masterAddress,

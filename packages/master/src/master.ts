@@ -5,6 +5,7 @@
  */
 import { checkInteger } from '@edl/common';
 import {
+  type DenseUpdateRef,
   type EvaluationMetricsReport,
   type GetTaskResult,
   type GradientReport,
@@ -120,6 +121,8 @@ export class Master implements ParameterEndpoints {
   readonly #rollBacks: ShardRollBack[] = [];
   /** Pauses step acceptance until every accepted step's rows push reached the shards. */
   readonly #pushes = new PushBarrier();
+  /** Each worker's last accepted update, for the dense push of a step resent after a lost answer. */
+  readonly #lastUpdates = new Map<string, DenseUpdateRef>();
   /** The state before the first step was applied: the cut of a roll-back before any checkpoint. */
   #startCut: Checkpoint | undefined;
   #resumedFrom: ResumedCheckpoint | undefined;
@@ -275,7 +278,7 @@ export class Master implements ParameterEndpoints {
       };
     }
     if (this.#startCut === undefined && this.store.initialized) this.#startCut = this.#snapshot();
-    const reply = this.#parameters.reportGradient(report);
+    let reply = this.#parameters.reportGradient(report);
     // Tracked before the shards are known too: a pause may follow their arrival at once.
     if (reply.status === GradientStatus.ACCEPTED || reply.status === GradientStatus.ALREADY_APPLIED)
       this.#pushes.accepted(
@@ -283,6 +286,12 @@ export class Master implements ParameterEndpoints {
         report.modelVersion,
         reply.status === GradientStatus.ALREADY_APPLIED,
       );
+    // A resent step whose first answer was lost pushes its dense gradient with the update it joined.
+    if (reply.update !== undefined) this.#lastUpdates.set(report.workerId, reply.update);
+    else if (reply.status === GradientStatus.ALREADY_APPLIED && report.wantUpdate === true) {
+      const update = this.#lastUpdates.get(report.workerId);
+      if (update !== undefined) reply = { ...reply, update };
+    }
     return reply;
   }
 
@@ -383,6 +392,7 @@ export class Master implements ParameterEndpoints {
   /** Sends the tasks of a vanished worker back to todo; a crash counts against the task it was processing only. */
   workerLost(workerId: string, reason: string, countAsFailure: boolean): number {
     this.#stopRequested.delete(workerId);
+    this.#lastUpdates.delete(workerId);
     this.#settleLostPush(workerId);
     const recovered = this.taskManager.recoverWorker(workerId, reason, countAsFailure);
     if (recovered > 0) this.logger.warn(`recovered ${recovered} task(s) of ${workerId}`, { reason });
@@ -449,7 +459,9 @@ export class Master implements ParameterEndpoints {
       leaseMs: () => this.taskManager.leaseMs,
       snapshot: () => this.#snapshot(),
       startCut: () => this.#startCut,
-      applyCut: (cut) => this.#applyCut(cut),
+      // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
+      rollBackVersion: () => this.store.version + this.store.maxStaleness + 1,
+      applyCut: (cut, version) => this.#applyCut(cut, version),
       rolledBack: (rollBack) => this.#rollBacks.push(rollBack),
     });
   }
@@ -493,10 +505,8 @@ export class Master implements ParameterEndpoints {
    * from the cut's task state. The cut's unfinished tasks get ids never handed out: a worker keeps
    * ignoring a task id it was told it no longer holds.
    */
-  #applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number } {
+  #applyCut(cut: Checkpoint, version: number): { recordsRolledBack: number; modelVersion: number } {
     const recordsBefore = this.taskManager.status().recordsDone;
-    // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
-    const version = this.store.version + this.store.maxStaleness + 1;
     this.store.restore({ ...cut.store, version });
     const firstId = this.#taskManager.toJSON().nextTaskId;
     const tasks = cut.taskManager.tasks.map((task, i) => ({ ...task, id: firstId + i }));

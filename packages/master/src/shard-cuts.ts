@@ -14,9 +14,10 @@ export interface ShardCheckpointWriter {
   saveShards(version: number, dir: string): Promise<unknown>;
   /**
    * Has every shard replace its rows by its share of the checkpoint of `version` in `dir`, or, with
-   * `version` undefined, empty its tables (rows start from the initializer again).
+   * `version` undefined, empty its tables (rows start from the initializer again). Dense variables
+   * on the shards take version `denseVersion`.
    */
-  restoreShards(version: number | undefined, dir: string): Promise<number[]>;
+  restoreShards(version: number | undefined, dir: string, denseVersion?: number): Promise<number[]>;
   /**
    * What each shard, in shard order, applied of `workerId`'s last step (EmbeddingClient.lastPushes):
    * undefined where it remembers none, an error where it could not be asked.
@@ -33,8 +34,10 @@ export interface ShardCutsHost {
   snapshot(): Checkpoint;
   /** The cut before any checkpoint: the state before the first step was applied, if one was. */
   startCut(): Checkpoint | undefined;
-  /** Puts the master back to `cut`; returns the training records this undid and the new version. */
-  applyCut(cut: Checkpoint): { recordsRolledBack: number; modelVersion: number };
+  /** The model version a roll-back starts from: above every version handed out before it. */
+  rollBackVersion(): number;
+  /** Puts the master back to `cut` at model `version`; returns the training records this undid. */
+  applyCut(cut: Checkpoint, version: number): { recordsRolledBack: number; modelVersion: number };
   /** A roll-back finished (for the job's `--stats` and status). */
   rolledBack?(rollBack: ShardRollBack): void;
 }
@@ -141,12 +144,15 @@ export class ShardCuts {
           ? undefined
           : await loadLatestCheckpoint(dir, (error) => logger.warn(`skipping checkpoint: ${error.message}`));
       const withShardFiles = found?.checkpoint.parameterServers !== undefined;
+      // Steps are paused: the version cannot move between here and applyCut.
+      const version = this.#host.rollBackVersion();
       const rows = await this.#restoreShards(
         withShardFiles ? found?.checkpoint.store.version : undefined,
         dir ?? '',
+        version,
       );
       const cut = found?.checkpoint ?? this.#host.startCut();
-      const applied = cut === undefined ? undefined : this.#host.applyCut(cut);
+      const applied = cut === undefined ? undefined : this.#host.applyCut(cut, version);
       const rollBack: ShardRollBack = {
         shardIndex,
         cause,
@@ -206,11 +212,16 @@ export class ShardCuts {
   }
 
   /** RestoreShard on every shard, retrying while one is UNAVAILABLE (a channel still reconnecting). */
-  async #restoreShards(version: number | undefined, dir: string, timeoutMs = 60_000): Promise<number[]> {
+  async #restoreShards(
+    version: number | undefined,
+    dir: string,
+    denseVersion: number,
+    timeoutMs = 60_000,
+  ): Promise<number[]> {
     const deadline = Date.now() + timeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#writer.restoreShards(version, dir);
+        return await this.#writer.restoreShards(version, dir, denseVersion);
       } catch (error) {
         if (!(error instanceof ShardRpcError) || error.code !== 'UNAVAILABLE' || Date.now() >= deadline)
           throw error;

@@ -100,8 +100,12 @@ export class ShardRpcError extends EdlProtoError {
 }
 
 type Methods = typeof parameterServerServiceDefinition;
-type RequestOf<K extends keyof Methods> = Parameters<Methods[K]['requestSerialize']>[0];
-type ResponseOf<K extends keyof Methods> = ReturnType<Methods[K]['responseDeserialize']>;
+/** The request message of a ParameterServerService method. */
+export type ShardRequestOf<K extends keyof Methods> = Parameters<Methods[K]['requestSerialize']>[0];
+/** The response message of a ParameterServerService method. */
+export type ShardResponseOf<K extends keyof Methods> = ReturnType<Methods[K]['responseDeserialize']>;
+type RequestOf<K extends keyof Methods> = ShardRequestOf<K>;
+type ResponseOf<K extends keyof Methods> = ShardResponseOf<K>;
 
 /** Each shard's share of a call: its ids, and where each came from in the caller's array. */
 interface ShardSplit {
@@ -301,9 +305,10 @@ export class EmbeddingClient {
   /**
    * Has every shard replace its rows by its share of the checkpoint of `version` in `dir`
    * (RestoreShard), or, with `version` undefined, empty its tables (the job's initial state);
-   * resolves to the rows each shard holds then.
+   * resolves to the rows each shard holds then. Dense variables on the shards take version
+   * `denseVersion` (default: `version`, 0 with a reset).
    */
-  async restoreShards(version: number | undefined, dir: string): Promise<number[]> {
+  async restoreShards(version: number | undefined, dir: string, denseVersion?: number): Promise<number[]> {
     const answers = await Promise.all(
       this.#addresses.map((_, shard) =>
         this.#call('restoreShard', shard, {
@@ -311,6 +316,7 @@ export class EmbeddingClient {
           version: toWireInt(version ?? 0, 'version'),
           dir,
           reset: version === undefined,
+          ...(denseVersion === undefined ? {} : { modelVersion: toWireInt(denseVersion, 'denseVersion') }),
         }),
       ),
     );
@@ -432,6 +438,18 @@ export class EmbeddingClient {
       dim = answer.dim;
     });
     return dim;
+  }
+
+  /**
+   * One call of `method` to shard `shard` with the job token (DenseShardsClient's calls); a
+   * failure is a {@link ShardRpcError}.
+   */
+  callShard<K extends keyof Methods>(
+    method: K,
+    shard: number,
+    request: RequestOf<K>,
+  ): Promise<ResponseOf<K>> {
+    return this.#call(method, shard, request);
   }
 
   #call<K extends keyof Methods>(method: K, shard: number, request: RequestOf<K>): Promise<ResponseOf<K>> {

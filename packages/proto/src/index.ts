@@ -5,6 +5,12 @@
  */
 
 export {
+  type DensePull,
+  type DensePushInfo,
+  DenseShardsClient,
+  type DenseUpdateRef,
+} from './dense-shards-client.js';
+export {
   type DeclaredEmbeddingTable,
   EmbeddingClient,
   type EmbeddingClientOptions,

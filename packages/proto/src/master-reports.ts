@@ -1,3 +1,4 @@
+import type { DenseUpdateRef } from './dense-shards-client.js';
 import type { GradientStatus, MetricPartial } from './generated/edl/v1/master_pb.js';
 import type { TaskAssignment } from './task-assignment.js';
 import type { NamedTensor } from './tensor.js';
@@ -54,6 +55,11 @@ export interface GradientReport extends TaskRangeRef {
    * and carries no model.
    */
   readonly mirror?: boolean;
+  /**
+   * The worker holds the dense variables on the parameter-server shards (it sends no gradients
+   * here): the reply names the update the step joins (`ReportResult.update`).
+   */
+  readonly wantUpdate?: boolean;
 }
 
 /** Metric partial sums computed from records [rangeStart, rangeEnd) of an evaluation task. */
@@ -120,6 +126,11 @@ export interface ReportResult {
   readonly mirrored?: boolean;
   /** With `mirrored`: `modelChecksum` of the master's variables at `modelVersion`. */
   readonly modelChecksum?: number;
+  /**
+   * With `wantUpdate`: the update the gradient joined (ACCEPTED; ALREADY_APPLIED: the worker's last accepted one):
+   * what a worker pushes its dense gradient to the parameter-server shards with.
+   */
+  readonly update?: DenseUpdateRef;
 }
 
 /** The job's progress, from `getJobStatus`. */

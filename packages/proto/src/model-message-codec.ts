@@ -201,7 +201,8 @@ export function encodeReportGradientRequest(m: ReportGradientRequest): Buffer {
     int64FieldSize(m.modelVersion) +
     tensorsSize +
     boolFieldSize(m.wantModel) +
-    boolFieldSize(m.mirror);
+    boolFieldSize(m.mirror) +
+    boolFieldSize(m.wantUpdate);
   for (const body of ranges) size += 1 + varintSize(body) + body;
   const w = new ExactWriter(size);
   writeString(w, 1, workerId);
@@ -219,6 +220,7 @@ export function encodeReportGradientRequest(m: ReportGradientRequest): Buffer {
   });
   writeBool(w, 8, m.wantModel);
   writeBool(w, 9, m.mirror);
+  writeBool(w, 10, m.wantUpdate);
   return finish(w);
 }
 
@@ -233,7 +235,10 @@ export function encodeReportGradientResponse(m: ReportGradientResponse): Buffer 
     tensorsSize +
     boolFieldSize(m.hasModel) +
     boolFieldSize(m.mirrored) +
-    (m.modelChecksum === 0 ? 0 : 5);
+    (m.modelChecksum === 0 ? 0 : 5) +
+    int64FieldSize(m.updateVersion) +
+    int64FieldSize(m.updateGradients) +
+    int64FieldSize(m.updateLrDivisor);
   const w = new ExactWriter(size);
   if (status !== 0) {
     w.tag(1, 0);
@@ -245,6 +250,9 @@ export function encodeReportGradientResponse(m: ReportGradientResponse): Buffer 
   writeBool(w, 5, m.hasModel);
   writeBool(w, 6, m.mirrored);
   writeFixed32(w, 7, m.modelChecksum);
+  writeInt64(w, 8, m.updateVersion);
+  writeInt64(w, 9, m.updateGradients);
+  writeInt64(w, 10, m.updateLrDivisor);
   return finish(w);
 }
 

@@ -96,6 +96,7 @@ export class ParameterClient {
       moreRanges: toRangeMessages(report.moreRanges),
       wantModel: report.wantModel === true,
       mirror: report.mirror === true,
+      wantUpdate: report.wantUpdate === true,
     });
     const response = await this.#sendGradient(request);
     return {
@@ -104,6 +105,15 @@ export class ParameterClient {
       taskProgress: toSafeNumber(response.taskProgress, 'taskProgress'),
       ...(response.hasModel ? { variables: response.variables.map((t) => fromTensorMessage(t)) } : {}),
       ...(response.mirrored ? { mirrored: true, modelChecksum: response.modelChecksum } : {}),
+      ...(response.updateVersion === 0n
+        ? {}
+        : {
+            update: {
+              version: toSafeNumber(response.updateVersion, 'updateVersion'),
+              gradients: toSafeNumber(response.updateGradients, 'updateGradients'),
+              lrDivisor: toSafeNumber(response.updateLrDivisor, 'updateLrDivisor'),
+            },
+          }),
     };
   }
 

@@ -49,6 +49,13 @@ describe('model message codec', () => {
         wantModel: true,
         mirror: true,
       }),
+      // A worker whose dense variables are on the shards: no tensor, the update asked for.
+      create(ReportGradientRequestSchema, {
+        workerId: 'worker-3',
+        taskId: 2n,
+        modelVersion: 9n,
+        wantUpdate: true,
+      }),
     ];
     for (const message of messages) {
       const bytes = encodeReportGradientRequest(message);
@@ -92,6 +99,23 @@ describe('model message codec', () => {
       expect(Buffer.compare(bytes, Buffer.from(toBinary(ReportGradientResponseSchema, mirrored)))).toBe(0);
       expect(fromBinary(ReportGradientResponseSchema, bytes).modelChecksum).toBe(modelChecksum);
     }
+    // The update a step joins, for a worker whose dense variables are on the shards.
+    const update = create(ReportGradientResponseSchema, {
+      status: GradientStatus.ACCEPTED,
+      modelVersion: 41n,
+      taskProgress: 20n,
+      updateVersion: 41n,
+      updateGradients: 4n,
+      updateLrDivisor: 3n,
+    });
+    const updateBytes = encodeReportGradientResponse(update);
+    expect(Buffer.compare(updateBytes, Buffer.from(toBinary(ReportGradientResponseSchema, update)))).toBe(0);
+    const decodedUpdate = fromBinary(ReportGradientResponseSchema, updateBytes);
+    expect([
+      decodedUpdate.updateVersion,
+      decodedUpdate.updateGradients,
+      decodedUpdate.updateLrDivisor,
+    ]).toEqual([41n, 4n, 3n]);
     const empty = create(ReportGradientResponseSchema, {});
     expect(encodeReportGradientResponse(empty).length).toBe(0);
     for (const model of [

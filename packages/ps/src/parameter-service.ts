@@ -1,5 +1,5 @@
 import type { OptimizerConfig } from '@edl/common';
-import { type GradientReport, GradientStatus, type NamedTensor } from '@edl/proto';
+import { type DenseUpdateRef, type GradientReport, GradientStatus, type NamedTensor } from '@edl/proto';
 import type { ParameterStore } from './parameter-store.js';
 
 /** The answer to a gradient or metrics report. */
@@ -13,6 +13,11 @@ export interface ReportReply {
   readonly mirrored?: boolean;
   /** With `mirrored`: the store's checksum at `modelVersion`. */
   readonly modelChecksum?: number;
+  /**
+   * ACCEPTED: the update the gradient joined, for a worker that pushes its dense gradient to the
+   * parameter-server shards (the shards apply it as this store would have).
+   */
+  readonly update?: DenseUpdateRef;
 }
 
 /** The answer to a GetModel call. */
@@ -149,14 +154,35 @@ export class ParameterService implements ParameterEndpoints {
     // the whole update (one gradient per update) onto the version it was computed on (staleness 0,
     // so no learning-rate scaling): the reply then needs no model, only a checksum to check against.
     const mirrored = report.mirror === true && store.mirrorable && report.modelVersion === store.version;
+    const update = report.wantUpdate === true ? this.#updateOf(report.modelVersion) : undefined;
     const bumped = store.applyGradient(report.gradients, report.modelVersion);
     const progress = this.#ledger.recordApplied(report, bumped);
-    const reply = { status: GradientStatus.ACCEPTED, modelVersion: store.version, taskProgress: progress };
+    const reply = {
+      status: GradientStatus.ACCEPTED,
+      modelVersion: store.version,
+      taskProgress: progress,
+      ...(update === undefined ? {} : { update }),
+    };
     if (mirrored) {
       this.#mirroredGradients++;
       return { ...reply, mirrored: true, modelChecksum: store.checksum() };
     }
     return this.#withModel(report, reply);
+  }
+
+  /**
+   * The update a gradient computed on `computedOn` joins now: the version it makes, the gradients
+   * it averages and the learning rate's divisor, as {@link ParameterStore.applyGradient} applies them.
+   */
+  #updateOf(computedOn: number): DenseUpdateRef {
+    const store = this.store;
+    const staleness = Math.max(0, store.version - computedOn);
+    const single = store.mode === 'async' || store.gradsToWait === 1;
+    return {
+      version: store.version + 1,
+      gradients: single ? 1 : store.gradsToWait,
+      lrDivisor: store.mode === 'async' && store.stalenessModulation && staleness > 1 ? staleness : 1,
+    };
   }
 
   #withModel(report: GradientReport, reply: ReportReply): ReportReply {

@@ -73,6 +73,7 @@ export function parameterRpcHandlers(endpoints: ParameterEndpoints): ParameterRp
       moreRanges: fromRangeMessages(r.moreRanges),
       wantModel: r.wantModel,
       mirror: r.mirror,
+      ...(r.wantUpdate ? { wantUpdate: true } : {}),
     });
     return create(ReportGradientResponseSchema, {
       status: reply.status,
@@ -84,6 +85,9 @@ export function parameterRpcHandlers(endpoints: ParameterEndpoints): ParameterRp
       variables: reply.variables?.map((v) => toTensorMessage(v, { copy: false })) ?? [],
       mirrored: reply.mirrored === true,
       modelChecksum: reply.modelChecksum ?? 0,
+      updateVersion: toWireInt(reply.update?.version ?? 0, 'updateVersion'),
+      updateGradients: toWireInt(reply.update?.gradients ?? 0, 'updateGradients'),
+      updateLrDivisor: toWireInt(reply.update?.lrDivisor ?? 0, 'updateLrDivisor'),
     });
   };
 

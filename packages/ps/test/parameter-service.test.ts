@@ -187,3 +187,36 @@ describe('parameterRpcHandlers', () => {
     );
   });
 });
+
+describe('ParameterService with dense variables on the shards (wantUpdate)', () => {
+  it('names the update each tensorless step joins, as applyGradient applies it, and applies nothing', () => {
+    const sync = service({ mode: 'sync', gradsToWait: 2, optimizer: { type: 'sgd', learningRate: 1 } });
+    sync.service.reportVariables('worker-0', w([5]));
+    const tensorless = (start: number, version: number) =>
+      sync.service.reportGradient({ ...report(start, version, []), gradients: [], wantUpdate: true });
+    // Both gradients of version 0 join the update that makes version 1: the shards average them.
+    expect(tensorless(0, 0).update).toEqual({ version: 1, gradients: 2, lrDivisor: 1 });
+    expect(tensorless(10, 0)).toMatchObject({
+      modelVersion: 1,
+      update: { version: 1, gradients: 2, lrDivisor: 1 },
+    });
+    expect(tensorless(20, 1).update).toEqual({ version: 2, gradients: 2, lrDivisor: 1 });
+    expect(Array.from(sync.store.getModel().variables[0]?.values ?? [])).toEqual([5]);
+
+    const modulated = service({
+      mode: 'async',
+      maxStaleness: 8,
+      stalenessModulation: true,
+      optimizer: { type: 'sgd', learningRate: 1 },
+    });
+    modulated.service.reportVariables('worker-0', w([0]));
+    for (let i = 0; i < 3; i++)
+      modulated.service.reportGradient({ ...report(i * 10, i, []), gradients: [], wantUpdate: true });
+    // Computed on version 0 and applied onto version 3: a third of the rate.
+    expect(
+      modulated.service.reportGradient({ ...report(30, 0, []), gradients: [], wantUpdate: true }).update,
+    ).toEqual({ version: 4, gradients: 1, lrDivisor: 3 });
+    // Without wantUpdate the reply is as before.
+    expect(modulated.service.reportGradient(report(40, 4, [1])).update).toBeUndefined();
+  });
+});

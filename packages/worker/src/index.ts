@@ -58,6 +58,7 @@ export { SHARED_PACKAGES, shareWorkerPackages } from './package-sharing.js';
 export { JsonLinesPredictionWriter } from './prediction-writer.js';
 export { prefetch } from './prefetch.js';
 export { type RetryOptions, withRetries } from './retrying-master.js';
+export type { DensePlacementFunction } from './steps/dense-on-shards.js';
 export { type PendingTask, type RecordSlice, TaskFeed, type TaskFeedOptions } from './task-feed.js';
 export {
   formatTimerTable,

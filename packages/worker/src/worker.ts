@@ -20,6 +20,7 @@ import type { Minibatch, Mode, ModelDefinition, PredictionOutputsProcessor } fro
 import { ModelRunner } from './model-runner.js';
 import { JsonLinesPredictionWriter } from './prediction-writer.js';
 import { prefetch } from './prefetch.js';
+import type { DensePlacementFunction } from './steps/dense-on-shards.js';
 import { stepEmbeddings } from './steps/embedding-rows.js';
 import { evaluateStep } from './steps/evaluation-step.js';
 import { MirroredModel } from './steps/mirrored-model.js';
@@ -109,6 +110,13 @@ export interface WorkerOptions<TRecord> {
    * neither mirrors updates nor pushes ahead (see docs/worker.md).
    */
   readonly parameterServers?: EmbeddingClient;
+  /**
+   * Hold the model's dense variables on the parameter-server shards too, placed by this function
+   * (`placeDenseVariables` of @edl/ps), as the job's master and shards do (`--dense-on shards`, the
+   * default of a job with `--num-ps`): the master then only arbitrates steps, and each step pushes
+   * its dense gradient to the shards with its rows and pulls the next model from them.
+   */
+  readonly denseOnShards?: DensePlacementFunction;
 }
 
 /** Where a worker stands, after each minibatch. */
@@ -221,6 +229,9 @@ class WorkerLoop<TRecord> {
       logger: this.#logger,
       getModelSteps: options.getModelSteps ?? 1,
       mirrorUpdates: options.mirrorUpdates !== false && embeddings === undefined,
+      ...(embeddings?.dense === undefined
+        ? {}
+        : { dense: { shards: embeddings.dense, servers: embeddings.servers } }),
     });
     this.#stepContext = {
       master,

@@ -51,10 +51,11 @@ Server and workers:
   --num-workers N (0)   --max-restarts N (3)
   --num-ps N (0)        parameter-server shards (edl ps processes) for the rows of distributed
                         embedding tables, with the job's --optimizer and --seed; their addresses
-                        go to every worker (EDL_PS_ADDRESSES) and are printed
-                        (evaluation, prediction: default as many as wrote the checkpoint of
-                        --model-checkpoint, or else of --checkpoint-dir's newest, each restored
-                        from it before any worker pulls; N re-shards its rows)
+                        go to every worker (EDL_PS_ADDRESSES) and are printed; they hold the dense
+                        variables too (EDL_DENSE_ON=shards, printed; a worker's --dense-on master
+                        keeps them in this master) (evaluation, prediction: default as many as
+                        wrote the checkpoint of --model-checkpoint, or else of --checkpoint-dir's
+                        newest, each restored from it before any worker pulls; N re-shards)
   --worker-command CMD  the worker to run (default: this edl's 'worker' command); {workerId} and
                         {masterAddress} are replaced; workers get EDL_MASTER_ADDR, EDL_JOB_TOKEN and
                         EDL_WORKER_ID in their environment
@@ -67,7 +68,7 @@ Live view and logs:
 
 ${S3_OPTIONS_HELP}
 
-Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=..., EDL_MASTER_HTTP=... (and EDL_PS_ADDRESSES=...) first, so that workers can be
+Prints EDL_MASTER_ADDR=..., EDL_JOB_TOKEN=..., EDL_MASTER_HTTP=... (and EDL_PS_ADDRESSES=..., EDL_DENSE_ON=shards) first, so that workers can be
 started by hand, then the live view's address (with the token).
 Exit status: 0 the job succeeded, 1 it failed, 2 bad arguments, 130 interrupted (resume it from
 its checkpoint directory).`;
@@ -240,7 +241,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     });
     logShardsRestored(logger, evaluated);
     io.stdout.write(
-      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\n`}`,
+      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\nEDL_DENSE_ON=shards\n`}`,
     );
     if (!v.quiet) io.stderr.write(`live view: ${handle.liveView?.url}\n`);
     let onSignal = () => {};

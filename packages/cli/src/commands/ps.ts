@@ -15,7 +15,9 @@ pull from the table's seed, so every shard and every restart gives the same init
 reads the job token from EDL_JOB_TOKEN, as workers do, prints
   {"event":"listening","address":"HOST:PORT","shardIndex":I,"numShards":N,"pid":P}
 on stdout once it serves, and runs until SIGINT or SIGTERM; then it prints
-  {"event":"stopped","shardIndex":I,"tables":[{"name","rows","pushes"}, ...]}
+  {"event":"stopped","shardIndex":I,"tables":[{"name","rows","pushes"}, ...],
+   "dense":{"version","variables":[...],"pushes"}}
+(dense: the dense variables placed on this shard, in a job that holds them on the shards).
 
 Options:
   --shard-index I       this shard's index, 0 <= I < N
@@ -120,7 +122,7 @@ export const command: Command = {
     await server.shutdown();
     // What the shard held, for the job's log (and for tests: both shards hold rows).
     io.stdout.write(
-      `${JSON.stringify({ event: 'stopped', shardIndex, tables: server.shard.describe().map(({ name, rows, pushes }) => ({ name, rows, pushes })) })}\n`,
+      `${JSON.stringify({ event: 'stopped', shardIndex, tables: server.shard.describe().map(({ name, rows, pushes }) => ({ name, rows, pushes })), ...(server.shard.dense?.declared === true ? { dense: server.shard.dense.describe() } : {}) })}\n`,
     );
     return 0;
   },

@@ -49,6 +49,9 @@ Options:
   --ps-addresses LIST         HOST:PORT of each parameter-server shard, comma-separated, in shard
                               order (default: EDL_PS_ADDRESSES): required by a model with
                               distributed embedding layers, whose rows the shards hold
+  --dense-on shards|master    with --ps-addresses: whether the shards hold the model's dense
+                              variables too, as the job's master was told (default: EDL_DENSE_ON,
+                              else master)
 
 ${S3_OPTIONS_HELP}`;
 
@@ -103,6 +106,7 @@ export const command: Command = {
       'push-ahead': { type: 'choice', choices: ['auto', 'on', 'off'] },
       'mirror-updates': { type: 'choice', choices: ['on', 'off'] },
       'ps-addresses': { type: 'string' },
+      'dense-on': { type: 'choice', choices: ['shards', 'master'] },
       'data-ram-budget': { type: 'string' },
       'data-cpu-budget': { type: 'integer', min: 1 },
       ...S3_OPTION_SPEC,
@@ -131,7 +135,7 @@ export const command: Command = {
 
     const [
       { EmbeddingClient, MasterClient },
-      { shardOfId },
+      { placeDenseVariables, shardOfId },
       {
         jsonLineLogger,
         loadNonTrainableWeights,
@@ -240,6 +244,10 @@ export const command: Command = {
         mirrorUpdates: (values['mirror-updates'] ?? 'on') === 'on',
         allowNonFinite: values['allow-non-finite'] === true,
         ...(parameterServers === undefined ? {} : { parameterServers }),
+        ...(parameterServers !== undefined &&
+        (values['dense-on'] ?? process.env.EDL_DENSE_ON ?? 'master') === 'shards'
+          ? { denseOnShards: placeDenseVariables }
+          : {}),
         ...(statsDir ? { predictionOutput: path.join(statsDir, `${workerId}.predictions.jsonl`) } : {}),
         logger,
         onProgress,

@@ -4,6 +4,7 @@ import { findCheckpoint } from '@edl/master';
 import { normalizeLocation, putObject } from '@edl/storage';
 import { loadNonTrainableWeights, ModelRunner, selectBackend, tf } from '@edl/worker';
 import { UsageError } from '../command.js';
+import { readShardDenseVariables } from './export-dense.js';
 import { DEFAULT_MAX_TABLE_BYTES, type DenseTable, readDenseTables } from './export-tables.js';
 import { embeddingsOf, withStandardEmbeddings } from './export-topology.js';
 import { isUrl } from './job-options.js';
@@ -61,7 +62,14 @@ export async function exportModel(
   const definition = await loadModel(modelDef);
   const runner = new ModelRunner(definition);
   try {
-    runner.assign(loaded.store.variables, loaded.store.version);
+    // Beside the checkpoint: in its directory, or under its object-store prefix.
+    const partsDir = isUrl(file) ? file.slice(0, file.lastIndexOf('/') + 1) : path.dirname(file);
+    // A job with its dense variables on the shards: the master's file holds only their initial values.
+    const onShards =
+      loaded.parameterServers === undefined
+        ? undefined
+        : await readShardDenseVariables(partsDir, loaded.store.version);
+    runner.assign(onShards ?? loaded.store.variables, loaded.store.version);
     const nonTrainable = isUrl(file) ? undefined : loadNonTrainableWeights(file);
     if (nonTrainable !== undefined) runner.assignNonTrainable(nonTrainable);
     const sparse = embeddingsOf(runner.model);
@@ -71,9 +79,8 @@ export async function exportModel(
         throw new UsageError(
           `Checkpoint ${file} has no parameter-server shard files, so the embedding tables of layers ${sparse.layers.map((l) => `'${l.layer}'`).join(', ')} cannot be exported: use a checkpoint of a job run with --num-ps`,
         );
-      // The shard parts sit beside the checkpoint: in its directory, or under its object-store prefix.
       tables = await readDenseTables(
-        isUrl(file) ? file.slice(0, file.lastIndexOf('/') + 1) : path.dirname(file),
+        partsDir,
         loaded.store.version,
         sparse.requests,
         options.maxTableBytes ?? DEFAULT_MAX_TABLE_BYTES,

@@ -31,6 +31,11 @@ export interface JobOptions extends S3Options {
   readonly numWorkers: number;
   /** Parameter-server shards for distributed embedding tables (0: none, the default). */
   readonly numPs: number;
+  /**
+   * Where a job with `--num-ps` holds its dense variables: on the shards, placed by size (the
+   * default), or in the master's store.
+   */
+  readonly denseOn: 'shards' | 'master';
   readonly minibatchSize: number;
   readonly numMinibatchesPerTask: number;
   readonly numEpochs: number;
@@ -121,6 +126,7 @@ export const OPTION_SPEC = {
   seed: { type: 'string' },
   'max-restarts': { type: 'string' },
   'num-ps': { type: 'string' },
+  'dense-on': { type: 'string' },
   'lease-ms': { type: 'string' },
   'max-task-failures': { type: 'string' },
   // --- live view, metrics and logs (issue 14) ---
@@ -145,8 +151,9 @@ Job:
   --num-workers N               local worker processes (default 1)
   --num-ps N                    parameter-server shards (edl ps processes) holding the rows of
                                 the model's distributed embedding tables (default 0: none;
-                                evaluate, predict: as many as wrote the checkpoint's);
-                                dense variables stay with the master
+                                evaluate, predict: as many as wrote the checkpoint's)
+  --dense-on shards|master      with --num-ps: the dense variables placed by size on the shards
+                                (default), or kept in the master's store
   --minibatch-size N            records per minibatch (default 64)
   --num-minibatches-per-task N  minibatches per task (default 8)
   --num-epochs N                training epochs (default 1)
@@ -246,6 +253,8 @@ export function parseJobOptions(argv: string[]): JobOptions {
     rawParams === undefined ? {} : (jsonObjectValue(rawParams, '--data-reader-params') as JsonObject);
   const optional = (name: keyof typeof OPTION_SPEC, key: string) =>
     str(name) === undefined ? {} : { [key]: str(name) as string };
+  if (str('dense-on') !== undefined && str('num-ps') === undefined)
+    throw new UsageError('--dense-on needs --num-ps N: without shards the master holds the dense variables');
   return {
     modelDef,
     ...optional('training-data', 'trainingData'),
@@ -294,6 +303,7 @@ export function parseJobOptions(argv: string[]): JobOptions {
     seed: integer(values, 'seed', 0, 0, 0xffff_ffff),
     maxRestarts: integer(values, 'max-restarts', 3, 0),
     numPs: integer(values, 'num-ps', 0, 0, 1024),
+    denseOn: choiceValue(str('dense-on') ?? 'shards', '--dense-on', ['shards', 'master'] as const),
     maxTaskFailures: integer(values, 'max-task-failures', 3, 1),
     leaseMs: integer(values, 'lease-ms', 30_000, 100),
     ...liveViewOptions(values),
@@ -369,6 +379,7 @@ export function workerArgs(options: JobOptions, modelDefPath: string, statsDir: 
   // A sync-mode master takes only gradients of its current model: waiting for each answer wastes none.
   add('--push-ahead', options.mode === 'sync' ? 'off' : (options.pushAhead ?? 'off'));
   add('--mirror-updates', options.mirrorUpdates ?? 'on');
+  if (options.numPs > 0) add('--dense-on', options.denseOn);
   add('--log-level', options.quiet ? 'error' : options.logLevel);
   if (options.allowNonFinite) args.push('--allow-non-finite');
   args.push(...s3Args(options));

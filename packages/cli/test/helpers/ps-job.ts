@@ -4,7 +4,8 @@
  * started from a checkpoint's shard parts.
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -409,4 +410,40 @@ export async function uploadShardParts(
   const parts = shardCheckpointDirName(version);
   for (const name of await readdir(path.join(checkpointDir, parts)))
     await putObject(`${prefix}${parts}/${name}`, await readFile(path.join(checkpointDir, parts, name)));
+}
+
+/**
+ * A fresh temporary directory (its name beginning with `prefix`) with the click log of
+ * {@link writeClicks}: `train.tfrecord` of TRAIN_RECORDS records and `valid.tfrecord` of 400.
+ */
+export async function clickDataDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  await writeClicks(path.join(dir, 'train.tfrecord'), TRAIN_RECORDS, 1);
+  await writeClicks(path.join(dir, 'valid.tfrecord'), 400, 2);
+  return dir;
+}
+
+/**
+ * A job's event handler that SIGKILLs parameter-server shard `shardIndex` once the job committed
+ * its first checkpoint; `killed()` is the pid it killed, if it did.
+ */
+export function shardKillerAfterCheckpoint(shardIndex: number): {
+  readonly onEvent: (event: Record<string, unknown>) => void;
+  readonly killed: () => number | undefined;
+} {
+  let killed: number | undefined;
+  let committed = false;
+  const listening: Record<string, unknown>[] = [];
+  return {
+    onEvent: (event) => {
+      if (event.event === 'listening') listening.push(event);
+      if (typeof event.msg === 'string' && event.msg.startsWith('checkpoint written')) committed = true;
+      const shard = listening.find((e) => e.shardIndex === shardIndex);
+      if (killed === undefined && committed && typeof shard?.pid === 'number') {
+        killed = shard.pid;
+        process.kill(shard.pid, 'SIGKILL');
+      }
+    },
+    killed: () => killed,
+  };
 }

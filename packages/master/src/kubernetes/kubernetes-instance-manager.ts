@@ -132,7 +132,14 @@ export class KubernetesInstanceManager implements InstanceManager {
       namespace: options.api.namespace,
       ...(shards === undefined
         ? {}
-        : { env: { ...options.template.env, EDL_PS_ADDRESSES: shards.addresses.join(',') } }),
+        : {
+            env: {
+              // The shards hold the dense variables too unless the worker template says otherwise.
+              EDL_DENSE_ON: 'shards',
+              ...options.template.env,
+              EDL_PS_ADDRESSES: shards.addresses.join(','),
+            },
+          }),
     };
     this.#logger = options.logger ?? silentLogger;
     this.#target = checkInteger(options.numWorkers ?? 1, 'numWorkers', 0, 10_000);

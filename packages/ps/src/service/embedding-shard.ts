@@ -11,6 +11,7 @@ import { ParameterStoreError } from '../errors.js';
 import { EmbeddingTable } from '../sparse/embedding-table.js';
 import { shardOfId } from '../sparse/placement.js';
 import { RowInitializer, type RowInitializerConfig } from '../sparse/row-initializer.js';
+import { DenseShard } from './dense-shard.js';
 
 /** One embedding table a parameter-server shard serves (its rows of this shard only). */
 export interface EmbeddingTableSpec {
@@ -130,6 +131,11 @@ export class EmbeddingShard {
   /** Per worker, in the order last heard from (oldest first): bounded by LAST_PUSHES_KEPT. */
   readonly #lastPushes = new Map<string, WorkerLastPush>();
   readonly #job: JobTableSettings | undefined;
+  /**
+   * The dense variables placed on this shard (a job with dense variables on the shards), updated
+   * with the job's optimizer; undefined for a shard started without it.
+   */
+  readonly dense: DenseShard | undefined;
 
   /**
    * @param tables - tables to serve from the start (`--tables`); may be empty when workers
@@ -151,6 +157,7 @@ export class EmbeddingShard {
       checkSafeInteger(job.seed, 'job.seed');
       this.#job = job;
     }
+    this.dense = job === undefined ? undefined : new DenseShard(job.optimizer);
     for (const spec of tables.length === 0 ? [] : checkTableSpecs(tables)) this.#add(spec);
   }
 
@@ -250,7 +257,7 @@ export class EmbeddingShard {
       entry.pushes++;
       entry.maxModelVersion = Math.max(entry.maxModelVersion, modelVersion);
     }
-    if (step !== undefined) this.#countStepPush(step.workerId, modelVersion, step.pushes);
+    if (step !== undefined) this.countStepPush(step.workerId, modelVersion, step.pushes);
     return { pushes: entry.pushes, rows: entry.table.rowCount };
   }
 
@@ -263,8 +270,9 @@ export class EmbeddingShard {
    * A push of the same version continues the worker's step until all its pushes arrived; after
    * that, or at another version, it begins the next step (steps of a version repeat when the
    * master aggregates several gradients per version: the master cannot tell them apart by version).
+   * A dense push counts as one of the step's pushes, as a table's does.
    */
-  #countStepPush(workerId: string, modelVersion: number, due: number): void {
+  countStepPush(workerId: string, modelVersion: number, due: number): void {
     const last = this.#lastPushes.get(workerId);
     const continues = last !== undefined && last.modelVersion === modelVersion && last.applied < last.due;
     this.#lastPushes.delete(workerId);
@@ -312,6 +320,16 @@ export class EmbeddingShard {
       pushes: e.pushes,
       maxModelVersion: e.maxModelVersion,
     }));
+  }
+
+  /** The dense variables' holder; NO_JOB_OPTIMIZER for a shard started without the job's optimizer. */
+  denseShard(): DenseShard {
+    if (this.dense === undefined)
+      throw new ParameterStoreError(
+        'NO_JOB_OPTIMIZER',
+        `Parameter-server shard ${this.shardIndex} cannot hold dense variables: it was started without the job's optimizer and seed (edl ps --optimizer JSON --seed N)`,
+      );
+    return this.dense;
   }
 
   #entry(name: string): TableEntry {

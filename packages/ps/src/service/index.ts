@@ -2,6 +2,9 @@
  * A parameter-server shard as its own process (`edl ps`): the embedding rows of one shard served
  * over the ParameterServerService gRPC service of edl/v1/ps.proto.
  */
+
+export { decodeDensePart, encodeDensePart } from './dense-part-codec.js';
+export { DenseShard, type DenseUpdate } from './dense-shard.js';
 export {
   checkTableSpecs,
   EmbeddingShard,

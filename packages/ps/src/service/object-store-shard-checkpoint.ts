@@ -12,6 +12,7 @@ import { encodeEmbeddingTable } from '../sparse/table-codec.js';
 import type { EmbeddingShard } from './embedding-shard.js';
 import {
   checkShardMarkerSet,
+  densePartOf,
   isOtherShardCount,
   isShardMarkerName,
   parseShardMarker,
@@ -54,23 +55,31 @@ export async function saveShardPart(
     rows: table.rowCount,
     bytes: Buffer.concat(encodeEmbeddingTable(table)),
   }));
+  // Named once, as the tables are: a marker never names a half-replaced dense part.
+  const dense = densePartOf(shard, `-${randomBytes(8).toString('hex')}`);
   const prefix = shardPartsPrefix(dir, version);
   const before = await listNames(prefix);
   for (const name of before)
     if (isOtherShardCount(name, shard.numShards)) await deleteObject(`${prefix}${name}`);
   for (const table of tables) await putObject(`${prefix}${table.file}`, table.bytes);
+  if (dense !== undefined) await putObject(`${prefix}${dense.entry.file}`, Buffer.concat(dense.bytes));
   const marker: ShardCheckpointMarker = {
     format: 'edl-ps-shard/1',
     version,
     shardIndex: shard.shardIndex,
     numShards: shard.numShards,
     tables: tables.map(({ name, file, rows }) => ({ name, file, rows })),
+    ...(dense === undefined ? {} : { dense: dense.entry }),
   };
   const markerLocation = `${prefix}${part}.json`;
   await putObject(markerLocation, Buffer.from(JSON.stringify(marker), 'utf8'));
   // This part's table objects of an earlier write of the version: the marker no longer names them.
   for (const name of before)
-    if (name.startsWith(`${part}-t`) && name.endsWith('.edlemb')) await deleteObject(`${prefix}${name}`);
+    if (
+      (name.startsWith(`${part}-t`) && name.endsWith('.edlemb')) ||
+      (name.startsWith(`${part}-dense`) && name.endsWith('.edldense') && name !== dense?.entry.file)
+    )
+      await deleteObject(`${prefix}${name}`);
   return { marker: markerLocation, rows: tables.reduce((sum, t) => sum + t.rows, 0) };
 }
 
@@ -118,8 +127,13 @@ export async function shardPartsOf(
  * or an object store, re-sharding a checkpoint of any number of shards; resolves to the rows
  * restored. Table objects are read one at a time, so at most one is held beside the rows gathered.
  */
-export async function restoreShardPart(shard: EmbeddingShard, dir: string, version: number): Promise<number> {
-  if (!isObjectStoreDir(dir)) return restoreShardCheckpoint(shard, dir, version);
+export async function restoreShardPart(
+  shard: EmbeddingShard,
+  dir: string,
+  version: number,
+  denseVersion?: number,
+): Promise<number> {
+  if (!isObjectStoreDir(dir)) return restoreShardCheckpoint(shard, dir, version, denseVersion);
   const { markers, locationOf } = await shardPartsOf(dir, version);
   const gatherer = new ShardRowsGatherer(shard);
   for (const marker of markers) {
@@ -127,8 +141,12 @@ export async function restoreShardPart(shard: EmbeddingShard, dir: string, versi
       const location = locationOf(entry.file);
       gatherer.add(await readWhole(location), location);
     }
+    if (marker.dense !== undefined) {
+      const location = locationOf(marker.dense.file);
+      gatherer.addDense(await readWhole(location), location);
+    }
   }
-  return gatherer.replaceShardTables();
+  return gatherer.replaceShardTables(version, denseVersion);
 }
 
 /** The names of the objects directly under `prefix`. */

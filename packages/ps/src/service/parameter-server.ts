@@ -5,16 +5,23 @@ import {
   bytesToIds,
   createGrpcServer,
   DEFAULT_MAX_MESSAGE_BYTES,
+  type DeclareDenseVariablesRequest,
+  type DeclareDenseVariablesResponse,
   type DeclareEmbeddingTablesRequest,
   type DeclareEmbeddingTablesResponse,
   type DescribeShardRequest,
   type DescribeShardResponse,
   type EmbeddingInitializer,
   floatsToBytes,
+  fromTensorMessage,
   grpcError,
   jobTokenCheck,
+  type PullDenseVariablesRequest,
+  type PullDenseVariablesResponse,
   type PullEmbeddingsRequest,
   type PullEmbeddingsResponse,
+  type PushDenseGradientsRequest,
+  type PushDenseGradientsResponse,
   type PushEmbeddingGradientsRequest,
   type PushEmbeddingGradientsResponse,
   parameterServerServiceDefinition,
@@ -25,6 +32,7 @@ import {
   shutdownGracefully,
   tokenCheckedUnary,
   toSafeNumber,
+  toTensorMessage,
   toWireInt,
 } from '@edl/proto';
 import {
@@ -78,6 +86,9 @@ export interface ParameterServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+/** The longest a dense pull waits for the update it asks for, whatever it asks. */
+const MAX_DENSE_WAIT_MS = 60_000;
+
 /**
  * Arguments are INVALID_ARGUMENT, an unknown table NOT_FOUND, another shard's id or a conflicting
  * declaration FAILED_PRECONDITION.
@@ -87,7 +98,9 @@ function toStatus(error: unknown): Partial<ServiceError> {
     return grpcError(status.INVALID_ARGUMENT, error.message);
   if (error instanceof ParameterStoreError)
     return grpcError(
-      error.code === 'UNKNOWN_TABLE' ? status.NOT_FOUND : status.FAILED_PRECONDITION,
+      error.code === 'UNKNOWN_TABLE' || error.code === 'NO_DENSE_VARIABLES'
+        ? status.NOT_FOUND
+        : status.FAILED_PRECONDITION,
       `${error.code}: ${error.message}`,
     );
   return grpcError(status.INTERNAL, error instanceof Error ? error.message : String(error));
@@ -177,10 +190,45 @@ export async function startParameterServer(options: ParameterServerOptions): Pro
       return { $typeName: 'edl.v1.SaveShardResponse', marker, rows: toWireInt(rows, 'rows') };
     }),
     restoreShard: asyncUnary(async (r: RestoreShardRequest): Promise<RestoreShardResponse> => {
-      if (r.reset) resetShard(shard);
-      const rows = r.reset ? 0 : await restoreShardPart(shard, r.dir, toSafeNumber(r.version, 'version'));
+      const denseVersion =
+        r.modelVersion === undefined ? undefined : toSafeNumber(r.modelVersion, 'modelVersion');
+      if (r.reset) resetShard(shard, denseVersion);
+      const rows = r.reset
+        ? 0
+        : await restoreShardPart(shard, r.dir, toSafeNumber(r.version, 'version'), denseVersion);
       return { $typeName: 'edl.v1.RestoreShardResponse', rows: toWireInt(rows, 'rows') };
     }),
+    declareDenseVariables: unary((r: DeclareDenseVariablesRequest): DeclareDenseVariablesResponse => {
+      const accepted = shard.denseShard().declare(r.variables.map((t) => fromTensorMessage(t)));
+      if (accepted) options.onDeclared?.(`dense variables (${r.variables.length})`, r.workerId);
+      return { $typeName: 'edl.v1.DeclareDenseVariablesResponse', accepted };
+    }),
+    pushDenseGradients: unary((r: PushDenseGradientsRequest): PushDenseGradientsResponse => {
+      const modelVersion = toSafeNumber(r.modelVersion, 'modelVersion');
+      const version = shard.denseShard().push(
+        r.gradients.map((t) => fromTensorMessage(t)),
+        {
+          version: toSafeNumber(r.updateVersion, 'updateVersion'),
+          gradients: toSafeNumber(r.updateGradients, 'updateGradients'),
+          lrDivisor: toSafeNumber(r.updateLrDivisor, 'updateLrDivisor'),
+        },
+      );
+      if (r.stepPushes > 0) shard.countStepPush(r.workerId, modelVersion, r.stepPushes);
+      return { $typeName: 'edl.v1.PushDenseGradientsResponse', version: toWireInt(version, 'version') };
+    }),
+    pullDenseVariables: asyncUnary(
+      async (r: PullDenseVariablesRequest): Promise<PullDenseVariablesResponse> => {
+        const pulled = await shard
+          .denseShard()
+          .pull(toSafeNumber(r.minVersion, 'minVersion'), Math.min(r.waitMs, MAX_DENSE_WAIT_MS));
+        return {
+          $typeName: 'edl.v1.PullDenseVariablesResponse',
+          version: toWireInt(pulled.version, 'version'),
+          // Fresh copies: views go into the message.
+          variables: pulled.variables.map((v) => toTensorMessage(v, { copy: false })),
+        };
+      },
+    ),
     describeShard: unary((r: DescribeShardRequest): DescribeShardResponse => {
       const last = r.workerId === '' ? undefined : shard.lastPush(r.workerId);
       return {

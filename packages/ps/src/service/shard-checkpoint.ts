@@ -15,6 +15,7 @@ import { checkNonEmptyString, checkSafeInteger } from '@edl/common';
 import { EmbeddingTable } from '../sparse/embedding-table.js';
 import { shardOfId } from '../sparse/placement.js';
 import { decodeEmbeddingTable, encodeEmbeddingTable } from '../sparse/table-codec.js';
+import { decodeDensePart, encodeDensePart } from './dense-part-codec.js';
 import type { EmbeddingShard } from './embedding-shard.js';
 
 /**
@@ -28,6 +29,8 @@ export interface ShardCheckpointMarker {
   readonly numShards: number;
   /** Each table's file (relative to the version's directory) and row count. */
   readonly tables: readonly { readonly name: string; readonly file: string; readonly rows: number }[];
+  /** The shard's dense variables and their optimizer slots (a job with dense variables on the shards). */
+  readonly dense?: { readonly file: string; readonly variables: readonly string[] };
 }
 
 const MARKER_PATTERN = /^shard-(\d+)-of-(\d+)\.json$/;
@@ -103,17 +106,40 @@ export function saveShardCheckpoint(
     writeAtomically(join(versionDir, file), encodeEmbeddingTable(table));
     return { name: table.name, file, rows: table.rowCount };
   });
+  const dense = densePartOf(shard);
+  if (dense !== undefined) writeAtomically(join(versionDir, dense.entry.file), dense.bytes);
   const marker: ShardCheckpointMarker = {
     format: 'edl-ps-shard/1',
     version,
     shardIndex: shard.shardIndex,
     numShards: shard.numShards,
     tables,
+    ...(dense === undefined ? {} : { dense: dense.entry }),
   };
   const markerPath = join(versionDir, `${part}.json`);
   writeAtomically(markerPath, [new TextEncoder().encode(JSON.stringify(marker))]);
   fsyncDirectory(versionDir);
   return { marker: markerPath, rows: tables.reduce((sum, t) => sum + t.rows, 0) };
+}
+
+/**
+ * The shard's dense part (`shard-<i>-of-<N>-dense<suffix>.edldense`, see dense-part-codec.ts) as its
+ * marker names it, with its bytes; undefined when the shard holds no declared dense variables.
+ */
+export function densePartOf(
+  shard: EmbeddingShard,
+  suffix = '',
+): { readonly entry: NonNullable<ShardCheckpointMarker['dense']>; readonly bytes: Uint8Array[] } | undefined {
+  const dense = shard.dense;
+  if (dense === undefined || !dense.declared) return undefined;
+  const snapshot = dense.snapshot();
+  return {
+    entry: {
+      file: `${shardPartName(shard)}-dense${suffix}.edldense`,
+      variables: snapshot.variables.map((v) => v.name),
+    },
+    bytes: encodeDensePart(snapshot, dense.optimizer.config),
+  };
 }
 
 /**
@@ -183,6 +209,7 @@ export class ShardRowsGatherer {
   readonly #shard: EmbeddingShard;
   readonly #keepRow: (id: number) => boolean;
   readonly #restored = new Map<string, EmbeddingTable>();
+  readonly #denseParts: ReturnType<typeof decodeDensePart>[] = [];
 
   constructor(shard: EmbeddingShard) {
     this.#shard = shard;
@@ -202,8 +229,18 @@ export class ShardRowsGatherer {
     for (const view of part.slabViews()) table.restoreRows(view.ids, view.records, view.rowSteps);
   }
 
-  /** Replaces the shard's tables by the rows gathered; returns their count. */
-  replaceShardTables(): number {
+  /** Adds one shard's dense part (every shard's is read: the variables are placed again). */
+  addDense(bytes: Uint8Array, path: string): void {
+    this.#denseParts.push(decodeDensePart(bytes, path));
+  }
+
+  /**
+   * Replaces the shard's tables by the rows gathered, and its dense variables by its share of the
+   * dense parts at `denseVersion` (default: the checkpoint's `version`); returns the rows.
+   */
+  replaceShardTables(version: number, denseVersion = version): number {
+    const shard = this.#shard;
+    shard.dense?.restore(this.#denseParts, shard.shardIndex, shard.numShards, denseVersion);
     // A table declared since the checkpoint stays, empty: workers that declared it keep using it.
     for (const table of this.#shard.tables())
       if (!this.#restored.has(table.name)) this.#restored.set(table.name, emptyCopy(table));
@@ -218,7 +255,12 @@ export class ShardRowsGatherer {
  * every table is read and keeps the ids `shardOfId` gives this shard, so a checkpoint written by
  * another number of shards re-shards. Returns the rows restored.
  */
-export function restoreShardCheckpoint(shard: EmbeddingShard, dir: string, version: number): number {
+export function restoreShardCheckpoint(
+  shard: EmbeddingShard,
+  dir: string,
+  version: number,
+  denseVersion?: number,
+): number {
   const markers = readShardMarkers(dir, version);
   const versionDir = join(dir, shardCheckpointDirName(version));
   const gatherer = new ShardRowsGatherer(shard);
@@ -227,13 +269,22 @@ export function restoreShardCheckpoint(shard: EmbeddingShard, dir: string, versi
       const path = join(versionDir, entry.file);
       gatherer.add(readFileSync(path), path);
     }
+    if (marker.dense !== undefined) {
+      const path = join(versionDir, marker.dense.file);
+      gatherer.addDense(readFileSync(path), path);
+    }
   }
-  return gatherer.replaceShardTables();
+  return gatherer.replaceShardTables(version, denseVersion);
 }
 
-/** Empties every table of `shard`, keeping its settings: each row starts from the initializer again. */
-export function resetShard(shard: EmbeddingShard): void {
+/**
+ * Empties every table of `shard`, keeping its settings: each row starts from the initializer again;
+ * its dense variables are dropped until a worker declares their initial values again, at version
+ * `denseVersion` (default 0).
+ */
+export function resetShard(shard: EmbeddingShard, denseVersion = 0): void {
   shard.replaceTables(shard.tables().map(emptyCopy));
+  shard.dense?.restore([], shard.shardIndex, shard.numShards, denseVersion);
 }
 
 function emptyCopy(table: EmbeddingTable): EmbeddingTable {

@@ -1,7 +1,15 @@
 import { closeSync, openSync } from 'node:fs';
-import { type DeclaredEmbeddingTable, type EmbeddingClient, ShardRpcError } from '@edl/proto';
+import {
+  type DeclaredEmbeddingTable,
+  type DensePull,
+  type DenseUpdateRef,
+  type EmbeddingClient,
+  type NamedTensor,
+  ShardRpcError,
+} from '@edl/proto';
 import type * as tflTypes from '@tensorflow/tfjs-layers';
 import { silentLogger, type WorkerLogger } from '../logger.js';
+import type { DenseOnShards } from '../steps/dense-on-shards.js';
 import { EmbeddingError, type RowGradients } from './embedding-context.js';
 import type { EmbeddingRowSource } from './embedding-step.js';
 import { embeddingFeeds } from './embedding-step.js';
@@ -43,6 +51,8 @@ export interface ParameterServerRowsOptions {
    */
   readonly unavailableMs?: number;
   readonly logger?: WorkerLogger;
+  /** The model's dense variables, when the job holds them on the shards too. */
+  readonly dense?: DenseOnShards;
 }
 
 /**
@@ -62,13 +72,33 @@ export class ParameterServerRows implements EmbeddingRowSource {
     this.#logger = options.logger ?? silentLogger;
   }
 
-  /** Declares the model's tables to every shard, once (DeclareEmbeddingTables is idempotent). */
+  /** Whether the model has distributed embedding tables (else the shards hold only dense variables). */
+  get hasTables(): boolean {
+    return this.#o.tables.length > 0;
+  }
+
+  /**
+   * Declares the model's tables, and its dense variables where the shards hold them, to every
+   * shard, once (both declarations are idempotent).
+   */
   declare(): Promise<void> {
-    this.#declared ??= this.#o.client.declareTables(this.#o.tables, this.#o.workerId).catch((error) => {
-      this.#declared = undefined;
-      throw error;
-    });
+    const { client, tables, workerId, dense } = this.#o;
+    this.#declared ??= Promise.all([
+      tables.length === 0 ? undefined : client.declareTables(tables, workerId),
+      dense?.declare(),
+    ]).then(
+      () => undefined,
+      (error: unknown) => {
+        this.#declared = undefined;
+        throw error;
+      },
+    );
     return this.#declared;
+  }
+
+  /** The dense variables from every shard (see {@link DenseOnShards.pull}). */
+  pullDense(dense: DenseOnShards, forTraining: boolean): Promise<DensePull> {
+    return this.#call('pull', () => dense.pull(forTraining));
   }
 
   rows(table: string, ids: Float64Array, _dim: number, forTraining: boolean): Promise<Float32Array> {
@@ -77,18 +107,29 @@ export class ParameterServerRows implements EmbeddingRowSource {
 
   /**
    * Pushes each table's rows gradient to every shard (empty where the shard holds none of its ids),
-   * all tables and shards in parallel, each push saying how many the step sends to that shard: so
+   * and with `dense` each shard its part of the step's dense gradient, all in parallel, each push saying how many the step sends to that shard: so
    * the master can ask the shards whether a lost worker's last step reached them whole
    * (docs/master.md). Only an unreachable shard (the request never arrived) is retried: a push
    * whose answer was lost is not sent again, so no rows gradient is applied twice.
    */
-  async push(rows: readonly RowGradients[], modelVersion: number): Promise<void> {
+  async push(
+    rows: readonly RowGradients[],
+    modelVersion: number,
+    dense?: { readonly gradients: readonly NamedTensor[]; readonly update: DenseUpdateRef },
+  ): Promise<void> {
     const push = ++this.#pushes;
     exitAtPushForTests('EDL_TEST_EXIT_BEFORE_PUSH', push);
-    const info = { modelVersion, workerId: this.#o.workerId, stepPushes: rows.length };
-    await Promise.all(
-      rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
-    );
+    const denseShards = this.#o.dense;
+    const stepPushes = rows.length + (dense === undefined ? 0 : 1);
+    const info = { modelVersion, workerId: this.#o.workerId, stepPushes };
+    await Promise.all([
+      ...rows.map((r) => this.#call('push', () => this.#o.client.push(r.table, r.ids, r.gradients, info))),
+      dense === undefined || denseShards === undefined
+        ? undefined
+        : denseShards.push(dense.gradients, modelVersion, dense.update, stepPushes, (push) =>
+            this.#call('push', push),
+          ),
+    ]);
     exitAtPushForTests('EDL_TEST_EXIT_AFTER_PUSH', push);
   }
 

@@ -1,4 +1,4 @@
-import type { EmbeddingClient } from '@edl/proto';
+import { DenseShardsClient, type EmbeddingClient } from '@edl/proto';
 import type * as tflTypes from '@tensorflow/tfjs-layers';
 import { tf } from '../../hooks/tfjs-commonjs.mjs';
 import type { EmbeddingContext } from '../embedding/embedding-context.js';
@@ -7,12 +7,15 @@ import { modelEmbeddingTables, ParameterServerRows } from '../embedding/paramete
 import { WorkerError } from '../errors.js';
 import type { WorkerLogger } from '../logger.js';
 import type { Features } from '../model-definition.js';
+import { DenseOnShards, type DensePlacementFunction } from './dense-on-shards.js';
 import type { StepContext } from './step-context.js';
 
 /** A model's distributed embedding tables as the steps of one worker reach them. */
 export interface StepEmbeddings {
   /** The job's parameter-server shards. */
   readonly servers: ParameterServerRows;
+  /** The model's dense variables, when the shards hold them too. */
+  readonly dense?: DenseOnShards;
 }
 
 /**
@@ -27,14 +30,30 @@ export function stepEmbeddings(
   options: {
     readonly workerId: string;
     readonly parameterServers?: EmbeddingClient;
+    readonly denseOnShards?: DensePlacementFunction;
     readonly mirrorUpdates?: boolean;
     readonly pushAhead?: boolean | 'auto';
   },
   logger: WorkerLogger,
 ): { embeddings?: StepEmbeddings; setupError?: WorkerError } {
   const tables = modelEmbeddingTables(model);
-  if (tables.length === 0) return {};
   const client = options.parameterServers;
+  const place = options.denseOnShards;
+  if (client !== undefined && place !== undefined) {
+    const dense = new DenseOnShards(new DenseShardsClient(client), place, options.workerId);
+    if (options.mirrorUpdates !== false || options.pushAhead)
+      logger.info('dense.on_shards', {
+        shards: client.numShards,
+        note: 'mirrored updates and push-ahead are off: each step pulls the dense variables from the parameter-server shards after the previous step pushed its gradient there',
+      });
+    return {
+      embeddings: {
+        servers: new ParameterServerRows({ client, tables, workerId: options.workerId, logger, dense }),
+        dense,
+      },
+    };
+  }
+  if (tables.length === 0) return {};
   if (client === undefined)
     return {
       setupError: new WorkerError(
@@ -66,7 +85,7 @@ export async function withStepRows<T>(
   fn: (embeddings: EmbeddingContext | undefined) => Promise<T>,
 ): Promise<T> {
   const embeddings = context.embeddings;
-  if (embeddings === undefined) return fn(undefined);
+  if (embeddings === undefined || !embeddings.servers.hasTables) return fn(undefined);
   const { model } = context.runner;
   const inputs =
     features instanceof tf.Tensor

@@ -1,4 +1,5 @@
 import { GradientStatus, type NamedTensor } from '@edl/proto';
+import type { ParameterServerRows } from '../embedding/parameter-server-rows.js';
 import { WorkerError } from '../errors.js';
 import type { WorkerLogger } from '../logger.js';
 import type { MasterConnection } from '../master-connection.js';
@@ -7,6 +8,7 @@ import { ModelReplica } from '../model-replica.js';
 import type { ModelRunner } from '../model-runner.js';
 import type { RecordSlice } from '../task-feed.js';
 import type { Timers } from '../timers.js';
+import type { DenseOnShards } from './dense-on-shards.js';
 import { toRangeRef } from './reports.js';
 
 /** Answers in a row that show a worker alone (its gradient was the whole next version) before it mirrors again. */
@@ -33,6 +35,11 @@ export interface MirroredModelOptions {
   readonly getModelSteps: number;
   /** Mirror the master's updates (see `WorkerOptions.mirrorUpdates`). */
   readonly mirrorUpdates: boolean;
+  /**
+   * The dense variables on the parameter-server shards (the master then arbitrates steps only):
+   * pulls read them from the shards, gradients go to the master without their tensors.
+   */
+  readonly dense?: { readonly shards: DenseOnShards; readonly servers: ParameterServerRows };
 }
 
 /**
@@ -88,6 +95,7 @@ export class MirroredModel {
   /** Pulls model `version` (-1: the latest) for `mode`, and with the latest, a replica when one is wanted. */
   async pull(version: number, mode: Mode): Promise<void> {
     const { master, workerId, runner } = this.#o;
+    if (this.#o.dense !== undefined) return this.#pullFromShards(this.#o.dense, mode);
     await this.#o.timers.time('get_model', async () => {
       const held = runner.version;
       const latest = mode === 'training' && version < 0;
@@ -127,6 +135,34 @@ export class MirroredModel {
     this.#stepsSincePull = 0;
   }
 
+  /**
+   * The model from the shards. The first pull takes the master's variables (the first worker's
+   * initial values, which the master keeps and never updates) for the shards' declarations. A
+   * training pull asks for the latest version the master named; evaluation and prediction read what
+   * the shards hold (no version is pinned on the shards: docs/worker.md).
+   */
+  async #pullFromShards(dense: NonNullable<MirroredModelOptions['dense']>, mode: Mode): Promise<void> {
+    const { master, workerId, runner } = this.#o;
+    await this.#o.timers.time('get_model', async () => {
+      if (!dense.shards.initialized) {
+        let snapshot = await master.getModel(workerId, -1);
+        if (!snapshot.initialized) {
+          if (mode !== 'training')
+            throw new WorkerError(
+              'MASTER_ERROR',
+              `The master has no model to use for ${mode}: train first, or start the master from a checkpoint`,
+            );
+          await master.reportVariables(workerId, await runner.readVariables());
+          snapshot = await master.getModel(workerId, -1);
+        }
+        dense.shards.setInitial(snapshot.variables, snapshot.version);
+      }
+      const pulled = await dense.servers.pullDense(dense.shards, mode === 'training');
+      runner.assign(pulled.variables, pulled.version);
+    });
+    this.#stepsSincePull = 0;
+  }
+
   /** Takes a model that came back with a gradient's answer, as a pull would. */
   adopt(variables: readonly NamedTensor[], version: number): void {
     this.#o.runner.assign(variables, version);
@@ -146,18 +182,21 @@ export class MirroredModel {
     const [first, ...rest] = slices as [RecordSlice, ...RecordSlice[]];
     const replica = this.#replica;
     const mirrored = replica !== undefined && replica.version === modelVersion;
+    const onShards = this.#o.dense !== undefined;
     const response = this.#o.master.reportGradient({
       workerId: this.#o.workerId,
       taskId: first.task.id,
       rangeStart: first.rangeStart,
       rangeEnd: first.rangeEnd,
       modelVersion,
-      gradients,
+      // With dense variables on the shards, the tensors go to them once the master accepted the step.
+      gradients: onShards ? [] : gradients,
       ...(rest.length > 0 ? { moreRanges: rest.map(toRangeRef) } : {}),
       // The next step pulls (every getModelSteps steps), or this one is computed again; a mirrored
       // answer carries no model all the same.
-      wantModel: mirrored || this.#stepsSincePull + 1 >= this.#o.getModelSteps,
+      wantModel: !onShards && (mirrored || this.#stepsSincePull + 1 >= this.#o.getModelSteps),
       ...(mirrored ? { mirror: true } : {}),
+      ...(onShards ? { wantUpdate: true } : {}),
     });
     if (mirrored) {
       replica.apply(gradients);
@@ -174,6 +213,7 @@ export class MirroredModel {
    * or, without one, marked for a pull.
    */
   checkMirror(mirrored: boolean, modelVersion: number, response: GradientAnswer): boolean {
+    this.#o.dense?.shards.sawMasterVersion(response.modelVersion);
     const accepted = response.status === GradientStatus.ACCEPTED;
     if (!mirrored) {
       this.#soloAnswers = accepted && response.modelVersion === modelVersion + 1 ? this.#soloAnswers + 1 : 0;

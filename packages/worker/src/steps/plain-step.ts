@@ -1,4 +1,5 @@
-import { GradientStatus } from '@edl/proto';
+import { type DenseUpdateRef, GradientStatus } from '@edl/proto';
+import { WorkerError } from '../errors.js';
 import type { Minibatch } from '../model-definition.js';
 import type { StepResult } from '../model-runner.js';
 import type { RecordSlice } from '../task-feed.js';
@@ -80,7 +81,7 @@ export class PlainSteps {
       const applied = isApplied(response);
       timers.countGradient(!applied);
       if (applied) {
-        await this.pushRows(step, modelVersion, taskId);
+        await this.pushRows(step, modelVersion, taskId, response.update);
         this.stepDone(step.loss, response, modelTaken);
         return true;
       }
@@ -95,18 +96,34 @@ export class PlainSteps {
   }
 
   /**
-   * Pushes a step's rows gradients to the parameter-server shards, once the master has applied its
-   * dense gradient (ACCEPTED, or ALREADY_APPLIED for a resent one whose first answer was lost): a
+   * Pushes a step's rows gradients, and its dense gradient where the shards hold the dense
+   * variables (as part of `update`, the one the master's answer named), to the parameter-server
+   * shards once the master has accepted the step (ACCEPTED, or ALREADY_APPLIED for a resent one whose first answer was lost): a
    * step the master refused (STALE, a task no longer held) is computed again or dropped, and its
    * rows gradient must not reach the shards. A worker that dies in between leaves the master to ask
    * the shards whether the push arrived, and to roll the job back to its last cut if it did not
    * (docs/master.md): no rows update is lost or applied twice.
    */
-  async pushRows(step: StepResult, modelVersion: number, taskId: number): Promise<void> {
+  async pushRows(
+    step: StepResult,
+    modelVersion: number,
+    taskId: number,
+    update: DenseUpdateRef | undefined,
+  ): Promise<void> {
     const { embeddings, timers } = this.#c;
-    if (embeddings === undefined || step.rows === undefined || step.rows.length === 0) return;
-    const rows = step.rows;
-    await timers.time('report_gradient', () => embeddings.servers.push(rows, modelVersion), taskId);
+    if (embeddings === undefined) return;
+    const rows = step.rows ?? [];
+    if (embeddings.dense !== undefined && update === undefined)
+      throw new WorkerError(
+        'MASTER_ERROR',
+        `The master accepted step of version ${modelVersion} without naming its update: the dense gradient cannot go to the parameter-server shards`,
+      );
+    const dense =
+      embeddings.dense === undefined || update === undefined
+        ? undefined
+        : { gradients: step.gradients, update };
+    if (rows.length === 0 && dense === undefined) return;
+    await timers.time('report_gradient', () => embeddings.servers.push(rows, modelVersion, dense), taskId);
   }
 
   /**

@@ -16,13 +16,187 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Tensor } from "./master_pb.js";
+import { file_edl_v1_master } from "./master_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file edl/v1/ps.proto.
  */
 export const file_edl_v1_ps: GenFile = /*@__PURE__*/
-  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIo0BCh1QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBINCgV0YWJsZRgBIAEoCRILCgNpZHMYAiABKAwSEQoJZ3JhZGllbnRzGAMgASgMEhUKDW1vZGVsX3ZlcnNpb24YBCABKAMSEQoJd29ya2VyX2lkGAUgASgJEhMKC3N0ZXBfcHVzaGVzGAYgASgNIj4KHlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXNwb25zZRIOCgZwdXNoZXMYASABKAMSDAoEcm93cxgCIAEoAyIpChREZXNjcmliZVNoYXJkUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiRQoOV29ya2VyTGFzdFB1c2gSFQoNbW9kZWxfdmVyc2lvbhgBIAEoAxILCgNkdWUYAiABKA0SDwoHYXBwbGllZBgDIAEoDSKKAQoSRW1iZWRkaW5nVGFibGVJbmZvEgwKBG5hbWUYASABKAkSCwoDZGltGAIgASgNEgwKBHJvd3MYAyABKAMSDQoFYnl0ZXMYBCABKAMSEQoJb3B0aW1pemVyGAUgASgJEg4KBnB1c2hlcxgGIAEoAxIZChFtYXhfbW9kZWxfdmVyc2lvbhgHIAEoAyKqAQoVRGVzY3JpYmVTaGFyZFJlc3BvbnNlEhMKC3NoYXJkX2luZGV4GAEgASgNEhIKCm51bV9zaGFyZHMYAiABKA0SKgoGdGFibGVzGAMgAygLMhouZWRsLnYxLkVtYmVkZGluZ1RhYmxlSW5mbxIuCglsYXN0X3B1c2gYBCABKAsyFi5lZGwudjEuV29ya2VyTGFzdFB1c2hIAIgBAUIMCgpfbGFzdF9wdXNoIkMKFEVtYmVkZGluZ0luaXRpYWxpemVyEgwKBHR5cGUYASABKAkSDQoFc2NhbGUYAiABKAESDgoGc3RkZGV2GAMgASgBIn4KGUVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SNgoLaW5pdGlhbGl6ZXIYAyABKAsyHC5lZGwudjEuRW1iZWRkaW5nSW5pdGlhbGl6ZXJIAIgBAUIOCgxfaW5pdGlhbGl6ZXIiZQodRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1JlcXVlc3QSMQoGdGFibGVzGAEgAygLMiEuZWRsLnYxLkVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SEQoJd29ya2VyX2lkGAIgASgJIjEKHkRlY2xhcmVFbWJlZGRpbmdUYWJsZXNSZXNwb25zZRIPCgdjcmVhdGVkGAEgAygJIjAKEFNhdmVTaGFyZFJlcXVlc3QSDwoHdmVyc2lvbhgBIAEoAxILCgNkaXIYAiABKAkiMQoRU2F2ZVNoYXJkUmVzcG9uc2USDgoGbWFya2VyGAEgASgJEgwKBHJvd3MYAiABKAMiQgoTUmVzdG9yZVNoYXJkUmVxdWVzdBIPCgd2ZXJzaW9uGAEgASgDEgsKA2RpchgCIAEoCRINCgVyZXNldBgDIAEoCCIkChRSZXN0b3JlU2hhcmRSZXNwb25zZRIMCgRyb3dzGAEgASgDMpYEChZQYXJhbWV0ZXJTZXJ2ZXJTZXJ2aWNlEk8KDlB1bGxFbWJlZGRpbmdzEh0uZWRsLnYxLlB1bGxFbWJlZGRpbmdzUmVxdWVzdBoeLmVkbC52MS5QdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEmcKFlB1c2hFbWJlZGRpbmdHcmFkaWVudHMSJS5lZGwudjEuUHVzaEVtYmVkZGluZ0dyYWRpZW50c1JlcXVlc3QaJi5lZGwudjEuUHVzaEVtYmVkZGluZ0dyYWRpZW50c1Jlc3BvbnNlEkwKDURlc2NyaWJlU2hhcmQSHC5lZGwudjEuRGVzY3JpYmVTaGFyZFJlcXVlc3QaHS5lZGwudjEuRGVzY3JpYmVTaGFyZFJlc3BvbnNlEmcKFkRlY2xhcmVFbWJlZGRpbmdUYWJsZXMSJS5lZGwudjEuRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1JlcXVlc3QaJi5lZGwudjEuRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1Jlc3BvbnNlEkAKCVNhdmVTaGFyZBIYLmVkbC52MS5TYXZlU2hhcmRSZXF1ZXN0GhkuZWRsLnYxLlNhdmVTaGFyZFJlc3BvbnNlEkkKDFJlc3RvcmVTaGFyZBIbLmVkbC52MS5SZXN0b3JlU2hhcmRSZXF1ZXN0GhwuZWRsLnYxLlJlc3RvcmVTaGFyZFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Cg9lZGwvdjEvcHMucHJvdG8SBmVkbC52MSJrChxEZWNsYXJlRGVuc2VWYXJpYWJsZXNSZXF1ZXN0EiEKCXZhcmlhYmxlcxgBIAMoCzIOLmVkbC52MS5UZW5zb3ISEQoJd29ya2VyX2lkGAIgASgJEhUKDW1vZGVsX3ZlcnNpb24YAyABKAMiMQodRGVjbGFyZURlbnNlVmFyaWFibGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgiygEKGVB1c2hEZW5zZUdyYWRpZW50c1JlcXVlc3QSIQoJZ3JhZGllbnRzGAEgAygLMg4uZWRsLnYxLlRlbnNvchIVCg1tb2RlbF92ZXJzaW9uGAIgASgDEhEKCXdvcmtlcl9pZBgDIAEoCRITCgtzdGVwX3B1c2hlcxgEIAEoDRIWCg51cGRhdGVfdmVyc2lvbhgFIAEoAxIYChB1cGRhdGVfZ3JhZGllbnRzGAYgASgDEhkKEXVwZGF0ZV9scl9kaXZpc29yGAcgASgDIi0KGlB1c2hEZW5zZUdyYWRpZW50c1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMiQQoZUHVsbERlbnNlVmFyaWFibGVzUmVxdWVzdBITCgttaW5fdmVyc2lvbhgBIAEoAxIPCgd3YWl0X21zGAIgASgNIlAKGlB1bGxEZW5zZVZhcmlhYmxlc1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSIQoJdmFyaWFibGVzGAIgAygLMg4uZWRsLnYxLlRlbnNvciJDChVQdWxsRW1iZWRkaW5nc1JlcXVlc3QSDQoFdGFibGUYASABKAkSCwoDaWRzGAIgASgMEg4KBmNyZWF0ZRgDIAEoCCIzChZQdWxsRW1iZWRkaW5nc1Jlc3BvbnNlEgsKA2RpbRgBIAEoDRIMCgRyb3dzGAIgASgMIo0BCh1QdXNoRW1iZWRkaW5nR3JhZGllbnRzUmVxdWVzdBINCgV0YWJsZRgBIAEoCRILCgNpZHMYAiABKAwSEQoJZ3JhZGllbnRzGAMgASgMEhUKDW1vZGVsX3ZlcnNpb24YBCABKAMSEQoJd29ya2VyX2lkGAUgASgJEhMKC3N0ZXBfcHVzaGVzGAYgASgNIj4KHlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXNwb25zZRIOCgZwdXNoZXMYASABKAMSDAoEcm93cxgCIAEoAyIpChREZXNjcmliZVNoYXJkUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiRQoOV29ya2VyTGFzdFB1c2gSFQoNbW9kZWxfdmVyc2lvbhgBIAEoAxILCgNkdWUYAiABKA0SDwoHYXBwbGllZBgDIAEoDSKKAQoSRW1iZWRkaW5nVGFibGVJbmZvEgwKBG5hbWUYASABKAkSCwoDZGltGAIgASgNEgwKBHJvd3MYAyABKAMSDQoFYnl0ZXMYBCABKAMSEQoJb3B0aW1pemVyGAUgASgJEg4KBnB1c2hlcxgGIAEoAxIZChFtYXhfbW9kZWxfdmVyc2lvbhgHIAEoAyKqAQoVRGVzY3JpYmVTaGFyZFJlc3BvbnNlEhMKC3NoYXJkX2luZGV4GAEgASgNEhIKCm51bV9zaGFyZHMYAiABKA0SKgoGdGFibGVzGAMgAygLMhouZWRsLnYxLkVtYmVkZGluZ1RhYmxlSW5mbxIuCglsYXN0X3B1c2gYBCABKAsyFi5lZGwudjEuV29ya2VyTGFzdFB1c2hIAIgBAUIMCgpfbGFzdF9wdXNoIkMKFEVtYmVkZGluZ0luaXRpYWxpemVyEgwKBHR5cGUYASABKAkSDQoFc2NhbGUYAiABKAESDgoGc3RkZGV2GAMgASgBIn4KGUVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SDAoEbmFtZRgBIAEoCRILCgNkaW0YAiABKA0SNgoLaW5pdGlhbGl6ZXIYAyABKAsyHC5lZGwudjEuRW1iZWRkaW5nSW5pdGlhbGl6ZXJIAIgBAUIOCgxfaW5pdGlhbGl6ZXIiZQodRGVjbGFyZUVtYmVkZGluZ1RhYmxlc1JlcXVlc3QSMQoGdGFibGVzGAEgAygLMiEuZWRsLnYxLkVtYmVkZGluZ1RhYmxlRGVjbGFyYXRpb24SEQoJd29ya2VyX2lkGAIgASgJIjEKHkRlY2xhcmVFbWJlZGRpbmdUYWJsZXNSZXNwb25zZRIPCgdjcmVhdGVkGAEgAygJIjAKEFNhdmVTaGFyZFJlcXVlc3QSDwoHdmVyc2lvbhgBIAEoAxILCgNkaXIYAiABKAkiMQoRU2F2ZVNoYXJkUmVzcG9uc2USDgoGbWFya2VyGAEgASgJEgwKBHJvd3MYAiABKAMicAoTUmVzdG9yZVNoYXJkUmVxdWVzdBIPCgd2ZXJzaW9uGAEgASgDEgsKA2RpchgCIAEoCRINCgVyZXNldBgDIAEoCBIaCg1tb2RlbF92ZXJzaW9uGAQgASgDSACIAQFCEAoOX21vZGVsX3ZlcnNpb24iJAoUUmVzdG9yZVNoYXJkUmVzcG9uc2USDAoEcm93cxgBIAEoAzK2BgoWUGFyYW1ldGVyU2VydmVyU2VydmljZRJPCg5QdWxsRW1iZWRkaW5ncxIdLmVkbC52MS5QdWxsRW1iZWRkaW5nc1JlcXVlc3QaHi5lZGwudjEuUHVsbEVtYmVkZGluZ3NSZXNwb25zZRJnChZQdXNoRW1iZWRkaW5nR3JhZGllbnRzEiUuZWRsLnYxLlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXF1ZXN0GiYuZWRsLnYxLlB1c2hFbWJlZGRpbmdHcmFkaWVudHNSZXNwb25zZRJMCg1EZXNjcmliZVNoYXJkEhwuZWRsLnYxLkRlc2NyaWJlU2hhcmRSZXF1ZXN0Gh0uZWRsLnYxLkRlc2NyaWJlU2hhcmRSZXNwb25zZRJnChZEZWNsYXJlRW1iZWRkaW5nVGFibGVzEiUuZWRsLnYxLkRlY2xhcmVFbWJlZGRpbmdUYWJsZXNSZXF1ZXN0GiYuZWRsLnYxLkRlY2xhcmVFbWJlZGRpbmdUYWJsZXNSZXNwb25zZRJACglTYXZlU2hhcmQSGC5lZGwudjEuU2F2ZVNoYXJkUmVxdWVzdBoZLmVkbC52MS5TYXZlU2hhcmRSZXNwb25zZRJJCgxSZXN0b3JlU2hhcmQSGy5lZGwudjEuUmVzdG9yZVNoYXJkUmVxdWVzdBocLmVkbC52MS5SZXN0b3JlU2hhcmRSZXNwb25zZRJkChVEZWNsYXJlRGVuc2VWYXJpYWJsZXMSJC5lZGwudjEuRGVjbGFyZURlbnNlVmFyaWFibGVzUmVxdWVzdBolLmVkbC52MS5EZWNsYXJlRGVuc2VWYXJpYWJsZXNSZXNwb25zZRJbChJQdXNoRGVuc2VHcmFkaWVudHMSIS5lZGwudjEuUHVzaERlbnNlR3JhZGllbnRzUmVxdWVzdBoiLmVkbC52MS5QdXNoRGVuc2VHcmFkaWVudHNSZXNwb25zZRJbChJQdWxsRGVuc2VWYXJpYWJsZXMSIS5lZGwudjEuUHVsbERlbnNlVmFyaWFibGVzUmVxdWVzdBoiLmVkbC52MS5QdWxsRGVuc2VWYXJpYWJsZXNSZXNwb25zZWIGcHJvdG8z", [file_edl_v1_master]);
+
+/**
+ * @generated from message edl.v1.DeclareDenseVariablesRequest
+ */
+export type DeclareDenseVariablesRequest = Message<"edl.v1.DeclareDenseVariablesRequest"> & {
+  /**
+   * The variables placed on this shard, with their initial values (may be empty: a shard can hold
+   * none when the model has fewer variables than there are shards).
+   *
+   * @generated from field: repeated edl.v1.Tensor variables = 1;
+   */
+  variables: Tensor[];
+
+  /**
+   * @generated from field: string worker_id = 2;
+   */
+  workerId: string;
+
+  /**
+   * The model version the values are of (the master's when the worker took them).
+   *
+   * @generated from field: int64 model_version = 3;
+   */
+  modelVersion: bigint;
+};
+
+/**
+ * Describes the message edl.v1.DeclareDenseVariablesRequest.
+ * Use `create(DeclareDenseVariablesRequestSchema)` to create a new message.
+ */
+export const DeclareDenseVariablesRequestSchema: GenMessage<DeclareDenseVariablesRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 0);
+
+/**
+ * @generated from message edl.v1.DeclareDenseVariablesResponse
+ */
+export type DeclareDenseVariablesResponse = Message<"edl.v1.DeclareDenseVariablesResponse"> & {
+  /**
+   * False: the shard held declared variables already and kept them.
+   *
+   * @generated from field: bool accepted = 1;
+   */
+  accepted: boolean;
+};
+
+/**
+ * Describes the message edl.v1.DeclareDenseVariablesResponse.
+ * Use `create(DeclareDenseVariablesResponseSchema)` to create a new message.
+ */
+export const DeclareDenseVariablesResponseSchema: GenMessage<DeclareDenseVariablesResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 1);
+
+/**
+ * @generated from message edl.v1.PushDenseGradientsRequest
+ */
+export type PushDenseGradientsRequest = Message<"edl.v1.PushDenseGradientsRequest"> & {
+  /**
+   * Gradients of this shard's variables, each once (absent ones count as zero).
+   *
+   * @generated from field: repeated edl.v1.Tensor gradients = 1;
+   */
+  gradients: Tensor[];
+
+  /**
+   * The version the gradient was computed at (accounting, as PushEmbeddingGradients).
+   *
+   * @generated from field: int64 model_version = 2;
+   */
+  modelVersion: bigint;
+
+  /**
+   * @generated from field: string worker_id = 3;
+   */
+  workerId: string;
+
+  /**
+   * As PushEmbeddingGradients: the step's pushes to this shard (its tables, plus this one).
+   *
+   * @generated from field: uint32 step_pushes = 4;
+   */
+  stepPushes: number;
+
+  /**
+   * From the master's answer (ReportGradientResponse): the version the update makes, the gradients
+   * it averages, and the learning rate's divisor.
+   *
+   * @generated from field: int64 update_version = 5;
+   */
+  updateVersion: bigint;
+
+  /**
+   * @generated from field: int64 update_gradients = 6;
+   */
+  updateGradients: bigint;
+
+  /**
+   * @generated from field: int64 update_lr_divisor = 7;
+   */
+  updateLrDivisor: bigint;
+};
+
+/**
+ * Describes the message edl.v1.PushDenseGradientsRequest.
+ * Use `create(PushDenseGradientsRequestSchema)` to create a new message.
+ */
+export const PushDenseGradientsRequestSchema: GenMessage<PushDenseGradientsRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 2);
+
+/**
+ * @generated from message edl.v1.PushDenseGradientsResponse
+ */
+export type PushDenseGradientsResponse = Message<"edl.v1.PushDenseGradientsResponse"> & {
+  /**
+   * The shard's dense version after the push.
+   *
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message edl.v1.PushDenseGradientsResponse.
+ * Use `create(PushDenseGradientsResponseSchema)` to create a new message.
+ */
+export const PushDenseGradientsResponseSchema: GenMessage<PushDenseGradientsResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 3);
+
+/**
+ * @generated from message edl.v1.PullDenseVariablesRequest
+ */
+export type PullDenseVariablesRequest = Message<"edl.v1.PullDenseVariablesRequest"> & {
+  /**
+   * @generated from field: int64 min_version = 1;
+   */
+  minVersion: bigint;
+
+  /**
+   * @generated from field: uint32 wait_ms = 2;
+   */
+  waitMs: number;
+};
+
+/**
+ * Describes the message edl.v1.PullDenseVariablesRequest.
+ * Use `create(PullDenseVariablesRequestSchema)` to create a new message.
+ */
+export const PullDenseVariablesRequestSchema: GenMessage<PullDenseVariablesRequest> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 4);
+
+/**
+ * @generated from message edl.v1.PullDenseVariablesResponse
+ */
+export type PullDenseVariablesResponse = Message<"edl.v1.PullDenseVariablesResponse"> & {
+  /**
+   * The last update applied: with async pushes applied as they come, the highest one.
+   *
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: repeated edl.v1.Tensor variables = 2;
+   */
+  variables: Tensor[];
+};
+
+/**
+ * Describes the message edl.v1.PullDenseVariablesResponse.
+ * Use `create(PullDenseVariablesResponseSchema)` to create a new message.
+ */
+export const PullDenseVariablesResponseSchema: GenMessage<PullDenseVariablesResponse> = /*@__PURE__*/
+  messageDesc(file_edl_v1_ps, 5);
 
 /**
  * @generated from message edl.v1.PullEmbeddingsRequest
@@ -54,7 +228,7 @@ export type PullEmbeddingsRequest = Message<"edl.v1.PullEmbeddingsRequest"> & {
  * Use `create(PullEmbeddingsRequestSchema)` to create a new message.
  */
 export const PullEmbeddingsRequestSchema: GenMessage<PullEmbeddingsRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 0);
+  messageDesc(file_edl_v1_ps, 6);
 
 /**
  * @generated from message edl.v1.PullEmbeddingsResponse
@@ -80,7 +254,7 @@ export type PullEmbeddingsResponse = Message<"edl.v1.PullEmbeddingsResponse"> & 
  * Use `create(PullEmbeddingsResponseSchema)` to create a new message.
  */
 export const PullEmbeddingsResponseSchema: GenMessage<PullEmbeddingsResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 1);
+  messageDesc(file_edl_v1_ps, 7);
 
 /**
  * @generated from message edl.v1.PushEmbeddingGradientsRequest
@@ -133,7 +307,7 @@ export type PushEmbeddingGradientsRequest = Message<"edl.v1.PushEmbeddingGradien
  * Use `create(PushEmbeddingGradientsRequestSchema)` to create a new message.
  */
 export const PushEmbeddingGradientsRequestSchema: GenMessage<PushEmbeddingGradientsRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 2);
+  messageDesc(file_edl_v1_ps, 8);
 
 /**
  * @generated from message edl.v1.PushEmbeddingGradientsResponse
@@ -159,7 +333,7 @@ export type PushEmbeddingGradientsResponse = Message<"edl.v1.PushEmbeddingGradie
  * Use `create(PushEmbeddingGradientsResponseSchema)` to create a new message.
  */
 export const PushEmbeddingGradientsResponseSchema: GenMessage<PushEmbeddingGradientsResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 3);
+  messageDesc(file_edl_v1_ps, 9);
 
 /**
  * @generated from message edl.v1.DescribeShardRequest
@@ -178,7 +352,7 @@ export type DescribeShardRequest = Message<"edl.v1.DescribeShardRequest"> & {
  * Use `create(DescribeShardRequestSchema)` to create a new message.
  */
 export const DescribeShardRequestSchema: GenMessage<DescribeShardRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 4);
+  messageDesc(file_edl_v1_ps, 10);
 
 /**
  * The last step whose rows push of a worker this shard applied (any part of).
@@ -209,7 +383,7 @@ export type WorkerLastPush = Message<"edl.v1.WorkerLastPush"> & {
  * Use `create(WorkerLastPushSchema)` to create a new message.
  */
 export const WorkerLastPushSchema: GenMessage<WorkerLastPush> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 5);
+  messageDesc(file_edl_v1_ps, 11);
 
 /**
  * @generated from message edl.v1.EmbeddingTableInfo
@@ -264,7 +438,7 @@ export type EmbeddingTableInfo = Message<"edl.v1.EmbeddingTableInfo"> & {
  * Use `create(EmbeddingTableInfoSchema)` to create a new message.
  */
 export const EmbeddingTableInfoSchema: GenMessage<EmbeddingTableInfo> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 6);
+  messageDesc(file_edl_v1_ps, 12);
 
 /**
  * @generated from message edl.v1.DescribeShardResponse
@@ -299,7 +473,7 @@ export type DescribeShardResponse = Message<"edl.v1.DescribeShardResponse"> & {
  * Use `create(DescribeShardResponseSchema)` to create a new message.
  */
 export const DescribeShardResponseSchema: GenMessage<DescribeShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 7);
+  messageDesc(file_edl_v1_ps, 13);
 
 /**
  * How a declared table's rows start (RowInitializerConfig of @edl/ps).
@@ -332,7 +506,7 @@ export type EmbeddingInitializer = Message<"edl.v1.EmbeddingInitializer"> & {
  * Use `create(EmbeddingInitializerSchema)` to create a new message.
  */
 export const EmbeddingInitializerSchema: GenMessage<EmbeddingInitializer> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 8);
+  messageDesc(file_edl_v1_ps, 14);
 
 /**
  * @generated from message edl.v1.EmbeddingTableDeclaration
@@ -363,7 +537,7 @@ export type EmbeddingTableDeclaration = Message<"edl.v1.EmbeddingTableDeclaratio
  * Use `create(EmbeddingTableDeclarationSchema)` to create a new message.
  */
 export const EmbeddingTableDeclarationSchema: GenMessage<EmbeddingTableDeclaration> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 9);
+  messageDesc(file_edl_v1_ps, 15);
 
 /**
  * @generated from message edl.v1.DeclareEmbeddingTablesRequest
@@ -387,7 +561,7 @@ export type DeclareEmbeddingTablesRequest = Message<"edl.v1.DeclareEmbeddingTabl
  * Use `create(DeclareEmbeddingTablesRequestSchema)` to create a new message.
  */
 export const DeclareEmbeddingTablesRequestSchema: GenMessage<DeclareEmbeddingTablesRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 10);
+  messageDesc(file_edl_v1_ps, 16);
 
 /**
  * @generated from message edl.v1.DeclareEmbeddingTablesResponse
@@ -406,7 +580,7 @@ export type DeclareEmbeddingTablesResponse = Message<"edl.v1.DeclareEmbeddingTab
  * Use `create(DeclareEmbeddingTablesResponseSchema)` to create a new message.
  */
 export const DeclareEmbeddingTablesResponseSchema: GenMessage<DeclareEmbeddingTablesResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 11);
+  messageDesc(file_edl_v1_ps, 17);
 
 /**
  * @generated from message edl.v1.SaveShardRequest
@@ -430,7 +604,7 @@ export type SaveShardRequest = Message<"edl.v1.SaveShardRequest"> & {
  * Use `create(SaveShardRequestSchema)` to create a new message.
  */
 export const SaveShardRequestSchema: GenMessage<SaveShardRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 12);
+  messageDesc(file_edl_v1_ps, 18);
 
 /**
  * @generated from message edl.v1.SaveShardResponse
@@ -454,7 +628,7 @@ export type SaveShardResponse = Message<"edl.v1.SaveShardResponse"> & {
  * Use `create(SaveShardResponseSchema)` to create a new message.
  */
 export const SaveShardResponseSchema: GenMessage<SaveShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 13);
+  messageDesc(file_edl_v1_ps, 19);
 
 /**
  * @generated from message edl.v1.RestoreShardRequest
@@ -476,6 +650,14 @@ export type RestoreShardRequest = Message<"edl.v1.RestoreShardRequest"> & {
    * @generated from field: bool reset = 3;
    */
   reset: boolean;
+
+  /**
+   * The dense version the shard takes after restoring (a roll-back moves the master's version
+   * above every version handed out); absent: the checkpoint's version (0 with reset).
+   *
+   * @generated from field: optional int64 model_version = 4;
+   */
+  modelVersion?: bigint | undefined;
 };
 
 /**
@@ -483,7 +665,7 @@ export type RestoreShardRequest = Message<"edl.v1.RestoreShardRequest"> & {
  * Use `create(RestoreShardRequestSchema)` to create a new message.
  */
 export const RestoreShardRequestSchema: GenMessage<RestoreShardRequest> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 14);
+  messageDesc(file_edl_v1_ps, 20);
 
 /**
  * @generated from message edl.v1.RestoreShardResponse
@@ -500,7 +682,7 @@ export type RestoreShardResponse = Message<"edl.v1.RestoreShardResponse"> & {
  * Use `create(RestoreShardResponseSchema)` to create a new message.
  */
 export const RestoreShardResponseSchema: GenMessage<RestoreShardResponse> = /*@__PURE__*/
-  messageDesc(file_edl_v1_ps, 15);
+  messageDesc(file_edl_v1_ps, 21);
 
 /**
  * @generated from service edl.v1.ParameterServerService
@@ -572,6 +754,40 @@ export const ParameterServerService: GenService<{
     methodKind: "unary";
     input: typeof RestoreShardRequestSchema;
     output: typeof RestoreShardResponseSchema;
+  },
+  /**
+   * Dense variables on the shards (a job whose dense variables are placed by size over the shards,
+   * `placeDenseVariables` of @edl/ps): the first declaration of a shard's variables, with their
+   * initial values, is kept; later ones are ignored (as the master keeps the first worker's).
+   *
+   * @generated from rpc edl.v1.ParameterServerService.DeclareDenseVariables
+   */
+  declareDenseVariables: {
+    methodKind: "unary";
+    input: typeof DeclareDenseVariablesRequestSchema;
+    output: typeof DeclareDenseVariablesResponseSchema;
+  },
+  /**
+   * Applies (async) or adds to its update (sync) a step's gradient of this shard's dense variables,
+   * once the master accepted the step. NOT_FOUND when the shard holds no declared variables.
+   *
+   * @generated from rpc edl.v1.ParameterServerService.PushDenseGradients
+   */
+  pushDenseGradients: {
+    methodKind: "unary";
+    input: typeof PushDenseGradientsRequestSchema;
+    output: typeof PushDenseGradientsResponseSchema;
+  },
+  /**
+   * This shard's dense variables once it has applied update `min_version` (waiting up to `wait_ms`,
+   * then answering what it has). NOT_FOUND when none were declared.
+   *
+   * @generated from rpc edl.v1.ParameterServerService.PullDenseVariables
+   */
+  pullDenseVariables: {
+    methodKind: "unary";
+    input: typeof PullDenseVariablesRequestSchema;
+    output: typeof PullDenseVariablesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_edl_v1_ps, 0);
