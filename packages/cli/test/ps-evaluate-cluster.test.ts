@@ -284,7 +284,12 @@ describe('edl k8s submit: an evaluation job of a model trained with --num-ps 2 o
       let killed = false;
       const timer = setInterval(() => {
         // A worker set up its embedding tables: its first task pulls rows next.
-        if (killed || !output.some((l) => l.startsWith('ctr-eval-worker') && l.includes('"embedding.steps"')))
+        if (
+          killed ||
+          !output.some(
+            (l) => l.startsWith('ctr-eval-worker') && /"(embedding\.steps|dense\.on_shards)"/.test(l),
+          )
+        )
           return;
         if (!cluster.kubelet.running().includes('ctr-eval-ps-1-0')) return;
         killed = true;

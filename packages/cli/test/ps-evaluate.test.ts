@@ -135,8 +135,8 @@ describe('edl evaluate --model-checkpoint of a model trained with --num-ps 2', (
       if (!line.startsWith('{')) return;
       const event = JSON.parse(line) as Record<string, unknown>;
       if (event.event === 'listening') pids.set(event.shardIndex as number, event.pid as number);
-      // A worker set up its embedding tables: its first task pulls rows next.
-      if (killed === undefined && event.msg === 'embedding.steps') {
+      // A worker set up its shard steps (rows, and dense variables on the shards): its first task pulls next.
+      if (killed === undefined && (event.msg === 'embedding.steps' || event.msg === 'dense.on_shards')) {
         killed = pids.get(1);
         if (killed !== undefined) process.kill(killed, 'SIGKILL');
       }
