@@ -130,9 +130,13 @@ export class Connection implements BodyConnection {
     const read = Buffer.from(buffer.subarray(0, count));
     const bytes = this.#head === undefined ? read : Buffer.concat([this.#head, read]);
     const end = bytes.indexOf('\r\n\r\n');
+    if ((end < 0 ? bytes.byteLength : end) > MAX_HEAD_BYTES) {
+      // Found or not, a head past the bound is refused (held bytes stay under two reads' worth).
+      this.#fail(new Error('the answer head to a ranged GET is over 64 KiB'));
+      return false;
+    }
     if (end < 0) {
       this.#head = bytes;
-      if (bytes.byteLength > MAX_HEAD_BYTES) this.#fail(new Error('the answer head is over 64 KiB'));
       return true;
     }
     this.#head = undefined;
@@ -173,16 +177,48 @@ export class Connection implements BodyConnection {
   }
 }
 
-interface ParsedHead {
+/**
+ * An answer the direct path does not frame itself: chunked (`Transfer-Encoding`, as proxies and some
+ * S3-compatible stores send error documents and even 206s) or delimited by the connection's close.
+ * The request goes again through the SDK's own handler, which reads such bodies and tells a close
+ * that cut a body short from one that ended it; they are rare, so the extra round trip is cheap.
+ */
+export class UnframedAnswer extends Error {
+  constructor(readonly statusCode: number) {
+    super(
+      `a ${statusCode} answer to a ranged GET not framed by a Content-Length (chunked, or ended by closing)`,
+    );
+  }
+}
+
+export interface ParsedHead {
   readonly statusCode: number;
   readonly reason: string;
   readonly headers: Record<string, string>;
-  /** The body's length, or -1: until the connection closes. */
+  /** The body's length (always given: answers framed otherwise are {@link UnframedAnswer}s). */
   readonly bodyBytes: number;
   readonly keepAlive: boolean;
 }
 
-function parseHead(text: string): ParsedHead {
+/**
+ * The Content-Length header's value (repeated ones joined by commas, which must agree): digits only,
+ * so that `0x10`, `1e3` or `-1` are refused rather than read as a number.
+ */
+function contentLength(value: string): number {
+  const values = new Set(value.split(',').map((item) => item.trim()));
+  const [only] = values;
+  const bytes =
+    values.size === 1 && only !== undefined && /^\d{1,15}$/.test(only) ? Number(only) : Number.NaN;
+  if (!Number.isSafeInteger(bytes)) {
+    throw new Error(
+      `a bad Content-Length in the answer to a ranged GET: ${JSON.stringify(value.slice(0, 80))}`,
+    );
+  }
+  return bytes;
+}
+
+/** The status line and headers of an answer (the text before its blank line). */
+export function parseHead(text: string): ParsedHead {
   const lines = text.split('\r\n');
   const status = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0] ?? '');
   if (status === null) {
@@ -198,16 +234,12 @@ function parseHead(text: string): ParsedHead {
     headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }
   const statusCode = Number(status[2]);
-  if (headers['transfer-encoding'] !== undefined) {
-    // Ranged answers carry a Content-Length; a chunked one is retried (a server in error, or a proxy).
-    throw Object.assign(new Error('a chunked answer to a ranged GET'), { code: 'ECONNRESET' });
+  const noBody = statusCode === 204 || statusCode === 304 || statusCode < 200;
+  if (!noBody && (headers['transfer-encoding'] !== undefined || headers['content-length'] === undefined)) {
+    throw new UnframedAnswer(statusCode);
   }
-  const length = headers['content-length'];
-  const noBody = statusCode === 204 || statusCode === 304;
-  const bodyBytes = noBody ? 0 : length === undefined ? -1 : Number(length);
-  if (!Number.isSafeInteger(bodyBytes) || bodyBytes < -1) throw new Error(`a bad Content-Length: ${length}`);
+  const bodyBytes = noBody ? 0 : contentLength(headers['content-length'] as string);
   const connection = headers.connection?.toLowerCase() ?? '';
-  const keepAlive =
-    bodyBytes >= 0 && (status[1] === '1' ? connection !== 'close' : connection === 'keep-alive');
+  const keepAlive = status[1] === '1' ? connection !== 'close' : connection === 'keep-alive';
   return { statusCode, reason: status[3] ?? '', headers, bodyBytes, keepAlive };
 }

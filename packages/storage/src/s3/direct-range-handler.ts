@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { Connection } from './direct-connection.js';
+import { Connection, UnframedAnswer } from './direct-connection.js';
 
 /** The parts of the AWS SDK's `HttpRequest` this handler reads. */
 export interface SdkHttpRequest {
@@ -52,7 +52,9 @@ const MAX_IDLE_PER_ORIGIN = 32;
  * handler. Plain HTTP/1.1 over TCP (`http://` endpoints: MinIO, Ceph RGW, s3rver inside a cluster),
  * kept alive and reused: Node documents reading into memory the caller owns (`onread`) for TCP
  * sockets, not for TLS ones, so `https://` endpoints keep the SDK's handler. Not used when proxy
- * variables are set either (the fallback's agents honour them).
+ * variables are set either (the fallback's agents honour them). Answers not framed by a
+ * Content-Length (chunked, or ended by the connection's close) are asked for again through
+ * `fallback` ({@link UnframedAnswer}).
  */
 export class DirectRangeHandler implements SdkRequestHandler {
   readonly #idle = new Map<string, Connection[]>();
@@ -93,8 +95,14 @@ export class DirectRangeHandler implements SdkRequestHandler {
     const port = request.port ?? 80;
     const origin = `${hostname}:${port}`;
     const connection = this.#take(origin) ?? new Connection(origin, hostname, port, this.#keep);
-    const response = await connection.exchange(requestHead(request, hostname, port), signal);
-    return { response };
+    try {
+      const response = await connection.exchange(requestHead(request, hostname, port), signal);
+      return { response };
+    } catch (error) {
+      // Chunked or close-delimited: sent again, signed as it was, through the SDK's handler.
+      if (error instanceof UnframedAnswer) return this.fallback.handle(request, { abortSignal: signal });
+      throw error;
+    }
   }
 
   #take(origin: string): Connection | undefined {

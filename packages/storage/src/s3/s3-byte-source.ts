@@ -48,6 +48,12 @@ export interface S3ByteSourceOptions extends RemoteSourceOptions {
   readonly credentials?: S3StaticCredentials;
   /** Keys per ListObjectsV2 page (default 1000, S3's maximum). */
   readonly listPageSize?: number;
+  /**
+   * Ranged GETs to `http://` endpoints over the source's own connections ({@link DirectRangeHandler}).
+   * Default: on, unless the environment variable `EDL_S3_DIRECT_RANGES` is `0`; off sends every
+   * request through the AWS SDK's handler, for a store or proxy that misbehaves with it.
+   */
+  readonly directRanges?: boolean;
 }
 
 /**
@@ -202,7 +208,7 @@ export class S3ByteSource extends RemoteByteSource {
   private client(url: string): Promise<{ readonly sdk: S3Sdk; readonly client: S3Client }> {
     this.clientPromise ??= loadS3Sdk(url).then((sdk) => ({
       sdk,
-      client: withDirectRanges(sdk, createClient(sdk, this.options)),
+      client: withDirectRanges(sdk, createClient(sdk, this.options), this.options.directRanges),
     }));
     const pending = this.clientPromise;
     pending.catch(() => {
@@ -215,10 +221,10 @@ export class S3ByteSource extends RemoteByteSource {
 /**
  * The client with its ranged GETs sent over the byte source's own connections, whose bodies are
  * read straight into the reader's buffers ({@link DirectRangeHandler}); left as it is when proxy
- * variables are set, which the SDK's handler honours through its agents.
+ * variables are set, which the SDK's handler honours through its agents, or when switched off.
  */
-function withDirectRanges(sdk: S3Sdk, client: S3Client): S3Client {
-  if (sdk.proxyAgents !== undefined) return client;
+function withDirectRanges(sdk: S3Sdk, client: S3Client, enabled: boolean | undefined): S3Client {
+  if (sdk.proxyAgents !== undefined || !(enabled ?? process.env.EDL_S3_DIRECT_RANGES !== '0')) return client;
   const config = client.config as { requestHandler: unknown };
   config.requestHandler = new DirectRangeHandler(config.requestHandler as SdkRequestHandler);
   return client;

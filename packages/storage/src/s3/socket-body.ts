@@ -9,7 +9,7 @@ export interface BodyConnection {
   bodyDone(reusable: boolean): void;
 }
 
-/** A connection that closed before its answer was whole (retried as a reset), or, for a body read until close, its end. */
+/** A connection that closed before its answer was whole (retried as a reset). */
 export class HangUp extends Error {
   readonly code = 'ECONNRESET';
   constructor() {
@@ -25,7 +25,7 @@ export class HangUp extends Error {
 export class SocketBody extends Readable implements DirectBody {
   /** Where the socket reads next in the direct mode; undefined otherwise. */
   target: Uint8Array | undefined;
-  /** Bytes of the body still to come from the socket (-1: until it closes). */
+  /** Bytes of the body still to come from the socket (the direct path reads only answers with a Content-Length). */
   #unread: number;
   /** Bytes read from the socket and not yet handed to the reader. */
   #held: Buffer | undefined;
@@ -55,13 +55,13 @@ export class SocketBody extends Readable implements DirectBody {
    * whole body (the connection is idle again); otherwise reading waits for the reader to choose how.
    */
   hold(bytes: Buffer): boolean {
-    if (this.#unread >= 0 && bytes.byteLength > this.#unread) {
+    if (bytes.byteLength > this.#unread) {
       this.destroy(new Error('the server sent more bytes than its answer has'));
       return false;
     }
     if (bytes.byteLength > 0) {
       this.#held = Buffer.from(bytes);
-      if (this.#unread > 0) this.#unread -= bytes.byteLength;
+      this.#unread -= bytes.byteLength;
     }
     if (this.#unread === 0) this.#release(true);
     return this.#released;
@@ -87,7 +87,7 @@ export class SocketBody extends Readable implements DirectBody {
         return;
       }
       const want = into.byteLength - filled;
-      this.target = into.subarray(filled, filled + (this.#unread < 0 ? want : Math.min(this.#unread, want)));
+      this.target = into.subarray(filled, filled + Math.min(this.#unread, want));
       this.#direct = { resolve, reject, progress };
       this.connection.resume();
     });
@@ -95,11 +95,11 @@ export class SocketBody extends Readable implements DirectBody {
 
   /** `count` bytes were read into `buffer`: the target, or the connection's scratch. */
   received(count: number, buffer: Uint8Array): boolean {
-    if (this.#unread >= 0 && count > this.#unread) {
+    if (count > this.#unread) {
       this.destroy(new Error('the server sent more bytes than its answer has'));
       return false;
     }
-    if (this.#unread > 0) this.#unread -= count;
+    this.#unread -= count;
     const direct = this.#direct;
     let more: boolean;
     if (direct === undefined) {
@@ -134,19 +134,9 @@ export class SocketBody extends Readable implements DirectBody {
     return more;
   }
 
-  /** The connection failed, or closed: the end of a body read until close. */
+  /** The connection failed or closed before the body was whole. */
   broken(error: Error): void {
     if (this.#released) return;
-    if (this.#unread < 0 && error instanceof HangUp) {
-      this.#unread = 0;
-      this.#released = true;
-      const direct = this.#direct;
-      this.#direct = undefined;
-      this.target = undefined;
-      direct?.resolve();
-      this.push(null);
-      return;
-    }
     this.destroy(error);
   }
 
