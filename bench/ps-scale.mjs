@@ -79,6 +79,7 @@ function makeShard(variableNames) {
     moreRanges: [],
     wantModel: true,
     mirror: false,
+    wantUpdate: false,
   });
   return {
     service: new ParameterService(store, openLedger),
@@ -115,6 +116,9 @@ function serve(shard, p, lastSeen) {
     hasModel: true,
     mirrored: false,
     modelChecksum: 0,
+    updateVersion: 0n,
+    updateGradients: 0n,
+    updateLrDivisor: 0n,
   });
   shard.seconds += (performance.now() - started) / 1000;
   shard.pushes++;

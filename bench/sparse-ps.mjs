@@ -316,6 +316,7 @@ async function denseRun(vocabulary) {
       moreRanges: [],
       wantModel: true,
       mirror: false,
+      wantUpdate: false,
     }).length;
     optimizer.applyGradients(grads);
     const messages = [];
@@ -329,6 +330,9 @@ async function denseRun(vocabulary) {
       hasModel: true,
       mirrored: false,
       modelChecksum: 0,
+      updateVersion: 0n,
+      updateGradients: 0n,
+      updateLrDivisor: 0n,
     });
     down = response.length;
     // The worker loads the model it got back.
