@@ -28,13 +28,27 @@ const BUCKET = 'many-objects';
 const FILES = 24;
 const LATENCY_MS = 50;
 const MAX_IN_FLIGHT = 8;
+/** How long the first object's sidecar GET is held: far longer than the other files' opens and GETs. */
+const SLOW_INDEX_MS = 1000;
 
-/** The S3 source, counting its ranged reads in flight (sidecar and data GETs alike). */
+/** A ranged read's start or end, as the source saw it. */
+interface ReadEvent {
+  readonly kind: 'start' | 'end';
+  readonly location: string;
+}
+
+/**
+ * The S3 source, counting its ranged reads in flight (sidecar and data GETs alike) and logging
+ * when each starts and ends; the reads of `slowLocation` are held `slowMs` before they go out.
+ */
 class CountingSource implements ByteSource {
   readonly scheme = 's3';
   inFlight = 0;
   mostInFlight = 0;
   reads = 0;
+  readonly events: ReadEvent[] = [];
+  slowLocation: string | undefined;
+  slowMs = 0;
 
   constructor(private readonly s3: S3ByteSource) {}
 
@@ -55,10 +69,13 @@ class CountingSource implements ByteSource {
     this.reads++;
     this.inFlight++;
     this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    this.events.push({ kind: 'start', location: object.location });
     try {
+      if (object.location === this.slowLocation) await new Promise((wake) => setTimeout(wake, this.slowMs));
       return await this.s3.readRange(object, offset, length, options);
     } finally {
       this.inFlight--;
+      this.events.push({ kind: 'end', location: object.location });
     }
   }
 
@@ -126,38 +143,59 @@ function wholeShardTasks(shards: readonly Shard[]): RecordRange[] {
   }));
 }
 
+/** What a worker-like reader read of every task, announced ahead, with the local read's records. */
+interface WorkerRead {
+  readonly tasks: readonly RecordRange[];
+  readonly expected: Buffer[][];
+  readonly records: Buffer[][];
+  readonly stats: TFRecordDataReader['remoteStats'];
+}
+
+/**
+ * Reads the directory as a worker does, through `counting`: the master's reader cuts the shards;
+ * the worker's reader, with an index cache of its own, is given tasks by name and must open each
+ * file itself (one sidecar GET each). `beforeAnnounce` sees the tasks before they are announced.
+ */
+async function readAsWorker(
+  counting: CountingSource,
+  beforeAnnounce: (tasks: readonly RecordRange[]) => void = () => {},
+): Promise<WorkerRead> {
+  const local = await TFRecordDataReader.open({ dataDir: localDir });
+  const localTasks = wholeShardTasks(await local.createShards());
+  const expected = await readTaskRecords(local, localTasks);
+  await local.close();
+
+  registerByteSource('s3', () => counting);
+  const master = await createDataReader(`s3://${BUCKET}/dir/`, {
+    type: 'tfrecord',
+    remote: { indexCacheDir: await mkdtemp(join(scratch, 'master-cache-')) },
+  });
+  const tasks = wholeShardTasks(await master.createShards());
+  await master.close?.();
+  expect(tasks).toHaveLength(FILES);
+
+  const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
+    type: 'tfrecord',
+    remote: { indexCacheDir: await mkdtemp(join(scratch, 'worker-cache-')), maxInFlight: MAX_IN_FLIGHT },
+  })) as TFRecordDataReader;
+  // A reader of remote files announces the tasks it is given ahead.
+  const announce = worker.prefetch;
+  expect(announce).toBeDefined();
+  counting.mostInFlight = 0;
+  counting.reads = 0;
+  counting.events.length = 0;
+  beforeAnnounce(tasks);
+  for (const task of tasks) announce?.(task);
+  const records = await readTaskRecords(worker, tasks);
+  const stats = worker.remoteStats;
+  await worker.close();
+  return { tasks, expected, records, stats };
+}
+
 describe('a worker reading many small objects behind a 50 ms proxy', () => {
   it('opens the announced files together: several GETs in flight at once, records identical to local', async () => {
-    const local = await TFRecordDataReader.open({ dataDir: localDir });
-    const localTasks = wholeShardTasks(await local.createShards());
-    const expected = await readTaskRecords(local, localTasks);
-    await local.close();
-
     const counting = new CountingSource(s3Source);
-    registerByteSource('s3', () => counting);
-    // The master's reader cuts the shards; the worker's reader, with an index cache of its own,
-    // is given tasks by name and must open each file itself (one sidecar GET each).
-    const master = await createDataReader(`s3://${BUCKET}/dir/`, {
-      type: 'tfrecord',
-      remote: { indexCacheDir: await mkdtemp(join(scratch, 'master-cache-')) },
-    });
-    const tasks = wholeShardTasks(await master.createShards());
-    await master.close?.();
-    expect(tasks).toHaveLength(FILES);
-
-    const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
-      type: 'tfrecord',
-      remote: { indexCacheDir: await mkdtemp(join(scratch, 'worker-cache-')), maxInFlight: MAX_IN_FLIGHT },
-    })) as TFRecordDataReader;
-    // A reader of remote files announces the tasks it is given ahead.
-    const announce = worker.prefetch;
-    expect(announce).toBeDefined();
-    counting.mostInFlight = 0;
-    counting.reads = 0;
-    for (const task of tasks) announce?.(task);
-    const records = await readTaskRecords(worker, tasks);
-    const stats = worker.remoteStats;
-    await worker.close();
+    const { expected, records, stats } = await readAsWorker(counting);
 
     expect(records).toEqual(expected);
     // One sidecar GET and one data GET per file, none repeated.
@@ -166,6 +204,34 @@ describe('a worker reading many small objects behind a 50 ms proxy', () => {
     // Opened one after another, at most a sidecar GET and a data GET would overlap.
     expect(counting.mostInFlight).toBeGreaterThanOrEqual(MAX_IN_FLIGHT / 2);
     // At most maxInFlight opens and maxInFlight data GETs at once.
+    expect(counting.mostInFlight).toBeLessThanOrEqual(2 * MAX_IN_FLIGHT);
+  });
+
+  it("plans each announced range when its own file is open: a slow first index holds back no other object's GET", async () => {
+    const counting = new CountingSource(s3Source);
+    counting.slowMs = SLOW_INDEX_MS;
+    const { tasks, expected, records } = await readAsWorker(counting, (announced) => {
+      // The sidecar of the first task's object, the first announced.
+      counting.slowLocation = `${announced[0]?.shardName}.idx`;
+    });
+    const slowLocation = counting.slowLocation;
+    counting.slowLocation = undefined;
+
+    expect(records).toEqual(expected);
+    expect(counting.reads).toBe(2 * FILES);
+    const slowEnd = counting.events.findIndex(
+      (event) => event.kind === 'end' && event.location === slowLocation,
+    );
+    expect(slowEnd).toBeGreaterThan(0);
+    // The data GETs that went out while the first object's index was still loading: with ranges
+    // planned in announce order there were none (every later one waited for the first plan).
+    const dataBeforeSlowIndex = counting.events
+      .slice(0, slowEnd)
+      .filter((event) => event.kind === 'start' && !event.location.endsWith('.idx'))
+      .map((event) => event.location);
+    expect(dataBeforeSlowIndex.length).toBeGreaterThanOrEqual(MAX_IN_FLIGHT);
+    expect(dataBeforeSlowIndex).not.toContain(tasks[0]?.shardName);
+    expect(new Set(dataBeforeSlowIndex).size).toBe(dataBeforeSlowIndex.length);
     expect(counting.mostInFlight).toBeLessThanOrEqual(2 * MAX_IN_FLIGHT);
   });
 });

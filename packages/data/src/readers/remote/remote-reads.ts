@@ -85,8 +85,12 @@ interface PlannedRange {
   readonly file: RemoteFile;
   readonly start: number;
   readonly end: number;
+  /** Its place in announce order (-1 for a range a read planned unannounced). */
+  readonly order: number;
   /** Emptied as they are read, so that a long range does not hold its fetched bytes. */
   readonly pieces: (Piece | undefined)[];
+  /** Where read-ahead goes on: the pieces before it are started, read or given up. */
+  ahead: number;
 }
 
 /**
@@ -113,6 +117,13 @@ function tailBytes(tail: Tail): Promise<Uint8Array> {
   return tail.copy;
 }
 
+/** Puts `range` into `ranges` (kept in announce order) after every range announced before it. */
+function insertInOrder(ranges: PlannedRange[], range: PlannedRange): void {
+  let at = ranges.length;
+  while (at > 0 && (ranges[at - 1] as PlannedRange).order > range.order) at--;
+  ranges.splice(at, 0, range);
+}
+
 /**
  * The remote half of the file reader core: objects with no local path (S3, HTTP) are indexed
  * ({@link loadRemoteIndex}) and read by ranged GETs of whole chunks or frame blocks, decoded
@@ -120,7 +131,9 @@ function tailBytes(tail: Tail): Promise<Uint8Array> {
  *
  * - A range maps to blocks `first..last`, cut into pieces of at most `partBytes` (one block when a
  *   block is bigger), one GET each, at most `maxInFlight` GETs at once.
- * - Announced ranges ({@link RemoteReads.announce}) are fetched ahead, in order, while fetched and
+ * - Announced ranges ({@link RemoteReads.announce}) are planned each as soon as its file is open
+ *   (indexed), whatever the opens of the files announced before it, and fetched ahead, earlier
+ *   announcements first among those planned, while fetched and
  *   undecoded bytes stay within `readAheadBytes` (one piece is fetched whatever its size when
  *   nothing is held); a read fetches its own next piece at once whatever the budget. So at most
  *   `readAheadBytes` (or one piece) plus one piece per read in progress are held, plus a copy of
@@ -150,12 +163,19 @@ export class RemoteReads {
   readonly #waitingOpens = new Map<string, WaitingOpen>();
   /** Opens (index loads) in progress. */
   #opens = 0;
-  /** Per announced range not planned yet: when it (and every range announced before it) is planned. */
+  /** Per announced range not planned yet: when it is planned. */
   readonly #plannedBy = new Map<string, Promise<void>>();
-  /** Announced ranges not read yet, in announce order. */
+  /** Announcements so far: the next one's place in announce order. */
+  #announcements = 0;
+  /**
+   * The latest announced range a read has claimed: one announced before it and planned after the
+   * claim (its file's open was slower) is given up, as it would have been had it been planned.
+   */
+  #claimedOrder = -1;
+  /** Announced ranges planned and not read yet, in announce order. */
   readonly #announced: PlannedRange[] = [];
-  /** Pieces of announced ranges not fetched yet, in order. */
-  readonly #queue: Piece[] = [];
+  /** Planned announced ranges with pieces left to fetch ahead, in announce order. */
+  readonly #queue: PlannedRange[] = [];
   readonly #tails = new Map<string, Tail>();
   /** Buffers of decoded pieces (and of released TFRecord batches, whose records were views of them). */
   readonly #fetchSpares = new SpareBuffers(FETCH_SPARE_BUFFERS, MIN_SPARE_BYTES);
@@ -170,8 +190,6 @@ export class RemoteReads {
   readonly #recycleFetched = (data: ArrayBufferLike): void => {
     if (!this.#closed) this.#fetchSpares.give(data, this.#options.readAheadBytes - this.#bufferedBytes);
   };
-  /** Announcements are planned in order, each once its file is indexed. */
-  #planning: Promise<void> = Promise.resolve();
   #inFlight = 0;
   #bufferedBytes = 0;
   #peakBufferedBytes = 0;
@@ -207,8 +225,10 @@ export class RemoteReads {
   /**
    * Plans records `[start, end)` of `location` (a checked, non-empty range) and fetches it ahead.
    * The file is opened (indexed) at once, beside the files of other announcements (at most
-   * `maxInFlight` opens at a time), so that many small objects' index loads and GETs overlap;
-   * ranges are planned, and fetched, in announce order.
+   * `maxInFlight` opens at a time), so that many small objects' index loads and GETs overlap.
+   * The range is planned as soon as its own file is open, so that one slow index load does not
+   * hold back the GETs of the files announced after it; planned ranges are fetched in announce
+   * order (ranges of one file are planned in announce order too: they wait on the same open).
    */
   announce(location: string, start: number, end: number): void {
     if (this.#closed) return;
@@ -216,18 +236,18 @@ export class RemoteReads {
     // Advisory: the read of the range reports a failed open.
     opening.catch(() => {});
     const key = rangeKey(location, start, end);
-    const planned = this.#planning.then(async () => {
-      try {
-        await this.#planAnnounced(opening, start, end);
-      } finally {
-        if (this.#plannedBy.get(key) === planned) this.#plannedBy.delete(key);
-      }
+    const planned = this.#planAnnounced(opening, start, end, this.#announcements++).finally(() => {
+      if (this.#plannedBy.get(key) === planned) this.#plannedBy.delete(key);
     });
     this.#plannedBy.set(key, planned);
-    this.#planning = planned;
   }
 
-  async #planAnnounced(opening: Promise<RemoteObject>, start: number, end: number): Promise<void> {
+  async #planAnnounced(
+    opening: Promise<RemoteObject>,
+    start: number,
+    end: number,
+    order: number,
+  ): Promise<void> {
     let file: RemoteObject;
     try {
       file = await opening;
@@ -236,16 +256,22 @@ export class RemoteReads {
     }
     // A stream is read in order from its start: nothing to fetch ahead of the range before it.
     if (this.#closed || !(file instanceof RemoteFile) || end > file.numRecords) return;
-    const range = this.#plan(file, start, end);
-    this.#announced.push(range);
-    for (const piece of range.pieces) if (piece !== undefined) this.#queue.push(piece);
+    // Planned even when given up, so that the file's next range starts from this one's tail.
+    const range = this.#plan(file, start, end, order);
+    if (order < this.#claimedOrder) {
+      this.#dropAll(range);
+      return;
+    }
+    insertInOrder(this.#announced, range);
+    insertInOrder(this.#queue, range);
     this.#pump();
   }
 
   /** The batches of records `[start, end)` of an opened file (a checked, non-empty range). */
   async *read(file: RemoteObject, start: number, end: number): AsyncGenerator<RecordBatch> {
-    // An announced range waits only for the announcements up to it, not for later files' indexes.
-    await (this.#plannedBy.get(rangeKey(file.location, start, end)) ?? this.#planning);
+    // An announced range waits only for its own planning, not for other files' indexes; a range
+    // not announced waits for every announcement (their tails may be its first block).
+    await (this.#plannedBy.get(rangeKey(file.location, start, end)) ?? Promise.all(this.#plannedBy.values()));
     if (file instanceof RemoteStream) {
       yield* file.batches(start, end);
       return;
@@ -366,7 +392,7 @@ export class RemoteReads {
   }
 
   /** Cuts `[start, end)` into pieces, starting from the previous range's last block when it is this one's first. */
-  #plan(file: RemoteFile, start: number, end: number): PlannedRange {
+  #plan(file: RemoteFile, start: number, end: number, order = -1): PlannedRange {
     const { blocks } = file.index;
     const first = file.blockOf(start);
     const last = file.blockOf(end - 1);
@@ -409,7 +435,7 @@ export class RemoteReads {
       this.#tails.set(file.location, keep);
       if (this.#tails.size > MAX_TAILS) this.#tails.delete(this.#tails.keys().next().value as string);
     }
-    return { key: rangeKey(file.location, start, end), file, start, end, pieces };
+    return { key: rangeKey(file.location, start, end), file, start, end, order, pieces, ahead: 0 };
   }
 
   #piece(file: RemoteFile, first: number, last: number, offset: number, length: number): Piece {
@@ -433,6 +459,7 @@ export class RemoteReads {
     if (at < 0) return undefined;
     const passed = this.#announced.splice(0, at + 1);
     const range = passed.pop() as PlannedRange;
+    this.#claimedOrder = Math.max(this.#claimedOrder, range.order);
     for (const skipped of passed) this.#dropAll(skipped);
     return range;
   }
@@ -520,17 +547,26 @@ export class RemoteReads {
     }
   }
 
-  /** Starts announced pieces in order while GETs and budget allow (at least one when nothing is held). */
+  /**
+   * Starts the pieces of planned announced ranges, in announce order, while GETs and budget allow
+   * (at least one when nothing is held).
+   */
   #pump(): void {
     while (!this.#closed && this.#queue.length > 0 && this.#inFlight < this.#options.maxInFlight) {
-      const piece = this.#queue[0] as Piece;
-      if (piece.started || piece.dropped) {
+      const range = this.#queue[0] as PlannedRange;
+      if (range.ahead >= range.pieces.length) {
         this.#queue.shift();
+        continue;
+      }
+      const piece = range.pieces[range.ahead];
+      // Taken by its read (which starts it), started already or given up.
+      if (piece === undefined || piece.started || piece.dropped) {
+        range.ahead++;
         continue;
       }
       if (this.#bufferedBytes > 0 && this.#bufferedBytes + piece.length > this.#options.readAheadBytes)
         return;
-      this.#queue.shift();
+      range.ahead++;
       this.#start(piece);
     }
   }
