@@ -154,11 +154,13 @@ interface WorkerRead {
 /**
  * Reads the directory as a worker does, through `counting`: the master's reader cuts the shards;
  * the worker's reader, with an index cache of its own, is given tasks by name and must open each
- * file itself (one sidecar GET each). `beforeAnnounce` sees the tasks before they are announced.
+ * file itself (one sidecar GET each). With `slowFirstIndex`, the first task's sidecar GET is held
+ * `SLOW_INDEX_MS`; `read` reads the announced tasks (in order, by default).
  */
 async function readAsWorker(
   counting: CountingSource,
-  beforeAnnounce: (tasks: readonly RecordRange[]) => void = () => {},
+  slowFirstIndex: boolean,
+  read: (worker: TFRecordDataReader, tasks: readonly RecordRange[]) => Promise<Buffer[][]> = readTaskRecords,
 ): Promise<WorkerRead> {
   const local = await TFRecordDataReader.open({ dataDir: localDir });
   const localTasks = wholeShardTasks(await local.createShards());
@@ -184,9 +186,12 @@ async function readAsWorker(
   counting.mostInFlight = 0;
   counting.reads = 0;
   counting.events.length = 0;
-  beforeAnnounce(tasks);
+  if (slowFirstIndex) {
+    counting.slowLocation = `${tasks[0]?.shardName}.idx`;
+    counting.slowMs = SLOW_INDEX_MS;
+  }
   for (const task of tasks) announce?.(task);
-  const records = await readTaskRecords(worker, tasks);
+  const records = await read(worker, tasks);
   const stats = worker.remoteStats;
   await worker.close();
   return { tasks, expected, records, stats };
@@ -195,7 +200,7 @@ async function readAsWorker(
 describe('a worker reading many small objects behind a 50 ms proxy', () => {
   it('opens the announced files together: several GETs in flight at once, records identical to local', async () => {
     const counting = new CountingSource(s3Source);
-    const { expected, records, stats } = await readAsWorker(counting);
+    const { expected, records, stats } = await readAsWorker(counting, false);
 
     expect(records).toEqual(expected);
     // One sidecar GET and one data GET per file, none repeated.
@@ -209,13 +214,8 @@ describe('a worker reading many small objects behind a 50 ms proxy', () => {
 
   it("plans each announced range when its own file is open: a slow first index holds back no other object's GET", async () => {
     const counting = new CountingSource(s3Source);
-    counting.slowMs = SLOW_INDEX_MS;
-    const { tasks, expected, records } = await readAsWorker(counting, (announced) => {
-      // The sidecar of the first task's object, the first announced.
-      counting.slowLocation = `${announced[0]?.shardName}.idx`;
-    });
+    const { tasks, expected, records } = await readAsWorker(counting, true);
     const slowLocation = counting.slowLocation;
-    counting.slowLocation = undefined;
 
     expect(records).toEqual(expected);
     expect(counting.reads).toBe(2 * FILES);
@@ -233,5 +233,35 @@ describe('a worker reading many small objects behind a 50 ms proxy', () => {
     expect(dataBeforeSlowIndex).not.toContain(tasks[0]?.shardName);
     expect(new Set(dataBeforeSlowIndex).size).toBe(dataBeforeSlowIndex.length);
     expect(counting.mostInFlight).toBeLessThanOrEqual(2 * MAX_IN_FLIGHT);
+  });
+
+  it('gives up a slow announced range that the reader passed: fetched only when it is read, once', async () => {
+    const counting = new CountingSource(s3Source);
+    let dataBeforeItsRead = -1;
+    let first = '';
+    const { expected, records } = await readAsWorker(counting, true, async (worker, tasks) => {
+      const [firstTask, ...rest] = tasks;
+      if (firstTask === undefined) throw new Error('no tasks');
+      first = firstTask.shardName;
+      // The later tasks are read first (their plans did not wait for the first's index)...
+      const later = await readTaskRecords(worker, rest);
+      // ...and the first is read once its index is long loaded: passed over, it was not fetched ahead.
+      const slowLocation = counting.slowLocation;
+      while (!counting.events.some((event) => event.kind === 'end' && event.location === slowLocation)) {
+        await new Promise((wake) => setTimeout(wake, 20));
+      }
+      await new Promise((wake) => setTimeout(wake, 4 * LATENCY_MS));
+      dataBeforeItsRead = counting.events.filter(
+        (event) => event.kind === 'start' && event.location === first,
+      ).length;
+      const [firstRecords = []] = await readTaskRecords(worker, [firstTask]);
+      return [firstRecords, ...later];
+    });
+
+    expect(records).toEqual(expected);
+    expect(dataBeforeItsRead).toBe(0);
+    const firstData = counting.events.filter((event) => event.kind === 'start' && event.location === first);
+    expect(firstData).toHaveLength(1);
+    expect(counting.reads).toBe(2 * FILES);
   });
 });

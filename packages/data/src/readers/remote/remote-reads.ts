@@ -163,8 +163,8 @@ export class RemoteReads {
   readonly #waitingOpens = new Map<string, WaitingOpen>();
   /** Opens (index loads) in progress. */
   #opens = 0;
-  /** Per announced range not planned yet: when it is planned. */
-  readonly #plannedBy = new Map<string, Promise<void>>();
+  /** Per announced range not planned yet: its file, and when it is planned. */
+  readonly #plannedBy = new Map<string, { readonly location: string; readonly planned: Promise<void> }>();
   /** Announcements so far: the next one's place in announce order. */
   #announcements = 0;
   /**
@@ -237,9 +237,9 @@ export class RemoteReads {
     opening.catch(() => {});
     const key = rangeKey(location, start, end);
     const planned = this.#planAnnounced(opening, start, end, this.#announcements++).finally(() => {
-      if (this.#plannedBy.get(key) === planned) this.#plannedBy.delete(key);
+      if (this.#plannedBy.get(key)?.planned === planned) this.#plannedBy.delete(key);
     });
-    this.#plannedBy.set(key, planned);
+    this.#plannedBy.set(key, { location, planned });
   }
 
   async #planAnnounced(
@@ -269,9 +269,7 @@ export class RemoteReads {
 
   /** The batches of records `[start, end)` of an opened file (a checked, non-empty range). */
   async *read(file: RemoteObject, start: number, end: number): AsyncGenerator<RecordBatch> {
-    // An announced range waits only for its own planning, not for other files' indexes; a range
-    // not announced waits for every announcement (their tails may be its first block).
-    await (this.#plannedBy.get(rangeKey(file.location, start, end)) ?? Promise.all(this.#plannedBy.values()));
+    await this.#plannedBefore(file.location, start, end);
     if (file instanceof RemoteStream) {
       yield* file.batches(start, end);
       return;
@@ -310,6 +308,20 @@ export class RemoteReads {
     } finally {
       this.#dropAll(range);
     }
+  }
+
+  /**
+   * When the range can be claimed or planned: an announced range once it is planned, whatever
+   * other files' indexes; another (not announced, or read again) once the announced ranges of its
+   * file are planned, since the last one's tail may be its first block.
+   */
+  async #plannedBefore(location: string, start: number, end: number): Promise<void> {
+    const key = rangeKey(location, start, end);
+    const own = this.#plannedBy.get(key);
+    if (own !== undefined) return own.planned;
+    if (this.#announced.some((range) => range.key === key)) return;
+    const sameFile = [...this.#plannedBy.values()].filter((pending) => pending.location === location);
+    await Promise.all(sameFile.map((pending) => pending.planned));
   }
 
   /** Bytes of the announced ranges not read yet (planned ones: an announcement waits for its file's index). */
