@@ -107,7 +107,8 @@ export class ParameterServerRows implements EmbeddingRowSource {
 
   /**
    * Pushes each table's rows gradient to every shard (empty where the shard holds none of its ids),
-   * and with `dense` each shard its part of the step's dense gradient, all in parallel, each push saying how many the step sends to that shard: so
+   * and with `dense` each shard its part of the step's dense gradient, all in parallel, each push
+   * saying how many the step sends to that shard: so
    * the master can ask the shards whether a lost worker's last step reached them whole
    * (docs/master.md). Only an unreachable shard (the request never arrived) is retried: a push
    * whose answer was lost is not sent again, so no rows gradient is applied twice.
