@@ -18,6 +18,13 @@
  *   machine compare ratios, not records/s); then the ratio of the whole job, index included;
  * - the baseline: each object downloaded whole with the S3 client (4 at once), then read locally;
  *   its whole-job ratio includes the download;
+ * - the serving ceiling ("fetch only"): the same objects fetched in `partBytes` GETs through the
+ *   readers' S3 byte source, within the readers' in-flight and read-ahead limits, nothing decoded:
+ *   the records/s no reader can pass with this server and proxy on this machine; and the reader's
+ *   share of it;
+ * - the 2-core bound of the reading's work: the reader's CPU while reading plus s3rver's and the
+ *   proxy's meanwhile, over 2 cores, against the local read's time (they share the cores, so the
+ *   read cannot take less);
  * - requests per data file for the index, with the sidecars (`idx/`) and without (`bare/`), as the
  *   proxy saw them (the LIST apart), and how long `createShards` took;
  * - bytes fetched / bytes used: every body byte the S3 byte source received (indexes included), and
@@ -141,8 +148,11 @@ async function upload(endpoint) {
   client.destroy();
 }
 
-/** Runs one child job; its JSON result, or `{ error }` with the last line it wrote to stderr. */
-function runChild(jobSpec, env) {
+/**
+ * Runs one child job; its JSON result, or `{ error }` with the last line it wrote to stderr.
+ * `onMarker(name)` is called as the child writes `EDL-BENCH-READ-START` / `-END`.
+ */
+function runChild(jobSpec, env, onMarker = () => {}) {
   return new Promise((resolve) => {
     const nodeArgs = (process.env.EDL_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
     const proc = spawn(process.execPath, [...nodeArgs, child, JSON.stringify(jobSpec)], {
@@ -156,6 +166,9 @@ function runChild(jobSpec, env) {
     });
     proc.stderr.on('data', (d) => {
       err += d;
+      for (const name of ['START', 'END']) {
+        if (String(d).includes(`EDL-BENCH-READ-${name}\n`)) onMarker(name);
+      }
     });
     proc.on('close', (code) => {
       const last = out.trim().split('\n').pop() ?? '';
@@ -170,11 +183,20 @@ async function measure(jobSpec, env, server, proxy) {
   const serverCpu = processCpuSeconds(server.pid);
   const ownCpu = process.cpuUsage();
   const started = performance.now();
-  const result = await runChild(jobSpec, env);
+  // s3rver's and the proxy's CPU over the reading alone (between the child's markers).
+  const marks = {};
+  const result = await runChild(jobSpec, env, (name) => {
+    const own = process.cpuUsage();
+    marks[name] = { server: processCpuSeconds(server.pid), proxy: (own.user + own.system) / 1e6 };
+  });
   const wall = (performance.now() - started) / 1000;
   const own = process.cpuUsage(ownCpu);
+  const during = (key) =>
+    marks.START === undefined || marks.END === undefined ? Number.NaN : marks.END[key] - marks.START[key];
   return {
     ...result,
+    serverReadCpu: during('server'),
+    proxyReadCpu: during('proxy'),
     requests: [...proxy.requests],
     serverCpuShare: (processCpuSeconds(server.pid) - serverCpu) / wall,
     proxyCpuShare: (own.user + own.system) / 1e6 / wall,
@@ -241,6 +263,12 @@ try {
         server,
         proxy,
       );
+      const fetchOnly = await measure(
+        { ...common, params: remoteParams, mode: 'fetch', origin: object('idx') },
+        env(),
+        server,
+        proxy,
+      );
       const download = await measure(
         { ...common, mode: 'download', bucket: BUCKET, prefix: `idx/${set}/`, local, parallel: 4 },
         env(),
@@ -260,9 +288,23 @@ try {
           : console.log(
               `  ${set.padEnd(9)} ${name.padEnd(10)} ${fmt(rate(run)).padStart(9)} rec/s ${fmt(rate(run) / base, 2).padStart(5)}x local` +
                 `  with index${name === 'download' ? '+download' : ''} ${fmt(overall(run) / baseOverall, 2)}x` +
-                `  reader CPU ${fmt(run.cpuSeconds, 2)} s  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
+                `  reader CPU ${fmt(run.cpuSeconds, 2)} s (reading: main ${fmt(run.readCpu?.main, 2)}, decode ${fmt(run.readCpu?.native, 2)}, libuv ${fmt(run.readCpu?.libuv, 2)}, V8 ${fmt(run.readCpu?.v8Helpers, 2)})  peak RSS ${fmt(run.maxRssBytes / MIB).padStart(4)} MiB  s3rver ${fmt(100 * run.serverCpuShare).padStart(3)}% proxy ${fmt(100 * run.proxyCpuShare).padStart(3)}%${extra}`,
             );
       row('local', localRun);
+      // The serving ceiling: the same objects fetched through the same byte source and limits,
+      // nothing decoded; and the 2-core bound of the reading's own work: its CPU plus s3rver's and
+      // the proxy's meanwhile, over 2 cores (and never under the local read's time).
+      const readCpuSum = (run) => Object.values(run.readCpu ?? {}).reduce((sum, s) => sum + s, 0);
+      const fetchRate = localRun.records / (fetchOnly.readMs / 1000);
+      if (fetchOnly.error !== undefined) console.log(`  ${set.padEnd(9)} fetch only n/a: ${fetchOnly.error}`);
+      else
+        console.log(
+          `  ${set.padEnd(9)} fetch only ${fmt(fetchRate).padStart(9)} rec/s ${fmt(fetchRate / base, 2).padStart(5)}x local  (the serving ceiling: ${fetchOnly.gets} GETs, nothing decoded)` +
+            `  CPU while fetching: fetcher ${fmt(readCpuSum(fetchOnly), 2)} s, s3rver ${fmt(fetchOnly.serverReadCpu, 2)} s, proxy ${fmt(fetchOnly.proxyReadCpu, 2)} s`,
+        );
+      const cpuBoundSeconds = (readCpuSum(remote) + remote.serverReadCpu + remote.proxyReadCpu) / 2;
+      const localSeconds = localRun.readMs / 1000;
+      const boundRatio = localSeconds / Math.max(localSeconds, cpuBoundSeconds);
       // The peak RSS to stay within (docs/data-readers.md, "Memory bound"): the reading process's
       // own peak before it reads (its code, the S3 client, the index; VmHWM, this child's alone),
       // plus the read-ahead budget (fetched, undecoded bytes and the idle fetch buffers kept for
@@ -280,7 +322,8 @@ try {
         's3',
         remote,
         remote.error === undefined
-          ? `  fetched/used ${fmt(remote.sourceBytes / size, 3)} (data GETs ${fmt(remote.dataBytes / size, 3)}, ${remote.dataRequests} GETs)` +
+          ? `  ${fmt(rate(remote) / fetchRate, 2)} of the serving ceiling; CPU while reading: reader ${fmt(readCpuSum(remote), 2)} s, s3rver ${fmt(remote.serverReadCpu, 2)} s, proxy ${fmt(remote.proxyReadCpu, 2)} s, 2-core bound ${fmt(boundRatio, 2)}x local` +
+              `  fetched/used ${fmt(remote.sourceBytes / size, 3)} (data GETs ${fmt(remote.dataBytes / size, 3)}, ${remote.dataRequests} GETs)` +
               `  ahead <= ${remote.mostAhead} tasks  held <= ${fmt(remote.peakBufferedBytes / MIB, 1)} MiB  RSS before reading ${fmt(remote.indexRssBytes / MIB)} MiB, bound ${fmt(rssBound / MIB)} MiB` +
               `${remote.maxRssBytes > rssBound ? ' EXCEEDED' : ''}  index ${fmt(remote.indexMs)} ms`
           : '',

@@ -8,8 +8,12 @@
  * (`wantsAnotherRangeAhead`: while the reader's read-ahead budget has room, at most `ahead` tasks;
  * one task for a local file); `mode: 'index'` stops after the shards; `mode: 'download'` first downloads
  * every object under `bucket`/`prefix` whole with the S3 client (`parallel` at once) into a temp
- * folder, then reads that folder as `read` does, and times both.
+ * folder, then reads that folder as `read` does, and times both; `mode: 'fetch'` fetches every
+ * object's bytes as the readers' byte source does and decodes none (the serving ceiling). Reads
+ * write `EDL-BENCH-READ-START` and `EDL-BENCH-READ-END` lines to stderr around the reading, for
+ * the bench to sample the CPU of the server and the proxy over the reading alone.
  */
+
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +22,7 @@ import { createDataReader, wantsAnotherRangeAhead } from '@edl/data';
 import { byteSourceFor } from '../../packages/storage/dist/index.js';
 import { touch } from './prefetch-input.mjs';
 import { loadS3Client, s3Client } from './s3-bench-server.mjs';
+import { threadCpu, threadCpuSince } from './thread-cpu.mjs';
 
 const job = JSON.parse(process.argv[2]);
 
@@ -51,6 +56,9 @@ async function readAll(origin) {
     await reader.close?.();
     return { indexMs, indexRssBytes, index, files: shards.length };
   }
+  // The bench samples s3rver's and the proxy's CPU at these two lines.
+  process.stderr.write('EDL-BENCH-READ-START\n');
+  const readCpuBefore = threadCpu();
   const tasks = [];
   for (const shard of shards) {
     for (let start = shard.start; start < shard.start + shard.count; start += job.taskRecords) {
@@ -110,6 +118,8 @@ async function readAll(origin) {
     }
   }
   const readMs = performance.now() - started - indexMs;
+  const readCpu = threadCpuSince(readCpuBefore);
+  process.stderr.write('EDL-BENCH-READ-END\n');
   const remote = reader.remoteStats;
   const files = remoteFiles(reader);
   await reader.close?.();
@@ -117,6 +127,7 @@ async function readAll(origin) {
     indexMs,
     indexRssBytes,
     readMs,
+    readCpu,
     records,
     check,
     tasks: tasks.length,
@@ -164,6 +175,61 @@ async function download() {
   return folder;
 }
 
+/**
+ * Fetches every data object under `job.origin` (sidecars apart) in ranged GETs of `partBytes`
+ * through the S3 byte source the readers use, decoding nothing: at most `maxInFlight` GETs and
+ * `readAheadBytes` in flight (the reader's defaults), each received into a buffer kept for the
+ * next. What no reader with those settings can beat on this machine: the serving ceiling.
+ */
+async function fetchOnly() {
+  const MIB = 2 ** 20;
+  const remote = job.params?.remote ?? {};
+  const partBytes = remote.partBytes ?? 8 * MIB;
+  const maxInFlight = remote.maxInFlight ?? 64;
+  const budget = remote.readAheadBytes ?? 64 * MIB;
+  const source = await byteSourceFor(job.origin);
+  const objects = await source.list(job.origin);
+  const parts = [];
+  for (const object of objects) {
+    for (let offset = 0; offset < object.size; offset += partBytes) {
+      parts.push({ object, offset, length: Math.min(partBytes, object.size - offset) });
+    }
+  }
+  process.stderr.write('EDL-BENCH-READ-START\n');
+  const cpuBefore = threadCpu();
+  const started = performance.now();
+  let next = 0;
+  let inFlightBytes = 0;
+  let bytes = 0;
+  const waiting = [];
+  const slot = async () => {
+    let buffer = new Uint8Array(0);
+    while (next < parts.length) {
+      const part = parts[next++];
+      // Within the budget, as the reader's read-ahead (one part whatever its size).
+      while (inFlightBytes > 0 && inFlightBytes + part.length > budget)
+        await new Promise((wake) => waiting.push(wake));
+      inFlightBytes += part.length;
+      if (buffer.byteLength < part.length) buffer = new Uint8Array(part.length);
+      try {
+        bytes += (
+          await source.readRange(part.object, part.offset, part.length, {
+            into: buffer.subarray(0, part.length),
+          })
+        ).byteLength;
+      } finally {
+        inFlightBytes -= part.length;
+        for (const wake of waiting.splice(0)) wake();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(maxInFlight, parts.length) }, slot));
+  const readMs = performance.now() - started;
+  const readCpu = threadCpuSince(cpuBefore);
+  process.stderr.write('EDL-BENCH-READ-END\n');
+  return { readMs, readCpu, bytes, gets: parts.length };
+}
+
 /** The job's result, with the process's time, CPU, peak RSS and S3 byte source counters. */
 async function run() {
   const started = performance.now();
@@ -173,6 +239,8 @@ async function run() {
     const downloadMs = performance.now() - started;
     result = { downloadMs, ...(await readAll(job.local === undefined ? folder : join(folder, job.local))) };
     rmSync(folder, { recursive: true, force: true });
+  } else if (job.mode === 'fetch') {
+    result = await fetchOnly();
   } else {
     result = await readAll(job.origin);
   }

@@ -14,6 +14,6 @@ export type {
   RecordRange,
   Shard,
 } from './protocols.js';
-export { DEFAULT_MAX_RANGES_AHEAD, wantsAnotherRangeAhead } from './read-ahead.js';
+export { DEFAULT_MAX_RANGES_AHEAD, RANGES_AHEAD_UNMEASURED, wantsAnotherRangeAhead } from './read-ahead.js';
 export * from './readers/index.js';
 export { recordsOfBatches } from './records-of-batches.js';

@@ -101,6 +101,12 @@ export interface ReadAheadBudget {
    * (a remote file's index is loaded first), so a consumer also caps how many ranges it announces.
    */
   readonly announcedBytes: number;
+  /**
+   * Ranges the reader wants announced ahead of the one it reads, to hide its fetch time at the pace
+   * its ranges are read (remote files measure both). A consumer holds at most this many, within its
+   * own cap; a reader without it is held 16 ranges ahead (`RANGES_AHEAD_UNMEASURED`).
+   */
+  readonly wantedRanges?: number;
 }
 
 /** A plain description from which `createDataReader` re-creates a reader in another process. */

@@ -2,10 +2,16 @@ import type { DataReader } from './protocols.js';
 
 /**
  * Ranges a consumer holds announced beyond the one it reads, at most, when its reader has a
- * read-ahead budget: enough to hide a round trip per small remote file (64 files of 1 MiB), few
- * enough that one worker does not hoard the tail of an epoch that others could train.
+ * read-ahead budget. Remote readers ask for fewer (`ReadAheadBudget.wantedRanges`): as many as hide
+ * their fetch time at the pace ranges are read, so a training job holds a task or two and one
+ * worker does not hoard the tail of an epoch that others could train, while a fast consumer of
+ * small objects behind a slow link (64 files of 1 MiB at 50 ms) holds enough to keep its GETs
+ * overlapped. This cap bounds the leases either way.
  */
-export const DEFAULT_MAX_RANGES_AHEAD = 16;
+export const DEFAULT_MAX_RANGES_AHEAD = 64;
+
+/** Ranges held ahead for a reader with a budget that does not say how many it wants. */
+export const RANGES_AHEAD_UNMEASURED = 16;
 
 /**
  * The read-ahead policy of a consumer that announces the ranges it will read, in order, to
@@ -13,7 +19,8 @@ export const DEFAULT_MAX_RANGES_AHEAD = 16;
  * while it holds `held` ranges announced and not started.
  *
  * - A reader with a read-ahead budget (`readAheadBudget`, remote data): while the announced,
- *   unread bytes are below the budget and fewer than `maxAhead` ranges are held.
+ *   unread bytes are below the budget and fewer ranges are held than the reader wants
+ *   (`wantedRanges`, else {@link RANGES_AHEAD_UNMEASURED}) and than `maxAhead`.
  * - A reader that reads ahead without a budget (the native RecordIO prefetcher of local files):
  *   one range ahead, as before read-ahead budgets existed.
  * - A reader without `prefetch`: none.
@@ -28,5 +35,6 @@ export function wantsAnotherRangeAhead(
   if (typeof reader.prefetch !== 'function') return false;
   const budget = reader.readAheadBudget?.();
   if (budget === undefined) return held < 1;
-  return held < Math.max(1, maxAhead) && budget.announcedBytes < budget.budgetBytes;
+  const cap = Math.min(Math.max(1, maxAhead), budget.wantedRanges ?? RANGES_AHEAD_UNMEASURED);
+  return held < Math.max(1, cap) && budget.announcedBytes < budget.budgetBytes;
 }

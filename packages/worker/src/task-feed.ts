@@ -64,8 +64,10 @@ export interface TaskFeedOptions<TRecord> {
   readonly readAhead?: boolean;
   /**
    * Tasks held ahead of the one being read, at most, for a reader with a read-ahead budget (default
-   * 16, `DEFAULT_MAX_RANGES_AHEAD`): the master leases them to this worker, so a bigger cap leaves
-   * less of an epoch's tail to the other workers.
+   * 64, `DEFAULT_MAX_RANGES_AHEAD`): the master leases them to this worker, so a bigger cap leaves
+   * less of an epoch's tail to the other workers. Within it, a remote reader asks for as many as
+   * hide its fetch time at the pace tasks are read (`ReadAheadBudget.wantedRanges`): a task or two
+   * while a model trains, more for a fast consumer of small objects.
    */
   readonly maxTasksAhead?: number;
   /**

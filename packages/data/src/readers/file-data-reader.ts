@@ -107,6 +107,8 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   readonly #format: FileFormat;
   readonly #files: FileList;
   readonly #remote: RemoteReads;
+  /** Remote files opened (indexed) at once by `createShards`: `remote.maxInFlight`. */
+  readonly #remoteOpens: number;
   readonly #remoteParam: JsonObject | undefined;
   #closed = false;
   /**
@@ -133,12 +135,17 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     this.cache = new ReaderCache(maxOpenFiles, (location) => this.#openLocation(location));
     this.metadata = { format: format.type, files: files.files.length };
     this.#remoteParam = remote.given;
+    this.#remoteOpens = remote.resolved.maxInFlight;
     this.#remote = new RemoteReads(format.type, remote.resolved, onCorruptChunk, (location) =>
       this.#resolve(location),
     );
     if (this.hasRemoteFiles) {
       const budgetBytes = remote.resolved.readAheadBytes;
-      this.readAheadBudget = () => ({ budgetBytes, announcedBytes: this.#remote.announcedBytes });
+      this.readAheadBudget = () => ({
+        budgetBytes,
+        announcedBytes: this.#remote.announcedBytes,
+        wantedRanges: this.#remote.rangesWanted,
+      });
     }
   }
 
@@ -322,8 +329,8 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
   protected closeFormat(): void {}
 
   /**
-   * Opens the remote files up to 16 at once, so that their indexes (a header walk is a request per
-   * chunk) are found in parallel. Failures are left to `createShards`, which reports them in file
+   * Opens the remote files up to `remote.maxInFlight` at once, so that their indexes (a sidecar GET,
+   * or a header walk, a request per chunk) are found in parallel. Failures are left to `createShards`, which reports them in file
    * order (a failed open is tried again).
    */
   async #openRemoteFiles(): Promise<void> {
@@ -338,7 +345,7 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
         );
       }
     };
-    await Promise.all(Array.from({ length: Math.min(REMOTE_OPENS, remote.length) }, opener));
+    await Promise.all(Array.from({ length: Math.min(this.#remoteOpens, remote.length) }, opener));
   }
 
   async #openLocation(location: string): Promise<R | RemoteObject> {
@@ -364,9 +371,6 @@ export abstract class FileDataReader<R extends OpenedFile> implements DataReader
     }
   }
 }
-
-/** Remote files opened (indexed) at once by `createShards`. */
-const REMOTE_OPENS = 16;
 
 /** Whether `location` is a URL of a scheme other than `file:` (its objects are read remotely). */
 function isRemoteLocation(location: string): boolean {

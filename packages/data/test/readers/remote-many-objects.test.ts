@@ -17,6 +17,11 @@ import {
   startS3rver,
 } from '../../../storage/test/support/s3rver-process.js';
 import type { RecordRange, Shard } from '../../src/protocols.js';
+import {
+  DEFAULT_MAX_RANGES_AHEAD,
+  RANGES_AHEAD_UNMEASURED,
+  wantsAnotherRangeAhead,
+} from '../../src/read-ahead.js';
 import { buildSidecarIndex, createDataReader, TFRecordDataReader } from '../../src/readers/index.js';
 
 // A worker's reader of a directory of many small TFRecord objects (one task each) behind a proxy
@@ -264,4 +269,70 @@ describe('a worker reading many small objects behind a 50 ms proxy', () => {
     expect(firstData).toHaveLength(1);
     expect(counting.reads).toBe(2 * FILES);
   });
+
+  /**
+   * Reads every task as the worker's TaskFeed announces them (`wantsAnotherRangeAhead`, one more at
+   * a time, a turn of the event loop between), spending `trainMs` on each task after reading it;
+   * returns the records and, per task, the tasks held announced ahead when its read started.
+   */
+  async function readPaced(
+    trainMs: number,
+  ): Promise<{ records: Buffer[][]; expected: Buffer[][]; heldAtRead: number[] }> {
+    const local = await TFRecordDataReader.open({ dataDir: localDir });
+    const expected = await readTaskRecords(local, wholeShardTasks(await local.createShards()));
+    await local.close();
+    registerByteSource('s3', () => s3Source);
+    const cacheDir = await mkdtemp(join(scratch, 'paced-cache-'));
+    const master = await createDataReader(`s3://${BUCKET}/dir/`, {
+      type: 'tfrecord',
+      remote: { indexCacheDir: cacheDir },
+    });
+    const tasks = wholeShardTasks(await master.createShards());
+    await master.close?.();
+    // The worker shares the master's index cache (as a worker pod is handed the indexes).
+    const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
+      type: 'tfrecord',
+      remote: { indexCacheDir: cacheDir },
+    })) as TFRecordDataReader;
+    let announced = 0;
+    const heldAtRead: number[] = [];
+    const records: Buffer[][] = [];
+    for (let i = 0; i < tasks.length; i++) {
+      if (announced <= i) worker.prefetch?.(tasks[announced++] as RecordRange);
+      while (announced < tasks.length && wantsAnotherRangeAhead(worker, announced - i - 1)) {
+        worker.prefetch?.(tasks[announced++] as RecordRange);
+        await new Promise(setImmediate);
+      }
+      heldAtRead.push(announced - i - 1);
+      records.push(...(await readTaskRecords(worker, [tasks[i] as RecordRange])));
+      if (trainMs > 0) await new Promise((wake) => setTimeout(wake, trainMs));
+    }
+    await worker.close();
+    return { records, expected, heldAtRead };
+  }
+
+  it('holds as many tasks ahead as hide the fetch time at the pace they are read: more than 16 for a fast consumer, a few for a training one', async () => {
+    expect(DEFAULT_MAX_RANGES_AHEAD).toBeGreaterThan(RANGES_AHEAD_UNMEASURED);
+    const latency = proxy.latencyMs;
+    // Slow fetches against a consumer that reads a small task in well under a millisecond.
+    proxy.latencyMs = 200;
+    try {
+      const fast = await readPaced(0);
+      expect(fast.records).toEqual(fast.expected);
+      // Once a fetch and two reads are measured it wants every task left (the cap is 64).
+      expect(Math.max(...fast.heldAtRead)).toBeGreaterThan(RANGES_AHEAD_UNMEASURED);
+    } finally {
+      proxy.latencyMs = latency;
+    }
+    // A model that trains 150 ms per task, GETs of about 50 ms: 1.5 * 50 / 150 + 1, a task or two.
+    const training = await readPaced(150);
+    expect(training.records).toEqual(training.expected);
+    // Nothing measured before the second read starts: 16 ahead at the first two reads. Then no task
+    // is announced until those are down to a few (at a fixed 16, one more at every read).
+    expect(training.heldAtRead.slice(0, 2)).toEqual([RANGES_AHEAD_UNMEASURED, RANGES_AHEAD_UNMEASURED]);
+    expect(training.heldAtRead.slice(2, 12)).toEqual(
+      Array.from({ length: 10 }, (_, i) => RANGES_AHEAD_UNMEASURED - 1 - i),
+    );
+    expect(Math.max(...training.heldAtRead.slice(RANGES_AHEAD_UNMEASURED + 2))).toBeLessThanOrEqual(4);
+  }, 60_000);
 });

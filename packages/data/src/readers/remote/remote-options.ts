@@ -9,8 +9,9 @@ export interface RemoteReadOptions {
   readonly partBytes?: number;
   /**
    * Ranged GETs in flight at once, per reader (and, apart from them, files being opened: their
-   * sidecar GETs or header walks). Default 16: as many as the worker's TaskFeed announces tasks
-   * ahead, so a directory of small objects (one task each) has all of them in flight.
+   * sidecar GETs or header walks). Default 64: as many as the worker's TaskFeed may announce tasks
+   * ahead, so a directory of small objects (one task each) can have all of them in flight. Large
+   * pieces are held to fewer by `readAheadBytes` (8 pieces of 8 MiB in 64 MiB).
    */
   readonly maxInFlight?: number;
   /** Fetched, not yet decoded bytes of announced ranges held at most. Default 64 MiB. */
@@ -35,7 +36,7 @@ export function checkRemoteOptions(value: unknown): {
   }
   const resolved = {
     partBytes: checkOptionalInteger(o.partBytes, 'options.remote.partBytes', 8 * MIB, 1, 2 ** 31),
-    maxInFlight: checkOptionalInteger(o.maxInFlight, 'options.remote.maxInFlight', 16, 1, 256),
+    maxInFlight: checkOptionalInteger(o.maxInFlight, 'options.remote.maxInFlight', 64, 1, 256),
     readAheadBytes: checkOptionalInteger(
       o.readAheadBytes,
       'options.remote.readAheadBytes',

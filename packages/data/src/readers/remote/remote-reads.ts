@@ -1,7 +1,13 @@
+/*
+ * Over 500 lines on purpose: planning ranges into pieces, fetching them ahead within the budget,
+ * tails shared by adjacent ranges and the reuse of fetch and decode buffers all act on one set of
+ * pieces, and splitting them would pass that state between files.
+ */
 import type { IndexedBlock, RecordBatch, SidecarIndex } from '@edl/recordio';
 import type { ByteSource, ObjectStat } from '@edl/storage';
 import { DataReaderError } from '../errors.js';
 import { IndexCache } from './index-cache.js';
+import { RangePace } from './range-pace.js';
 import { type DecodeBuffers, RemoteFile, type RemoteFileStats } from './remote-file.js';
 import { loadRemoteIndex } from './remote-index.js';
 import { RemoteStream } from './remote-stream.js';
@@ -190,6 +196,8 @@ export class RemoteReads {
   readonly #recycleFetched = (data: ArrayBufferLike): void => {
     if (!this.#closed) this.#fetchSpares.give(data, this.#options.readAheadBytes - this.#bufferedBytes);
   };
+  /** Fetch times and the consumer's pace: how many ranges to have announced ahead. */
+  readonly #pace = new RangePace();
   #inFlight = 0;
   #bufferedBytes = 0;
   #peakBufferedBytes = 0;
@@ -269,6 +277,7 @@ export class RemoteReads {
 
   /** The batches of records `[start, end)` of an opened file (a checked, non-empty range). */
   async *read(file: RemoteObject, start: number, end: number): AsyncGenerator<RecordBatch> {
+    this.#pace.readStarted();
     await this.#plannedBefore(file.location, start, end);
     if (file instanceof RemoteStream) {
       yield* file.batches(start, end);
@@ -286,7 +295,9 @@ export class RemoteReads {
         let batch: RecordBatch;
         let decoded: ArrayBufferLike | undefined;
         try {
+          const waitStarted = performance.now();
           const bytes = await piece.bytes();
+          this.#pace.waited((performance.now() - waitStarted) / 1000);
           this.#keepTail(piece, bytes);
           batch = await file.decode(
             bytes,
@@ -329,6 +340,14 @@ export class RemoteReads {
     let bytes = 0;
     for (const range of this.#announced) for (const piece of range.pieces) bytes += piece?.length ?? 0;
     return bytes;
+  }
+
+  /**
+   * Ranges this reader wants announced ahead of the one read: enough to hide its GETs' time at the
+   * pace ranges are read (Little's law, {@link RangePace}), 1 to 64.
+   */
+  get rangesWanted(): number {
+    return this.#pace.wanted;
   }
 
   /** Requests and bytes per remote file, and the fetched bytes held. */
@@ -455,8 +474,13 @@ export class RemoteReads {
       file.dataRequests++;
       file.dataBytes += length;
       this.#inFlight++;
+      const started = performance.now();
       try {
-        return await file.source.readRange(file.object, offset, length, { into: this.#fetchBuffer(length) });
+        const bytes = await file.source.readRange(file.object, offset, length, {
+          into: this.#fetchBuffer(length),
+        });
+        this.#pace.fetched((performance.now() - started) / 1000);
+        return bytes;
       } finally {
         this.#inFlight--;
         this.#pump();
