@@ -173,6 +173,7 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
 
   it('resumes a body reset mid-read from the byte where it broke, byte-identical', async () => {
     const ranges: [number, number][] = [[1_000, 1_500_000]];
+    const handshakes = proxy.handshakes.length;
     const requests = proxy.requests.length;
     proxy.inject([{ kind: 'reset', afterBytes: 1_000_000 }]);
     const outcome = await read({ ranges });
@@ -181,6 +182,8 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
       sha256: sha256Of(ranges),
       retries: { 'connection-reset': 1 },
     });
+    // Both GETs over the direct path: the reset connection, then a new one.
+    expect(directHandshakes(handshakes)).toBe(2);
     const gets = proxy.requests.slice(requests);
     expect(gets).toHaveLength(2);
     // Resumed past the range's start, and no further than the proxy forwarded (a reset drops what
@@ -192,7 +195,9 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
 
   it('fails a replaced object (ETag mismatch) with the SDK path CHANGED error, naming the object', async () => {
     const replaced: ObjectStat = { ...stat, version: '"0123456789abcdef0123456789abcdef"' };
+    const handshakes = proxy.handshakes.length;
     const direct = await read({ stat: replaced, ranges: [[0, 10]] });
+    expect(directHandshakes(handshakes)).toBe(1);
     expect(direct.code).toBe(1);
     // s3rver ignores If-Match: the answer's own ETag is checked against the pinned one.
     expect(direct.stderr).toMatch(/^CHANGED: bytes 0-9 of s3:\/\/tls\/data\.bin: the object was replaced/);
