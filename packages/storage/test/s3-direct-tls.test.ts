@@ -20,7 +20,8 @@ interface ReadJob {
   readonly ranges: readonly (readonly [number, number])[];
   /** Ranges read at once (default 1: one after another). */
   readonly parallel?: number;
-  readonly directRanges?: boolean;
+  /** More options of the source (`directRanges`, `stallTimeoutMs`). */
+  readonly options?: { readonly directRanges?: boolean; readonly stallTimeoutMs?: number };
 }
 
 /**
@@ -37,7 +38,7 @@ const source = new S3ByteSource({
   baseDelayMs: 1,
   maxDelayMs: 5,
   maxAttempts: 3,
-  ...(job.directRanges === undefined ? {} : { directRanges: job.directRanges }),
+  ...job.options,
 });
 try {
   const parts = [];
@@ -56,6 +57,43 @@ try {
 }
 `;
 
+/**
+ * The child: a TLS server sends 200 000 bytes at once; `openReaderSocket` hands them to a reader
+ * whose buffer is 1000 bytes and that says stop every 7th call, resuming a millisecond later. Prints
+ * whether the bytes came whole and in order, the largest count, and the stops.
+ */
+const CHUNK_READER = `
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:tls';
+import { openReaderSocket } from ${JSON.stringify(new URL('../dist/s3/direct-socket.js', import.meta.url).href)};
+const payload = randomBytes(200_000);
+const server = createServer(JSON.parse(process.argv[1]), (socket) => socket.end(payload));
+server.listen(0, '127.0.0.1');
+await once(server, 'listening');
+const buffer = new Uint8Array(1000);
+const received = [];
+let calls = 0;
+let largest = 0;
+let stops = 0;
+const endpoint = { protocol: 'https:', hostname: '127.0.0.1', port: server.address().port };
+const { socket, resume } = openReaderSocket(endpoint, {
+  buffer: () => buffer,
+  callback: (count, into) => {
+    calls++;
+    largest = Math.max(largest, count);
+    received.push(Buffer.from(into.subarray(0, count)));
+    if (calls % 7 !== 0) return true;
+    stops++;
+    setTimeout(resume, 1);
+    return false;
+  },
+});
+await once(socket, 'end');
+server.close();
+process.stdout.write(JSON.stringify({ whole: Buffer.concat(received).equals(payload), largest, stops }));
+`;
+
 // Ranged GETs to an https:// endpoint go over the S3 source's own TLS connections (ALPN http/1.1,
 // which the SDK's handler does not offer, so the proxy's handshakes tell the two paths apart):
 // s3rver behind a TLS-terminating fault proxy whose certificate a test CA signs.
@@ -63,6 +101,7 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
   let directory: string;
   let caFile: string;
   let otherCaFile: string;
+  let serverKeys: { readonly key: string; readonly cert: string };
   let s3: S3rverProcess;
   let proxy: FaultProxy;
   let stat: ObjectStat;
@@ -97,6 +136,7 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
     directory = await mkdtemp(join(tmpdir(), 'edl-s3-tls-'));
     const certificates = await makeCertificates(directory);
     caFile = certificates.caFile;
+    serverKeys = { key: certificates.key, cert: certificates.cert };
     await mkdir(join(directory, 'other'));
     otherCaFile = (await makeCertificates(join(directory, 'other'))).caFile;
     s3 = await startS3rver();
@@ -112,6 +152,19 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
     await proxy?.close();
     await s3?.stop();
     if (directory !== undefined) await rm(directory, { recursive: true, force: true });
+  });
+
+  it("copies a TLS socket's chunks into the reader's buffer as onread does: at most its length, stop and resume", async () => {
+    const outcome = await runModuleInChild(CHUNK_READER, [JSON.stringify(serverKeys)], {
+      ...childBaseEnv(),
+      NODE_EXTRA_CA_CERTS: caFile,
+    });
+    expect(outcome.stderr).toBe('');
+    const result = JSON.parse(outcome.stdout) as { whole: boolean; largest: number; stops: number };
+    expect(result.whole).toBe(true);
+    expect(result.largest).toBe(1000);
+    // At least one stop per 7 000 bytes; more calls when chunk ends cut a 1000-byte read short.
+    expect(result.stops).toBeGreaterThanOrEqual(Math.floor(200 / 7));
   });
 
   it('reads ranges over one kept-alive TLS connection, byte-identical to the SDK path', async () => {
@@ -130,7 +183,7 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
     expect(gets.every((get) => get.method === 'GET' && get.headers['if-match'] === stat.version)).toBe(true);
     expect(gets[1]?.headers.range).toBe('bytes=150001-350000');
 
-    const viaSdk = await read({ directRanges: false });
+    const viaSdk = await read({ options: { directRanges: false } });
     expect(viaSdk).toEqual(direct);
     expect(directHandshakes(handshakes)).toBe(1);
   });
@@ -193,6 +246,19 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
     expect(resumedAt).toBeLessThan(1_000 + 1_000_000);
   });
 
+  it('abandons a stalled body after the stall timeout and resumes it, byte-identical', async () => {
+    const ranges: [number, number][] = [[0, 1_200_000]];
+    const handshakes = proxy.handshakes.length;
+    proxy.inject([{ kind: 'stall', afterBytes: 300_000 }]);
+    const outcome = await read({ ranges, options: { stallTimeoutMs: 300 } });
+    expect(proxy.pendingFaults).toBe(0);
+    expect(JSON.parse(outcome.stdout)).toMatchObject({
+      sha256: sha256Of(ranges),
+      retries: { 'stalled-body': 1 },
+    });
+    expect(directHandshakes(handshakes)).toBe(2);
+  });
+
   it('fails a replaced object (ETag mismatch) with the SDK path CHANGED error, naming the object', async () => {
     const replaced: ObjectStat = { ...stat, version: '"0123456789abcdef0123456789abcdef"' };
     const handshakes = proxy.handshakes.length;
@@ -201,7 +267,9 @@ describe('S3ByteSource ranged GETs over its own TLS connections', () => {
     expect(direct.code).toBe(1);
     // s3rver ignores If-Match: the answer's own ETag is checked against the pinned one.
     expect(direct.stderr).toMatch(/^CHANGED: bytes 0-9 of s3:\/\/tls\/data\.bin: the object was replaced/);
-    expect(await read({ stat: replaced, ranges: [[0, 10]], directRanges: false })).toEqual(direct);
+    expect(await read({ stat: replaced, ranges: [[0, 10]], options: { directRanges: false } })).toEqual(
+      direct,
+    );
   });
 
   it('fails an untrusted certificate with one line naming the endpoint, never a credential', async () => {
