@@ -1,14 +1,11 @@
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForwardProxy } from './support/forward-proxy.js';
 import { RangeHttpServer } from './support/range-http-server.js';
-
-const run = promisify(execFile);
+import { type ChildOutcome, makeCertificates, runModuleInChild } from './support/test-ca.js';
 
 /** The built package: the read runs in a child process, since Node reads NODE_EXTRA_CA_CERTS only at start. */
 const storageDist = new URL('../dist/index.js', import.meta.url).href;
@@ -32,82 +29,8 @@ try {
 }
 `;
 
-interface ReadOutcome {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function readInChild(url: string, env: NodeJS.ProcessEnv): Promise<ReadOutcome> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--input-type=module', '-e', READER, url],
-      { env, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error === null ? 0 : Number(error.code ?? -1), stdout, stderr });
-      },
-    );
-  });
-}
-
-/** A test CA and a server certificate it signs for 127.0.0.1, made with the openssl CLI. */
-async function makeCertificates(directory: string): Promise<{ caFile: string; key: string; cert: string }> {
-  const file = (name: string): string => join(directory, name);
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('openssl', [
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    file('ca.key'),
-    '-out',
-    file('ca.pem'),
-    '-days',
-    '1',
-    '-subj',
-    '/CN=ElasticDL test CA',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
-  await run('openssl', [
-    'req',
-    ...ec,
-    '-keyout',
-    file('server.key'),
-    '-out',
-    file('server.csr'),
-    '-subj',
-    '/CN=127.0.0.1',
-  ]);
-  await writeFile(
-    file('server.ext'),
-    'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
-  );
-  await run('openssl', [
-    'x509',
-    '-req',
-    '-in',
-    file('server.csr'),
-    '-CA',
-    file('ca.pem'),
-    '-CAkey',
-    file('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    file('server.ext'),
-    '-out',
-    file('server.pem'),
-  ]);
-  return {
-    caFile: file('ca.pem'),
-    key: await readFile(file('server.key'), 'utf8'),
-    cert: await readFile(file('server.pem'), 'utf8'),
-  };
+function readInChild(url: string, env: NodeJS.ProcessEnv): Promise<ChildOutcome> {
+  return runModuleInChild(READER, [url], env);
 }
 
 describe('HttpByteSource over HTTPS with a private CA (NODE_EXTRA_CA_CERTS)', () => {

@@ -1,5 +1,5 @@
-import { type Socket, connect as tcpConnect } from 'node:net';
 import type { SdkHttpResponse } from './direct-range-handler.js';
+import { type DirectEndpoint, openReaderSocket, type ReaderSocket } from './direct-socket.js';
 import { type BodyConnection, HangUp, SocketBody } from './socket-body.js';
 
 /** Bytes a connection reads into when no body is being written to memory its caller owns. */
@@ -20,7 +20,8 @@ type Phase = 'idle' | 'head' | 'body';
 
 /** One kept-alive connection, one request at a time. */
 export class Connection implements BodyConnection {
-  readonly #socket: Socket;
+  readonly #transport: ReaderSocket;
+  readonly #socket: ReaderSocket['socket'];
   readonly #scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
   #phase: Phase = 'idle';
   #head: Buffer | undefined;
@@ -32,22 +33,22 @@ export class Connection implements BodyConnection {
   #closed = false;
 
   /**
+   * @param origin - the pool's key for the endpoint (scheme, host and port).
    * @param keep - takes the connection back once an answer ended cleanly, for the next request.
    */
   constructor(
     readonly origin: string,
-    host: string,
-    port: number,
+    endpoint: DirectEndpoint,
     private readonly keep: (connection: Connection) => void,
   ) {
     // Node asks for the buffer of the next read right after handing over the last one.
-    const onread = {
+    this.#transport = openReaderSocket(endpoint, {
       buffer: (): Uint8Array => this.#body?.target ?? this.#scratch,
       callback: (count: number, buffer: Uint8Array): boolean => this.#onRead(count, buffer),
-    };
-    this.#socket = tcpConnect({ host, port, onread });
+    });
+    this.#socket = this.#transport.socket;
     this.#socket.setNoDelay(true);
-    this.#socket.on('error', (error) => this.#fail(error));
+    this.#socket.on('error', (error) => this.#fail(this.#transport.failure(error)));
     this.#socket.on('end', () => this.#fail(new HangUp()));
     this.#socket.on('close', () => this.#fail(new HangUp()));
   }
@@ -78,7 +79,7 @@ export class Connection implements BodyConnection {
         reject(error);
       };
       this.#socket.write(head, 'latin1');
-      this.#socket.resume();
+      this.#transport.resume();
     });
   }
 
@@ -87,7 +88,7 @@ export class Connection implements BodyConnection {
     this.#forget = forget;
     this.#socket.unref();
     // Reading on while idle, so that a server closing it is seen now, not by the next request.
-    this.#socket.resume();
+    this.#transport.resume();
     this.#idleTimer = setTimeout(() => this.close(), IDLE_MS);
     this.#idleTimer.unref();
   }
@@ -117,7 +118,7 @@ export class Connection implements BodyConnection {
 
   /** Reads resume after a pause (the body wants more). */
   resume(): void {
-    if (!this.#closed) this.#socket.resume();
+    if (!this.#closed) this.#transport.resume();
   }
 
   #onRead(count: number, buffer: Uint8Array): boolean {

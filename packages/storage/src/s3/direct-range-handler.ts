@@ -38,6 +38,8 @@ export interface SdkRequestHandler {
 /** Idle connections kept per host. */
 const MAX_IDLE_PER_ORIGIN = 32;
 
+const DEFAULT_PORTS = { 'http:': 80, 'https:': 443 } as const;
+
 /**
  * The AWS SDK's request handler with the ranged GETs of object bytes (GetObject with `Range`, the
  * S3 byte source's reads) sent over connections of its own, whose answer bodies the socket reads
@@ -49,10 +51,10 @@ const MAX_IDLE_PER_ORIGIN = 32;
  * Everything else of a request stays the SDK's: the endpoint and addressing, SigV4 signing with its
  * credential chain, region redirects, error answers (read from the body as a stream, as the SDK's
  * handler gives them); every other request (HEAD, LIST, uploads) goes to `fallback`, the SDK's own
- * handler. Plain HTTP/1.1 over TCP (`http://` endpoints: MinIO, Ceph RGW, s3rver inside a cluster),
- * kept alive and reused: Node documents reading into memory the caller owns (`onread`) for TCP
- * sockets, not for TLS ones, so `https://` endpoints keep the SDK's handler. Not used when proxy
- * variables are set either (the fallback's agents honour them). Answers not framed by a
+ * handler. HTTP/1.1, kept alive and reused, over TCP (`http://` endpoints: MinIO, Ceph RGW, s3rver
+ * inside a cluster) or TLS (`https://`: AWS S3, GCS, R2), where each decrypted chunk is copied once
+ * into that buffer (`direct-socket.ts`: Node documents `onread` for TCP sockets only). Not used
+ * when proxy variables are set (the fallback's agents honour them). Answers not framed by a
  * Content-Length (chunked, or ended by the connection's close) are asked for again through
  * `fallback` ({@link UnframedAnswer}).
  */
@@ -92,11 +94,14 @@ export class DirectRangeHandler implements SdkRequestHandler {
   ): Promise<{ response: SdkHttpResponse }> {
     signal?.throwIfAborted();
     const hostname = request.hostname.startsWith('[') ? request.hostname.slice(1, -1) : request.hostname;
-    const port = request.port ?? 80;
-    const origin = `${hostname}:${port}`;
-    const connection = this.#take(origin) ?? new Connection(origin, hostname, port, this.#keep);
+    const protocol = request.protocol === 'https:' ? 'https:' : 'http:';
+    const defaultPort = DEFAULT_PORTS[protocol];
+    const port = request.port ?? defaultPort;
+    const origin = `${protocol}//${hostname}:${port}`;
+    const connection = this.#take(origin) ?? new Connection(origin, { protocol, hostname, port }, this.#keep);
     try {
-      const response = await connection.exchange(requestHead(request, hostname, port), signal);
+      const head = requestHead(request, hostname, port === defaultPort ? undefined : port);
+      const response = await connection.exchange(head, signal);
       return { response };
     } catch (error) {
       // Chunked or close-delimited: sent again, signed as it was, through the SDK's handler.
@@ -133,7 +138,7 @@ export class DirectRangeHandler implements SdkRequestHandler {
 function isDirectRequest(request: SdkHttpRequest): boolean {
   return (
     request.method === 'GET' &&
-    request.protocol === 'http:' &&
+    (request.protocol === 'http:' || request.protocol === 'https:') &&
     typeof request.headers.range === 'string' &&
     request.body == null &&
     request.username == null &&
@@ -142,8 +147,11 @@ function isDirectRequest(request: SdkHttpRequest): boolean {
   );
 }
 
-/** The request's head, as `@smithy/node-http-handler` would send it (its query encoding too). */
-function requestHead(request: SdkHttpRequest, hostname: string, port: number): string {
+/**
+ * The request's head, as `@smithy/node-http-handler` would send it (its query encoding too); `port`
+ * is left out of a Host header the SDK did not set when it is the scheme's default.
+ */
+function requestHead(request: SdkHttpRequest, hostname: string, port: number | undefined): string {
   const query = request.query === undefined ? '' : queryString(request.query);
   const lines = [`GET ${request.path}${query === '' ? '' : `?${query}`} HTTP/1.1`];
   let host = false;
@@ -155,7 +163,7 @@ function requestHead(request: SdkHttpRequest, hostname: string, port: number): s
   }
   if (!host) {
     const shown = isIP(hostname) === 6 ? `[${hostname}]` : hostname;
-    lines.push(`host: ${port === 80 ? shown : `${shown}:${port}`}`);
+    lines.push(`host: ${port === undefined ? shown : `${shown}:${port}`}`);
   }
   return `${lines.join('\r\n')}\r\n\r\n`;
 }

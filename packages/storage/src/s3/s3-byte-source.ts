@@ -49,9 +49,10 @@ export interface S3ByteSourceOptions extends RemoteSourceOptions {
   /** Keys per ListObjectsV2 page (default 1000, S3's maximum). */
   readonly listPageSize?: number;
   /**
-   * Ranged GETs to `http://` endpoints over the source's own connections ({@link DirectRangeHandler}).
-   * Default: on, unless the environment variable `EDL_S3_DIRECT_RANGES` is `0`; off sends every
-   * request through the AWS SDK's handler, for a store or proxy that misbehaves with it.
+   * Ranged GETs to `http://` and `https://` endpoints over the source's own connections
+   * ({@link DirectRangeHandler}). Default: on, unless the environment variable `EDL_S3_DIRECT_RANGES`
+   * is `0`; off sends every request through the AWS SDK's handler, for a store or proxy that
+   * misbehaves with it.
    */
   readonly directRanges?: boolean;
 }

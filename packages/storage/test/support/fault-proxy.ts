@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createSecureContext, TLSSocket } from 'node:tls';
 
 /** A fault the proxy applies to one request. */
 export type Fault =
@@ -19,10 +20,20 @@ export interface SeenRequest {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/** A TLS handshake the proxy completed: what the client offered and got. */
+export interface SeenHandshake {
+  /** The ALPN protocol agreed (`http/1.1`), false (or null) when the client offered none. */
+  readonly alpnProtocol: string | false | null;
+  /** The SNI name the client sent, false (or null) when none. */
+  readonly servername: string | false | null;
+}
+
 /**
  * A TCP proxy (node:net) between readers and a real server that parses HTTP/1.1 request heads, so it
  * can add latency to every request and apply faults to chosen ones: a connection reset mid-body, a
- * stalled body, an error status of its own (bursts of 503 SlowDown).
+ * stalled body, an error status of its own (bursts of 503 SlowDown). Started with a key and
+ * certificate, it is an `https://` endpoint: TLS ends at the proxy, which speaks plain HTTP to the
+ * server behind it, so its faults apply to the decrypted answer's bytes.
  */
 export class FaultProxy {
   /** Added before each request is forwarded, in ms. */
@@ -31,25 +42,44 @@ export class FaultProxy {
   readonly requests: SeenRequest[] = [];
   /** Client connections accepted so far. */
   connections = 0;
+  /** The TLS handshakes completed, in order (an `https://` proxy's). */
+  readonly handshakes: SeenHandshake[] = [];
   private faults: Fault[] = [];
   private matches: (request: SeenRequest) => boolean = () => false;
   private readonly sockets = new Set<Socket>();
 
   private constructor(
     private readonly server: Server,
-    /** `http://127.0.0.1:<port>`. */
+    /** `http://127.0.0.1:<port>`, or `https://` with `tls`. */
     readonly endpoint: string,
   ) {}
 
-  /** Starts a proxy on a free port of 127.0.0.1 forwarding to `targetPort` there. */
-  static async start(targetPort: number): Promise<FaultProxy> {
+  /**
+   * Starts a proxy on a free port of 127.0.0.1 forwarding to `targetPort` there; with `tls`, clients
+   * connect over TLS with that key and certificate (ALPN `http/1.1` offered).
+   */
+  static async start(
+    targetPort: number,
+    tls?: { readonly key: string; readonly cert: string },
+  ): Promise<FaultProxy> {
     const server = createServer();
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
-    const proxy = new FaultProxy(server, `http://127.0.0.1:${address.port}`);
-    server.on('connection', (client) => proxy.serve(client, targetPort));
+    const proxy = new FaultProxy(server, `${tls ? 'https' : 'http'}://127.0.0.1:${address.port}`);
+    const secureContext = tls === undefined ? undefined : createSecureContext(tls);
+    server.on('connection', (socket: Socket) => {
+      if (secureContext === undefined) {
+        proxy.serve(socket, socket, targetPort);
+        return;
+      }
+      const client = new TLSSocket(socket, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] });
+      client.once('secure', () =>
+        proxy.handshakes.push({ alpnProtocol: client.alpnProtocol, servername: client.servername }),
+      );
+      proxy.serve(client, socket, targetPort);
+    });
     return proxy;
   }
 
@@ -75,10 +105,12 @@ export class FaultProxy {
     await once(this.server, 'close');
   }
 
-  private serve(client: Socket, targetPort: number): void {
+  /** `client` carries the HTTP bytes; `tcp` is its TCP connection (the same socket without TLS), which a reset resets. */
+  private serve(client: Socket, tcp: Socket, targetPort: number): void {
     this.connections++;
     const upstream = connect(targetPort, '127.0.0.1');
     this.track(client);
+    this.track(tcp);
     this.track(upstream);
     let pending = Buffer.alloc(0);
     let queue = Promise.resolve();
@@ -100,7 +132,8 @@ export class FaultProxy {
       if (room > 0) client.write(data.subarray(0, room));
       if (answered < fault.afterBytes) return;
       if (fault.kind === 'reset') {
-        client.resetAndDestroy();
+        tcp.resetAndDestroy();
+        client.destroy();
         upstream.destroy();
       } else if (fault.kind === 'end') {
         client.end();
