@@ -84,6 +84,11 @@ class ChunkFeed {
       if (this.socket.destroyed) return false;
       const into = this.reader.buffer();
       const count = Math.min(into.byteLength, chunk.byteLength - at);
+      if (count === 0) {
+        // A reader with no room would spin here for ever: the connection is given up instead.
+        this.socket.destroy(new Error('the connection was given no memory to read into'));
+        return false;
+      }
       into.set(chunk.subarray(at, at + count));
       at += count;
       if (!this.reader.callback(count, into)) {
