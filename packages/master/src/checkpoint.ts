@@ -32,9 +32,17 @@ export interface Checkpoint {
   readonly parameterServers?: CheckpointShards;
 }
 
+/** Where a job with parameter-server shards holds its dense variables (`--dense-on`). */
+export type DensePlacement = 'shards' | 'master';
+
 /** The parameter-server shards that wrote a checkpoint's shard files. */
 export interface CheckpointShards {
   readonly numShards: number;
+  /**
+   * Where the job that wrote it held its dense variables. Absent in a checkpoint written before
+   * the field existed: its shard parts tell (dense parts present or not, see dense-placement.ts).
+   */
+  readonly denseOn?: DensePlacement;
 }
 
 const MAGIC = Buffer.from('EDLCKPT1', 'latin1');
