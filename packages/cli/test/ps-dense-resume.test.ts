@@ -5,16 +5,17 @@
  * the shard parts hold none). The placement is in the checkpoint's header; a checkpoint written
  * before that field is judged by its shard parts. A matching resume with dense variables on the
  * shards is ps-train.test.ts's 'resumes the master and restores the shards ...'; with them in the
- * master, it is here. Needs `pnpm build`.
+ * master, it is here. Local checkpoints, and one in S3 (a real s3rver process). Needs `pnpm build`.
  */
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { findCheckpoint, listCheckpoints, writeCheckpoint } from '@edl/master';
-import { readShardMarkers } from '@edl/ps';
+import { shardPartsOf } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickDataDir, jobKiller, type Run, succeededOnce, trainClicks } from './helpers/ps-job.js';
 import { EDL_BIN } from './helpers/run-edl.js';
+import { bucketS3rverForSuite } from './helpers/s3rver-env.js';
 
 let dir: string;
 
@@ -26,27 +27,28 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function train(checkpointDir: string, extra: readonly string[], killer?: ReturnType<typeof jobKiller>) {
+interface JobPlace {
+  readonly checkpointDir: string;
+  /** The job's environment: this process's, or an s3rver account's. */
+  readonly env: NodeJS.ProcessEnv;
+}
+
+function train(job: JobPlace, extra: readonly string[], killer?: ReturnType<typeof jobKiller>) {
   return trainClicks({
     dataDir: dir,
-    checkpointDir,
+    ...job,
     extra,
-    env: process.env,
     ...(killer === undefined ? {} : { onStart: killer.onStart, onEvent: killer.onEvent }),
   });
 }
 
 /** A job of 2 shards with `--dense-on denseOn`, SIGKILLed at its checkpoint of version 40 or later. */
-async function killedJob(checkpointDir: string, denseOn: 'shards' | 'master'): Promise<string> {
+async function killedJob(job: JobPlace, denseOn: 'shards' | 'master'): Promise<string> {
   const killer = jobKiller(40);
-  const run = await train(
-    checkpointDir,
-    ['--num-ps', '2', '--dense-on', denseOn, '--checkpoint-steps', '20'],
-    killer,
-  );
+  const run = await train(job, ['--num-ps', '2', '--dense-on', denseOn, '--checkpoint-steps', '20'], killer);
   expect(killer.killedAt(), run.stderr.slice(-3000)).toBeDefined();
-  const found = await findCheckpoint(checkpointDir);
-  if (found === undefined) throw new Error(`no checkpoint in ${checkpointDir}`);
+  const found = await findCheckpoint(job.checkpointDir);
+  if (found === undefined) throw new Error(`no checkpoint in ${job.checkpointDir}`);
   expect(found.checkpoint.parameterServers).toEqual({ numShards: 2, denseOn });
   return found.path;
 }
@@ -57,7 +59,7 @@ async function killedJob(checkpointDir: string, denseOn: 'shards' | 'master'): P
  */
 async function expectRefused(
   run: Run,
-  checkpointDir: string,
+  { checkpointDir, env }: JobPlace,
   checkpoint: string,
   written: 'shards' | 'master',
 ): Promise<void> {
@@ -67,6 +69,8 @@ async function expectRefused(
     `the checkpoint at ${checkpoint} holds its dense variables ${where} (--dense-on ${written}); resume with --dense-on ${written}, or start a new job`,
   );
   expect(run.stdout).not.toContain('"state"');
+  const secret = env.AWS_SECRET_ACCESS_KEY;
+  if (secret !== undefined) expect(run.stderr).not.toContain(secret);
   expect(run.events.some((e) => e.msg === 'progress')).toBe(false);
   expect((await findCheckpoint(checkpointDir))?.path).toBe(checkpoint);
 }
@@ -82,34 +86,62 @@ async function withoutPlacementField(checkpointDir: string): Promise<void> {
   expect((await findCheckpoint(checkpointDir))?.checkpoint.parameterServers).toEqual({ numShards: 2 });
 }
 
+/** Whether the shard parts of `checkpointDir`'s newest checkpoint hold dense parts: each, or none. */
+async function denseParts(checkpointDir: string): Promise<'each' | 'none' | 'some'> {
+  const version = (await findCheckpoint(checkpointDir))?.checkpoint.store.version as number;
+  const { markers } = await shardPartsOf(checkpointDir, version);
+  const dense = markers.filter((m) => m.dense !== undefined).length;
+  return dense === markers.length ? 'each' : dense === 0 ? 'none' : 'some';
+}
+
+/**
+ * A job with its dense variables on the shards, resumed with `--dense-on master`: refused, with the
+ * placement in the checkpoint's header and, rewritten without it, with its dense parts only.
+ */
+async function expectShardsCheckpointRefused(job: JobPlace): Promise<void> {
+  const checkpoint = await killedJob(job, 'shards');
+  expect(await denseParts(job.checkpointDir)).toBe('each');
+  const resume = ['--num-ps', '2', '--dense-on', 'master'];
+  await expectRefused(await train(job, resume), job, checkpoint, 'shards');
+  await withoutPlacementField(job.checkpointDir);
+  await expectRefused(await train(job, resume), job, checkpoint, 'shards');
+}
+
 describe('edl train --num-ps 2 resumed with the other --dense-on', () => {
   it('refuses a checkpoint with the dense variables on the shards resumed with --dense-on master', async () => {
-    const checkpointDir = path.join(dir, 'ckpt-on-shards');
-    const checkpoint = await killedJob(checkpointDir, 'shards');
-    const version = (await findCheckpoint(checkpointDir))?.checkpoint.store.version as number;
-    expect(readShardMarkers(checkpointDir, version).every((m) => m.dense !== undefined)).toBe(true);
-    const resume = ['--num-ps', '2', '--dense-on', 'master'];
-    await expectRefused(await train(checkpointDir, resume), checkpointDir, checkpoint, 'shards');
-    // Written before the field: its shard parts' dense parts tell.
-    await withoutPlacementField(checkpointDir);
-    await expectRefused(await train(checkpointDir, resume), checkpointDir, checkpoint, 'shards');
+    await expectShardsCheckpointRefused({
+      checkpointDir: path.join(dir, 'ckpt-on-shards'),
+      env: process.env,
+    });
   }, 300_000);
 
   it('refuses a checkpoint with the dense variables in the master resumed with them on the shards, and resumes with --dense-on master', async () => {
-    const checkpointDir = path.join(dir, 'ckpt-on-master');
-    const checkpoint = await killedJob(checkpointDir, 'master');
-    const version = (await findCheckpoint(checkpointDir))?.checkpoint.store.version as number;
-    expect(readShardMarkers(checkpointDir, version).some((m) => m.dense !== undefined)).toBe(false);
+    const job = { checkpointDir: path.join(dir, 'ckpt-on-master'), env: process.env };
+    const checkpoint = await killedJob(job, 'master');
+    const version = (await findCheckpoint(job.checkpointDir))?.checkpoint.store.version as number;
+    expect(await denseParts(job.checkpointDir)).toBe('none');
     // --dense-on shards is the default with --num-ps.
-    await expectRefused(await train(checkpointDir, ['--num-ps', '2']), checkpointDir, checkpoint, 'master');
-    await withoutPlacementField(checkpointDir);
-    await expectRefused(await train(checkpointDir, ['--num-ps', '2']), checkpointDir, checkpoint, 'master');
+    await expectRefused(await train(job, ['--num-ps', '2']), job, checkpoint, 'master');
+    await withoutPlacementField(job.checkpointDir);
+    await expectRefused(await train(job, ['--num-ps', '2']), job, checkpoint, 'master');
 
-    const resumed = await train(checkpointDir, ['--num-ps', '2', '--dense-on', 'master']);
+    const resumed = await train(job, ['--num-ps', '2', '--dense-on', 'master']);
     succeededOnce(resumed);
     expect(resumed.stderr).toContain(`resumed from checkpoint ${checkpoint}`);
-    const final = await findCheckpoint(checkpointDir);
+    const final = await findCheckpoint(job.checkpointDir);
     expect(final?.checkpoint.store.version).toBeGreaterThan(version);
     expect(final?.checkpoint.parameterServers).toEqual({ numShards: 2, denseOn: 'master' });
+  }, 400_000);
+});
+
+describe('edl train --num-ps 2 --checkpoint-dir s3://... resumed with the other --dense-on', () => {
+  // This process reads and rewrites the checkpoint through @edl/storage, as the job does.
+  const s3 = bucketS3rverForSuite();
+
+  it('refuses a checkpoint in S3 with the dense variables on the shards, naming its manifest, never a credential', async () => {
+    await expectShardsCheckpointRefused({
+      checkpointDir: 's3://bucket/dense-resume/',
+      env: s3().env,
+    });
   }, 400_000);
 });
