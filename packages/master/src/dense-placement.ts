@@ -16,8 +16,8 @@ const PLACEMENT_TEXT: Record<DensePlacement, string> = {
 };
 
 /**
- * Where `checkpoint` (at `path`, its shard parts in `dir`) holds its dense variables: its header's
- * `parameterServers.denseOn`, or, in a checkpoint written before that field, its shard parts (a
+ * Where `checkpoint` (its shard parts in `dir`) holds its dense variables: its header's
+ * `denseOn`, or, in a checkpoint written before that field, its shard parts (a
  * dense part in any: on the shards). Undefined for a checkpoint of a job without shards, or when
  * its shard parts cannot be read (restoring them fails then, naming why).
  */
@@ -25,9 +25,8 @@ export async function densePlacementOf(
   checkpoint: Checkpoint,
   dir: string,
 ): Promise<DensePlacement | undefined> {
-  const shards = checkpoint.parameterServers;
-  if (shards === undefined) return undefined;
-  if (shards.denseOn !== undefined) return shards.denseOn;
+  if (checkpoint.parameterServers === undefined) return undefined;
+  if (checkpoint.denseOn !== undefined) return checkpoint.denseOn;
   let markers: Awaited<ReturnType<typeof shardPartsOf>>['markers'];
   try {
     ({ markers } = await shardPartsOf(dir, checkpoint.store.version));

@@ -1,11 +1,5 @@
 import { ShardRpcError, type WorkerLastPush } from '@edl/proto';
-import {
-  type Checkpoint,
-  type CheckpointShards,
-  type DensePlacement,
-  loadLatestCheckpoint,
-  writeCheckpoint,
-} from './checkpoint.js';
+import { type Checkpoint, type DensePlacement, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { MasterStateError } from './errors.js';
 import type { MasterLogger } from './logger.js';
 import type { PushBarrier, PushOnTheWay } from './push-barrier.js';
@@ -120,20 +114,19 @@ export class ShardCuts {
       if (this.#rollbackPending)
         throw skipped(`a parameter-server shard died while writing version ${version}`);
       const pausedMs = resume();
-      const path = await writeCheckpoint(
-        dir,
-        { ...snapshot, parameterServers: this.#checkpointShards() },
-        keep,
-      );
+      const path = await writeCheckpoint(dir, { ...snapshot, ...this.#checkpointShards() }, keep);
       this.#onCommitted(version);
       return { path, version, pausedMs };
     });
   }
 
-  /** What a checkpoint records of the shards that wrote its parts. */
-  #checkpointShards(): CheckpointShards {
+  /** What a checkpoint records of the shards that wrote its parts, and of its dense variables. */
+  #checkpointShards(): Pick<Checkpoint, 'parameterServers' | 'denseOn'> {
     const { denseOn } = this.#host;
-    return { numShards: this.#writer.numShards, ...(denseOn === undefined ? {} : { denseOn }) };
+    return {
+      parameterServers: { numShards: this.#writer.numShards },
+      ...(denseOn === undefined ? {} : { denseOn }),
+    };
   }
 
   /**
