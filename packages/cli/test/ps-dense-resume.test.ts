@@ -1,11 +1,13 @@
 /**
- * `edl train --num-ps 2` resumed from a checkpoint written with the other `--dense-on`: refused at
- * start-up, before any worker trains, naming the checkpoint and the flag to pass (with dense
- * variables on the shards the master's file holds their initial values; with them in the master
- * the shard parts hold none). The placement is in the checkpoint's header; a checkpoint written
- * before that field is judged by its shard parts. A matching resume with dense variables on the
- * shards is ps-train.test.ts's 'resumes the master and restores the shards ...'; with them in the
- * master, it is here. Local checkpoints, and one in S3 (a real s3rver process). Needs `pnpm build`.
+ * `edl train --num-ps 2` (and `edl master`) resumed from a checkpoint written with the other
+ * `--dense-on`: refused at start-up, before any worker trains, naming the checkpoint and the flag
+ * to pass (with dense variables on the shards the master's file holds their initial values; with
+ * them in the master the shard parts hold none). The placement is in the checkpoint's header; a
+ * checkpoint written before that field is judged by its shard parts. Local checkpoints, and one in
+ * S3 (a real s3rver process). A matching resume with dense variables on the shards is
+ * ps-train.test.ts's 'resumes the master and restores the shards ...' (in S3:
+ * ps-s3-checkpoint.test.ts's 'resumes a SIGKILLed job from S3 ...'); with them in the master, it
+ * is here. Needs `pnpm build`.
  */
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -13,8 +15,16 @@ import path from 'node:path';
 import { findCheckpoint, listCheckpoints, writeCheckpoint } from '@edl/master';
 import { shardPartsOf } from '@edl/ps';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clickDataDir, jobKiller, type Run, succeededOnce, trainClicks } from './helpers/ps-job.js';
-import { EDL_BIN } from './helpers/run-edl.js';
+import {
+  CLICK_MASTER_OPTIONS,
+  clickDataDir,
+  clickWorkerCommand,
+  jobKiller,
+  type Run,
+  succeededOnce,
+  trainClicks,
+} from './helpers/ps-job.js';
+import { EDL_BIN, runEdl } from './helpers/run-edl.js';
 import { bucketS3rverForSuite } from './helpers/s3rver-env.js';
 
 let dir: string;
@@ -111,10 +121,31 @@ async function expectShardsCheckpointRefused(job: JobPlace): Promise<void> {
 
 describe('edl train --num-ps 2 resumed with the other --dense-on', () => {
   it('refuses a checkpoint with the dense variables on the shards resumed with --dense-on master', async () => {
-    await expectShardsCheckpointRefused({
-      checkpointDir: path.join(dir, 'ckpt-on-shards'),
-      env: process.env,
-    });
+    const job = { checkpointDir: path.join(dir, 'ckpt-on-shards'), env: process.env };
+    await expectShardsCheckpointRefused(job);
+    // `edl master` records and checks the placement its own workers take: EDL_DENSE_ON here.
+    const checkpoint = (await findCheckpoint(job.checkpointDir))?.path as string;
+    const data = path.join(dir, 'train.tfrecord');
+    const master = await runEdl(
+      [
+        'master',
+        '--training-data',
+        data,
+        '--checkpoint-dir',
+        job.checkpointDir,
+        '--num-workers',
+        '2',
+        '--num-ps',
+        '2',
+        ...CLICK_MASTER_OPTIONS,
+        '--worker-command',
+        clickWorkerCommand('--training-data', data),
+      ],
+      undefined,
+      undefined,
+      { ...process.env, EDL_DENSE_ON: 'master' },
+    );
+    await expectRefused({ ...master, events: [] }, job, checkpoint, 'shards');
   }, 300_000);
 
   it('refuses a checkpoint with the dense variables in the master resumed with them on the shards, and resumes with --dense-on master', async () => {
