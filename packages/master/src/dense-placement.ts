@@ -16,9 +16,9 @@ const PLACEMENT_TEXT: Record<DensePlacement, string> = {
 };
 
 /**
- * Where `checkpoint` (its shard parts in `dir`) holds its dense variables: its header's
- * `denseOn`, or, in a checkpoint written before that field, its shard parts (a
- * dense part in any: on the shards). Undefined for a checkpoint of a job without shards, or when
+ * Where `checkpoint` (its shard parts in `dir`) holds its dense variables: its header's `denseOn`,
+ * or, in a checkpoint written before that field, its shard parts (a dense part in any: on the
+ * shards). Undefined for a checkpoint of a job without shards, or when
  * its shard parts cannot be read (restoring them fails then, naming why).
  */
 export async function densePlacementOf(
@@ -37,7 +37,7 @@ export async function densePlacementOf(
 }
 
 /**
- * Throws a CheckpointError (DENSE_PLACEMENT_MISMATCH) when the checkpoint at `path` holds its dense
+ * Throws a CheckpointError (DENSE_PLACEMENT_MISMATCH) when the checkpoint `found` holds its dense
  * variables elsewhere than `denseOn`, the resuming job's placement: one line naming the checkpoint,
  * the placement it was written with and the flag to resume with. Converting is left out on
  * purpose (docs/master.md): the optimizer's slots live where the variables did.
