@@ -30,7 +30,16 @@ export interface Checkpoint {
    * files (`ps-<version>/` beside it, docs/master.md) were all written before this file.
    */
   readonly parameterServers?: CheckpointShards;
+  /**
+   * With `parameterServers`: where the job held its dense variables (`--dense-on`), when it said.
+   * Absent in a checkpoint written before the field existed: its shard parts tell (a dense part
+   * present or not, see dense-placement.ts).
+   */
+  readonly denseOn?: DensePlacement;
 }
+
+/** Where a job with parameter-server shards holds its dense variables (`--dense-on`). */
+export type DensePlacement = 'shards' | 'master';
 
 /** The parameter-server shards that wrote a checkpoint's shard files. */
 export interface CheckpointShards {
@@ -47,6 +56,8 @@ interface Header extends StoreCheckpointHeader {
   readonly taskManager: TaskManagerState;
   /** Only in a checkpoint of a job with parameter-server shards. */
   readonly parameterServers?: CheckpointShards;
+  /** Only beside `parameterServers`, and only in checkpoints written since the field exists. */
+  readonly denseOn?: DensePlacement;
   /** CRC-32 of the float32 payload. */
   readonly payloadCrc32: number;
 }
@@ -70,6 +81,7 @@ function encodeCheckpoint(checkpoint: Checkpoint): { readonly version: number; r
     slots: store.slots,
     taskManager: checkpoint.taskManager,
     ...(checkpoint.parameterServers === undefined ? {} : { parameterServers: checkpoint.parameterServers }),
+    ...(checkpoint.denseOn === undefined ? {} : { denseOn: checkpoint.denseOn }),
     payloadCrc32: crc32(payload),
   };
   const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
@@ -164,6 +176,7 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
     ...decodeStoreCheckpoint(header, payload, fail),
     taskManager: header.taskManager,
     ...(header.parameterServers === undefined ? {} : { parameterServers: header.parameterServers }),
+    ...(header.denseOn === undefined ? {} : { denseOn: header.denseOn }),
   };
 }
 

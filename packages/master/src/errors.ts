@@ -10,7 +10,8 @@ import type { FatalTaskErrorCode } from '@edl/proto';
  *   gave up), or a fatal task code of @edl/proto such as `NON_FINITE`.
  * - Checkpoints ({@link CheckpointError}): `NO_CHECKPOINT_DIR`, `NOT_FOUND`, `READ_FAILED`,
  *   `WRITE_FAILED`, `CORRUPT`, `DATA_MISMATCH`, `OPTIMIZER_MISMATCH`, `CHECKPOINT_SKIPPED` (a
- *   parameter-server shard died: the job rolls back instead).
+ *   parameter-server shard died: the job rolls back instead), `DENSE_PLACEMENT_MISMATCH` (a job
+ *   resumes with its dense variables placed elsewhere than the checkpoint holds them).
  * - State ({@link MasterStateError}): `ALREADY_STARTED`, `ROUND_NOT_OPEN`, `TASK_NOT_HELD`,
  *   `WRONG_TASK_TYPE`. A model that is not initialized or a version that is gone is the parameter
  *   store's `ParameterStoreError` (@edl/ps), not a master code.
@@ -30,6 +31,7 @@ export type MasterErrorCode =
   | 'DATA_MISMATCH'
   | 'OPTIMIZER_MISMATCH'
   | 'CHECKPOINT_SKIPPED'
+  | 'DENSE_PLACEMENT_MISMATCH'
   | 'ALREADY_STARTED'
   | 'ROUND_NOT_OPEN'
   | 'TASK_NOT_HELD'

@@ -29,12 +29,14 @@ export {
 } from '@edl/ps';
 export {
   type Checkpoint,
+  type DensePlacement,
   findCheckpoint,
   listCheckpoints,
   loadLatestCheckpoint,
   readCheckpoint,
   writeCheckpoint,
 } from './checkpoint.js';
+export { densePlacementOf } from './dense-placement.js';
 export {
   CheckpointError,
   JobFailedError,

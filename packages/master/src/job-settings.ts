@@ -7,6 +7,7 @@
 
 import { checkOneOf, checkOptimizerParams, OPTIMIZER_TYPES, type OptimizerConfig } from '@edl/common';
 import { defaultMaxStaleness, type ParameterStoreMode, type ParameterStoreOptions } from '@edl/ps';
+import type { DensePlacement } from './checkpoint.js';
 import type { JobLearningRateDecay } from './job-decay.js';
 import type { StartMasterOptions } from './start-master.js';
 import type { JobType } from './tasks/types.js';
@@ -66,6 +67,8 @@ export interface JobSettings {
   readonly learningRateDecay?: JobLearningRateDecay;
   readonly checkpointDir?: string;
   readonly checkpointSteps?: number;
+  /** With parameter-server shards: where the dense variables are (`--dense-on`). */
+  readonly denseOn?: DensePlacement;
   readonly modelCheckpoint?: string;
   readonly metricsFile?: string;
   readonly tensorboardDir?: string;
@@ -89,6 +92,7 @@ export type JobMasterOptions = Pick<
   | 'learningRateDecay'
   | 'checkpointDir'
   | 'checkpointSteps'
+  | 'denseOn'
   | 'modelCheckpoint'
   | 'metricsFile'
   | 'tensorboardDir'
@@ -138,6 +142,7 @@ export function masterOptionsFor(settings: JobSettings): JobMasterOptions {
       learningRateDecay: settings.learningRateDecay,
       checkpointDir: settings.checkpointDir,
       checkpointSteps: settings.checkpointSteps,
+      denseOn: settings.denseOn,
       modelCheckpoint: settings.modelCheckpoint,
       metricsFile: settings.metricsFile,
       tensorboardDir: settings.tensorboardDir,

@@ -24,7 +24,14 @@ import {
   type ParameterStoreOptions,
   type ReportReply,
 } from '@edl/ps';
-import { type Checkpoint, findCheckpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
+import {
+  type Checkpoint,
+  type DensePlacement,
+  findCheckpoint,
+  loadLatestCheckpoint,
+  writeCheckpoint,
+} from './checkpoint.js';
+import { refuseDensePlacementMismatch } from './dense-placement.js';
 import { CheckpointError, type JobFailedError, type MasterErrorCode, MasterStateError } from './errors.js';
 import { type EvaluationResult, EvaluationService } from './evaluation-service.js';
 import { type JobLearningRateDecay, withJobDecay } from './job-decay.js';
@@ -50,6 +57,12 @@ export interface MasterOptions extends Omit<TaskManagerOptions, 'modelVersion' |
   readonly keepCheckpoints?: number;
   /** Resume from the newest checkpoint in checkpointDir if there is one (default true). */
   readonly resume?: boolean;
+  /**
+   * With parameter-server shards: where the job's dense variables are (`--dense-on`). Checkpoints
+   * record it, and resuming from one written with the other placement is refused
+   * (DENSE_PLACEMENT_MISMATCH). Left out: neither recorded nor checked.
+   */
+  readonly denseOn?: DensePlacement;
   /**
    * Load only the model (weights, version) from this checkpoint file or directory (its newest
    * checkpoint): how evaluation and prediction jobs get a trained model.
@@ -179,6 +192,8 @@ export class Master implements ParameterEndpoints {
         master.logger.warn(`skipping checkpoint: ${error.message}`),
       );
       if (found !== undefined) {
+        if (options.denseOn !== undefined)
+          await refuseDensePlacementMismatch(found, options.checkpointDir, options.denseOn);
         master.restore(found.checkpoint);
         master.#resumedFrom = {
           dir: options.checkpointDir,
@@ -458,6 +473,7 @@ export class Master implements ParameterEndpoints {
       logger: this.logger,
       leaseMs: () => this.taskManager.leaseMs,
       snapshot: () => this.#snapshot(),
+      denseOn: this.#options.denseOn,
       startCut: () => this.#startCut,
       // Past every version a worker holds, by more than the staleness allowed: older gradients are STALE.
       rollBackVersion: () => this.store.version + this.store.maxStaleness + 1,

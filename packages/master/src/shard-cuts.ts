@@ -1,5 +1,5 @@
 import { ShardRpcError, type WorkerLastPush } from '@edl/proto';
-import { type Checkpoint, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { type Checkpoint, type DensePlacement, loadLatestCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { MasterStateError } from './errors.js';
 import type { MasterLogger } from './logger.js';
 import type { PushBarrier, PushOnTheWay } from './push-barrier.js';
@@ -32,6 +32,8 @@ export interface ShardCutsHost {
   leaseMs(): number;
   /** The master's state now, taken synchronously. */
   snapshot(): Checkpoint;
+  /** Where the job's dense variables are, recorded in each checkpoint; undefined: not known. */
+  readonly denseOn: DensePlacement | undefined;
   /** The cut before any checkpoint: the state before the first step was applied, if one was. */
   startCut(): Checkpoint | undefined;
   /** The model version a roll-back starts from: above every version handed out before it. */
@@ -112,14 +114,19 @@ export class ShardCuts {
       if (this.#rollbackPending)
         throw skipped(`a parameter-server shard died while writing version ${version}`);
       const pausedMs = resume();
-      const path = await writeCheckpoint(
-        dir,
-        { ...snapshot, parameterServers: { numShards: this.#writer.numShards } },
-        keep,
-      );
+      const path = await writeCheckpoint(dir, { ...snapshot, ...this.#checkpointShards() }, keep);
       this.#onCommitted(version);
       return { path, version, pausedMs };
     });
+  }
+
+  /** What a checkpoint records of the shards that wrote its parts, and of its dense variables. */
+  #checkpointShards(): Pick<Checkpoint, 'parameterServers' | 'denseOn'> {
+    const { denseOn } = this.#host;
+    return {
+      parameterServers: { numShards: this.#writer.numShards },
+      ...(denseOn === undefined ? {} : { denseOn }),
+    };
   }
 
   /**

@@ -220,6 +220,11 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       ...optional('host', v.host),
       ...optional('port', v.port),
       ...optional('token', token),
+      // The placement this master's own workers take (EDL_DENSE_ON, by default shards): its
+      // checkpoints record it, and resuming one written with the other placement is refused.
+      ...(parameterServers === undefined
+        ? {}
+        : { denseOn: process.env.EDL_DENSE_ON === 'master' ? ('master' as const) : ('shards' as const) }),
       logger,
       jobId,
       ...(numWorkers > 0 || parameterServers !== undefined

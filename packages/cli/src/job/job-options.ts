@@ -153,7 +153,8 @@ Job:
                                 the model's distributed embedding tables (default 0: none;
                                 evaluate, predict: as many as wrote the checkpoint's)
   --dense-on shards|master      with --num-ps: the dense variables placed by size on the shards
-                                (default), or kept in the master's store
+                                (default), or kept in the master's store; a job resumes only
+                                with the --dense-on its checkpoint was written with
   --minibatch-size N            records per minibatch (default 64)
   --num-minibatches-per-task N  minibatches per task (default 8)
   --num-epochs N                training epochs (default 1)

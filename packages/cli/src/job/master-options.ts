@@ -48,6 +48,8 @@ export function jobSettings(options: JobOptions, jobType: JobType, optimizer: Op
     learningRateDecay: options.learningRateDecay,
     checkpointDir: resolved(options.checkpointDir),
     checkpointSteps: options.checkpointSteps,
+    // Only a job with shards places its dense variables (without, the master holds them).
+    denseOn: options.numPs > 0 ? options.denseOn : undefined,
     modelCheckpoint: resolved(options.modelCheckpoint),
     metricsFile: resolved(options.metricsFile),
     tensorboardDir: resolved(options.tensorboardDir),

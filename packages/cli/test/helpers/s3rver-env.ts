@@ -1,4 +1,5 @@
 import { configureS3 } from '@edl/storage';
+import { afterAll, beforeAll } from 'vitest';
 import {
   S3RVER_CREDENTIALS,
   type S3rverProcess,
@@ -43,5 +44,23 @@ export async function startBucketS3rver(): Promise<BucketS3rver> {
       configureS3({});
       await s3.stop();
     },
+  };
+}
+
+/**
+ * An s3rver for the enclosing describe block: started before its tests, stopped after them. Call
+ * the result from a test for the running s3rver.
+ */
+export function bucketS3rverForSuite(): () => BucketS3rver {
+  let s3: BucketS3rver | undefined;
+  beforeAll(async () => {
+    s3 = await startBucketS3rver();
+  }, 60_000);
+  afterAll(async () => {
+    await s3?.stop();
+  });
+  return () => {
+    if (s3 === undefined) throw new Error('the suite s3rver is not running: call it from a test');
+    return s3;
   };
 }
