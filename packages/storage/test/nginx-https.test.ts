@@ -3,7 +3,8 @@
 // If-Match are nginx's own. The files are written and read in child processes of the built dist/
 // (`pnpm run build:ts` first), since Node reads NODE_EXTRA_CA_CERTS only at start. Where nginx is not
 // installed the tests are skipped with the reason printed, except in CI (CI=true), where they fail.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +113,34 @@ interface ReadResult {
   }>;
 }
 
+/** An answer to a raw request: status, headers, body. */
+interface RawAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: Buffer;
+}
+
+/** One HTTPS request with node:https, trusting `ca`, on a connection of its own. */
+function rawRequest(
+  url: string,
+  ca: string,
+  method: string,
+  headers: Record<string, string> = {},
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const sent = request(url, { method, headers, ca, agent: false }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () =>
+        resolve({ status: answer.statusCode ?? 0, headers: answer.headers, body: Buffer.concat(chunks) }),
+      );
+      answer.on('error', reject);
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
+
 const missing = nginxMissing();
 const inCi = process.env.CI === 'true';
 if (missing !== undefined && !inCi) console.warn(`nginx tests skipped: ${missing}`);
@@ -148,11 +177,8 @@ describe.skipIf(missing !== undefined && !inCi)(
       console.info(`${nginx.version} serving ${nginx.origin}`);
       scratch = await mkdtemp(join(tmpdir(), 'edl-nginx-https-'));
       local = join(scratch, 'local');
-      const written = await runModuleInChild(
-        `await import('node:fs/promises').then((fs) => fs.mkdir(${JSON.stringify(local)}));\n${WRITER}`,
-        [local, nginx.root],
-        childBaseEnv(),
-      );
+      await mkdir(local);
+      const written = await runModuleInChild(WRITER, [local, nginx.root], childBaseEnv());
       expect(written).toEqual({ code: 0, stdout: '', stderr: '' });
       for (const [, name] of FORMATS) localReads.set(name, await readOk(join(local, name), childBaseEnv()));
     }, 60_000);
@@ -160,6 +186,63 @@ describe.skipIf(missing !== undefined && !inCi)(
     afterAll(async () => {
       await nginx?.stop();
       if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+    });
+
+    it('serves Range, ETag and If-Match itself (raw requests): what the reader relies on', async () => {
+      const ca = await readFile(nginx.caFile, 'utf8');
+      const file = join(nginx.root, 'raw.bin');
+      const bytes = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 13) & 0xff));
+      await writeFile(file, bytes);
+      const url = `${nginx.origin}/raw.bin`;
+      const head = await rawRequest(url, ca, 'HEAD');
+      expect(head.status).toBe(200);
+      expect(head.headers['accept-ranges']).toBe('bytes');
+      expect(head.headers['content-length']).toBe('100000');
+      // A strong ETag made of the file's mtime (seconds) and size, both in hex.
+      const { mtime } = await stat(file);
+      const etag = `"${Math.floor(mtime.getTime() / 1000).toString(16)}-${(100_000).toString(16)}"`;
+      expect(head.headers.etag).toBe(etag);
+      expect(head.headers['last-modified']).toBe(mtime.toUTCString().replace('UTC', 'GMT'));
+
+      const ranged = await rawRequest(url, ca, 'GET', { range: 'bytes=10-19', 'if-match': etag });
+      expect([ranged.status, ranged.headers['content-range'], ranged.headers.etag]).toEqual([
+        206,
+        'bytes 10-19/100000',
+        etag,
+      ]);
+      expect(ranged.body.equals(bytes.subarray(10, 20))).toBe(true);
+      for (const stale of ['"5f5e100-186a0"', `W/${etag}`]) {
+        // Another ETag, or the same one weak (If-Match compares strongly): 412, no bytes of the file.
+        const refused = await rawRequest(url, ca, 'GET', { range: 'bytes=10-19', 'if-match': stale });
+        expect(refused.status).toBe(412);
+        expect(refused.body.includes(bytes.subarray(10, 20))).toBe(false);
+      }
+      const unmodified = await rawRequest(url, ca, 'GET', {
+        range: 'bytes=0-0',
+        'if-unmodified-since': new Date(mtime.getTime() - 3_600_000).toUTCString(),
+      });
+      expect(unmodified.status).toBe(412);
+      const tail = await rawRequest(url, ca, 'GET', { range: 'bytes=99990-' });
+      expect([tail.status, tail.headers['content-range'], tail.body.length]).toEqual([
+        206,
+        'bytes 99990-99999/100000',
+        10,
+      ]);
+
+      // Written over at the same size within the same second of mtime: the ETag is the same, so
+      // If-Match lets the new bytes through. nginx cannot tell such a rewrite; a new mtime second can.
+      const rewritten = Buffer.from(bytes).fill(0, 10, 20);
+      await writeFile(file, rewritten);
+      await utimes(file, mtime, mtime);
+      const same = await rawRequest(url, ca, 'GET', { range: 'bytes=10-19', 'if-match': etag });
+      expect([same.status, same.headers.etag, same.body.equals(rewritten.subarray(10, 20))]).toEqual([
+        206,
+        etag,
+        true,
+      ]);
+      const later = new Date(mtime.getTime() + 2000);
+      await utimes(file, later, later);
+      expect((await rawRequest(url, ca, 'GET', { range: 'bytes=10-19', 'if-match': etag })).status).toBe(412);
     });
 
     describe.each(FORMATS)('%s', (_format, name) => {
@@ -171,6 +254,8 @@ describe.skipIf(missing !== undefined && !inCi)(
         expect(remote.sha256).toBe(localReads.get(name)?.sha256);
         const [file] = remote.stats ?? [];
         expect(file?.index.origin).toBe('header-walk');
+        // The data GETs ask for each byte of the file once; the header walk's GETs come before them.
+        expect(file?.dataBytes).toBe((await stat(join(nginx.root, 'plain', name))).size);
         const seen = await requestsFor(`/plain/${name}`, before);
         const head = seen.find((request) => request.method === 'HEAD');
         expect(head?.status).toBe(200);
@@ -217,9 +302,7 @@ describe.skipIf(missing !== undefined && !inCi)(
         expect(size?.status).toBe(200);
         // Every byte of the file is used once by a read of the whole file: what nginx sent is what the reader counted, the file's size.
         expect(fetched).toBe(file?.dataBytes);
-        const { size: fileSize } = await import('node:fs/promises').then((fs) =>
-          fs.stat(join(nginx.root, 'idx', name)),
-        );
+        const fileSize = (await stat(join(nginx.root, 'idx', name))).size;
         expect(fetched / fileSize).toBe(1);
       });
     });
@@ -233,6 +316,8 @@ describe.skipIf(missing !== undefined && !inCi)(
       const lines = outcome.stderr.trimEnd().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^CHANGED: /);
+      // nginx's refusal, not only the reader's own comparison of the answer's ETag.
+      expect(lines[0]).toMatch(/\b412\b/);
       expect(lines[0]).toContain(url);
       const refused = (await requestsFor('/replaced/data.rio', before)).filter(
         (request) => request.status === 412,
