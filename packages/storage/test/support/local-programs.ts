@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
@@ -16,4 +17,14 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
+}
+
+/** Ends `child` (SIGTERM, SIGKILL after 10 s) and waits for its exit; at once if it has exited. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
 }

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, programsMissingFromPath } from './local-programs.js';
+import { freePort, programsMissingFromPath, stopProcess } from './local-programs.js';
 import { makeCertificates } from './test-ca.js';
 
 const run = promisify(execFile);
@@ -94,12 +94,12 @@ export async function startNginx(): Promise<NginxProcess> {
           .map((line) => JSON.parse(line) as NginxLoggedRequest);
       },
       async stop() {
-        await stopChild(started);
+        await stopProcess(started);
         await rm(dir, { recursive: true, force: true });
       },
     };
   } catch (error) {
-    if (child !== undefined) await stopChild(child);
+    if (child !== undefined) await stopProcess(child);
     const log = await readFile(join(dir, 'logs', 'error.log'), 'utf8').catch(() => '');
     await rm(dir, { recursive: true, force: true });
     throw new Error(
@@ -159,13 +159,4 @@ async function waitForPort(child: ChildProcess, port: number, timeoutMs: number)
       throw new Error(`nginx did not listen on port ${port} within ${timeoutMs / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }

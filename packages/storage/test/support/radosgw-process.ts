@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, programsMissingFromPath } from './local-programs.js';
+import { freePort, programsMissingFromPath, stopProcess } from './local-programs.js';
 import { type S3Admin, s3Admin } from './s3-admin.js';
 
 const run = promisify(execFile);
@@ -231,14 +231,7 @@ async function waitForGateway(
 
 async function stopAll(children: readonly ChildProcess[]): Promise<void> {
   // The gateway first, the monitor last, as the daemons depend on each other.
-  for (const child of [...children].reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  for (const child of [...children].reverse()) await stopProcess(child);
 }
 
 async function residentBytes(children: readonly ChildProcess[]): Promise<number> {
