@@ -17,6 +17,10 @@ APT_PACKAGES+=(openssl)
 # s3rver does not check (If-Match, SigV4, AbortMultipartUpload; packages/storage/test/radosgw.test.ts).
 APT_PACKAGES+=(radosgw ceph-mon ceph-osd)
 
+# nginx: the independent HTTPS server (static files: Range, ETag, If-Match) the storage tests run
+# as the current user from a temp folder (packages/storage/test/nginx-https.test.ts).
+APT_PACKAGES+=(nginx)
+
 # The linux-arm64-gnu addon: cross-compiled (scripts/build-linux-arm64.sh) and tested under qemu.
 APT_PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static)
 # The win32-x64-gnu addon: cross-compiled with mingw-w64 (scripts/build-win32-x64.sh), tested under wine.

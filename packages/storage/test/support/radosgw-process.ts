@@ -1,11 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, programsMissingFromPath, stopProcess } from './local-programs.js';
 import { type S3Admin, s3Admin } from './s3-admin.js';
 
 const run = promisify(execFile);
@@ -36,8 +35,7 @@ export interface RadosgwProcess extends S3Admin {
  * Install with `apt-get install --no-install-recommends radosgw ceph-mon ceph-osd` (scripts/bootstrap.sh).
  */
 export function radosgwMissing(): string | undefined {
-  const path = (process.env.PATH ?? '').split(delimiter);
-  const missing = PROGRAMS.filter((program) => !path.some((dir) => existsSync(join(dir, program))));
+  const missing = programsMissingFromPath(PROGRAMS);
   return missing.length === 0
     ? undefined
     : `${missing.join(', ')} not on PATH: install the Debian packages ${RADOSGW_APT_PACKAGES.join(' ')}`;
@@ -233,14 +231,7 @@ async function waitForGateway(
 
 async function stopAll(children: readonly ChildProcess[]): Promise<void> {
   // The gateway first, the monitor last, as the daemons depend on each other.
-  for (const child of [...children].reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  for (const child of [...children].reverse()) await stopProcess(child);
 }
 
 async function residentBytes(children: readonly ChildProcess[]): Promise<number> {
@@ -250,14 +241,4 @@ async function residentBytes(children: readonly ChildProcess[]): Promise<number>
     total += Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
   }
   return total;
-}
-
-/** A port of 127.0.0.1 free now (bound, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }

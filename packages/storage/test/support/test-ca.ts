@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { expect } from 'vitest';
 
 const run = promisify(execFile);
 
@@ -102,6 +103,19 @@ export function runModuleInChild(
       },
     );
   });
+}
+
+/**
+ * The one stderr line of a child that failed as a read should: exit status 1, nothing on stdout,
+ * exactly one line on stderr naming `url`.
+ */
+export function failureLine(outcome: ChildOutcome, url: string): string {
+  expect(outcome.code).toBe(1);
+  expect(outcome.stdout).toBe('');
+  const lines = outcome.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain(url);
+  return lines[0] as string;
 }
 
 /** The parent's environment without any CA bundle, proxy or direct-ranges switch of its own. */
