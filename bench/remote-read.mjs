@@ -22,6 +22,9 @@
  *   readers' S3 byte source, within the readers' in-flight and read-ahead limits, nothing decoded:
  *   the records/s no reader can pass with this server and proxy on this machine; and the reader's
  *   share of it;
+ * - `local+fetch`: the local read again while a fetch-only run of the same objects goes on beside
+ *   it (both started together): how fast the decoder reads when s3rver and the proxy serve, and a
+ *   process receives, those bytes on the same cores, with no wait on the data;
  * - the 2-core bound of the reading's work: the reader's CPU while reading plus s3rver's and the
  *   proxy's meanwhile, over 2 cores, against the local read's time (they share the cores, so the
  *   read cannot take less);
@@ -269,6 +272,14 @@ try {
         server,
         proxy,
       );
+      // The local read again while the same objects are fetched beside it (fetch only, started
+      // together): the decoder's rate when the server and proxy serve those bytes on the same
+      // cores and a process receives them, with no wait on the data. A remote reader whose
+      // decoding waited for nothing would read about this fast.
+      const [localBeside] = await Promise.all([
+        runChild({ ...common, mode: 'read', origin: join(dir, local ?? '') }, env()),
+        runChild({ ...common, params: remoteParams, mode: 'fetch', origin: object('idx') }, env()),
+      ]);
       const download = await measure(
         { ...common, mode: 'download', bucket: BUCKET, prefix: `idx/${set}/`, local, parallel: 4 },
         env(),
@@ -301,6 +312,10 @@ try {
         console.log(
           `  ${set.padEnd(9)} fetch only ${fmt(fetchRate).padStart(9)} rec/s ${fmt(fetchRate / base, 2).padStart(5)}x local  (the serving ceiling: ${fetchOnly.gets} GETs, nothing decoded)` +
             `  CPU while fetching: fetcher ${fmt(readCpuSum(fetchOnly), 2)} s, s3rver ${fmt(fetchOnly.serverReadCpu, 2)} s, proxy ${fmt(fetchOnly.proxyReadCpu, 2)} s`,
+        );
+      if (localBeside.error === undefined)
+        console.log(
+          `  ${set.padEnd(9)} local+fetch ${fmt(rate(localBeside)).padStart(8)} rec/s ${fmt(rate(localBeside) / base, 2).padStart(5)}x local  (the local read while the fetch-only run serves and receives the same bytes beside it)`,
         );
       const cpuBoundSeconds = (readCpuSum(remote) + remote.serverReadCpu + remote.proxyReadCpu) / 2;
       const localSeconds = localRun.readMs / 1000;
