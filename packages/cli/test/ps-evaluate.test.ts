@@ -28,7 +28,7 @@ import {
   VOCABULARY,
 } from './helpers/ps-job.js';
 import { EDL_BIN, runEdl } from './helpers/run-edl.js';
-import { type BucketS3rver, startBucketS3rver } from './helpers/s3rver-env.js';
+import { bucketS3rverForSuite } from './helpers/s3rver-env.js';
 
 const PREDICT_RECORDS = 120;
 let dir: string;
@@ -273,13 +273,7 @@ describe('edl evaluate of a checkpoint whose shard parts cannot be used', () => 
 });
 
 describe('edl evaluate --model-checkpoint s3://', () => {
-  let s3: BucketS3rver | undefined;
-  beforeAll(async () => {
-    s3 = await startBucketS3rver();
-  }, 60_000);
-  afterAll(async () => {
-    await s3?.stop();
-  });
+  const s3 = bucketS3rverForSuite();
 
   const uploadParts = (prefix: string) => uploadShardParts(checkpointDir, checkpoint.version, prefix);
 
@@ -290,7 +284,7 @@ describe('edl evaluate --model-checkpoint s3://', () => {
     if (found === undefined) throw new Error('no checkpoint');
     // The master's object and its manifest, written last: the commit.
     const manifest = await writeCheckpoint(prefix, found.checkpoint);
-    const run = await job('evaluate', prefix, ['--num-ps', '3'], s3?.env);
+    const run = await job('evaluate', prefix, ['--num-ps', '3'], s3().env);
     expectRestored(run, 3);
     expect(run.stderr).toContain(`parameter-server shards started from the shard parts of ${manifest}`);
     expectTrainedMetrics(run);
@@ -299,7 +293,7 @@ describe('edl evaluate --model-checkpoint s3://', () => {
   it('refuses shard parts whose manifest was never written', async () => {
     const prefix = 's3://bucket/uncommitted/';
     await uploadParts(prefix);
-    const run = await job('evaluate', prefix, [], s3?.env);
+    const run = await job('evaluate', prefix, [], s3().env);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`--model-checkpoint ${prefix} holds no committed checkpoint`);
     expect(run.events.filter((e) => e.event === 'listening')).toEqual([]);
