@@ -14,23 +14,30 @@ interface Squared {
   threadId: number;
 }
 
-/** OS threads of this process (worker threads are OS threads). */
-function osThreads(): number {
-  return readdirSync('/proc/self/task').length;
+/** The OS threads of this process by id (worker threads are OS threads). */
+function osThreadIds(): Set<string> {
+  return new Set(readdirSync('/proc/self/task'));
+}
+
+/** The threads started since `before` and alive now. */
+function startedSince(before: Set<string>): string[] {
+  return [...osThreadIds()].filter((id) => !before.has(id));
 }
 
 /**
- * The OS thread count once it has fallen to `limit` or below. A worker's OS thread can outlive
- * `terminate()` by a moment, so this polls for up to 2 s; a leaked thread still fails.
+ * Those of `ids` still alive once they have ended, or after 2 s: a worker's OS thread can
+ * outlive `terminate()` by a moment, so this polls; a leaked thread still fails. Ids, not a count,
+ * so that other threads of the process ending or starting meanwhile change nothing.
  */
-async function osThreadsAfterExit(limit: number): Promise<number> {
+async function stillAliveAfterExit(ids: readonly string[]): Promise<string[]> {
   const deadline = Date.now() + 2000;
-  let count = osThreads();
-  while (count > limit && Date.now() < deadline) {
+  let alive = ids.filter((id) => osThreadIds().has(id));
+  while (alive.length > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    count = osThreads();
+    const now = osThreadIds();
+    alive = alive.filter((id) => now.has(id));
   }
-  return count;
+  return alive;
 }
 
 function squares(n: number, workers: number, bufferSize?: number): IterDataset<Squared> {
@@ -167,35 +174,45 @@ describe('IterDataset.mapParallel', () => {
   });
 
   it('terminates its threads on return(), on break and at the end', async () => {
-    const before = osThreads();
+    let before = osThreadIds();
     const it = squares(200, 3).iterator() as ParallelMapIterator<number, Squared>;
     await it.next();
     expect(it.threadCount).toBe(3);
-    expect(osThreads()).toBeGreaterThanOrEqual(before + 3);
+    let started = startedSince(before);
+    expect(started.length).toBeGreaterThanOrEqual(3);
     const saved = it.getState();
     expect(await it.return()).toEqual({ done: true, value: undefined });
     expect(it.threadCount).toBe(0);
-    expect(await osThreadsAfterExit(before)).toBeLessThanOrEqual(before);
+    expect(await stillAliveAfterExit(started)).toEqual([]);
     expect(await it.next()).toEqual({ done: true, value: undefined });
     // A restore reopens it, on new threads.
+    before = osThreadIds();
     it.setState(saved);
     expect((await it.next()).value).toMatchObject({ value: 2, index: 1 });
     expect(it.threadCount).toBe(3);
+    started = startedSince(before);
+    expect(started.length).toBeGreaterThanOrEqual(3);
     await it.close();
     expect(it.threadCount).toBe(0);
-    expect(await osThreadsAfterExit(before)).toBeLessThanOrEqual(before);
+    expect(await stillAliveAfterExit(started)).toEqual([]);
 
     let seen = 0;
+    before = osThreadIds();
     const dataset = squares(200, 2);
     const iterator = dataset.iterator() as ParallelMapIterator<number, Squared>;
     for await (const _ of { [Symbol.asyncIterator]: () => iterator }) {
-      if (++seen === 3) break;
+      if (++seen === 1) started = startedSince(before);
+      if (seen === 3) break;
     }
+    expect(started.length).toBeGreaterThanOrEqual(2);
     expect(iterator.threadCount).toBe(0);
+    expect(await stillAliveAfterExit(started)).toEqual([]);
 
+    before = osThreadIds();
     const ended = squares(5, 2).iterator() as ParallelMapIterator<number, Squared>;
     expect(await drain(ended)).toHaveLength(5);
     expect(ended.threadCount).toBe(0);
-    expect(await osThreadsAfterExit(before)).toBeLessThanOrEqual(before);
+    // Every thread it started has ended (whatever else the process started meanwhile).
+    expect(await stillAliveAfterExit(startedSince(before))).toEqual([]);
   });
 });
