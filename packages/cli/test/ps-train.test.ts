@@ -164,6 +164,8 @@ describe('edl train --num-ps 2', () => {
     ]);
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
     expect(run.stdout).toMatch(/^EDL_PS_ADDRESSES=127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/m);
+    // The placement it records in its checkpoints, printed for workers started by hand.
+    expect(run.stdout).toMatch(/^EDL_DENSE_ON=shards$/m);
     const result = JSON.parse(
       run.stdout.split('\n').find((l) => l.startsWith('{"state"')) as string,
     ) as Summary;

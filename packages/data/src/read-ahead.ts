@@ -35,6 +35,6 @@ export function wantsAnotherRangeAhead(
   if (typeof reader.prefetch !== 'function') return false;
   const budget = reader.readAheadBudget?.();
   if (budget === undefined) return held < 1;
-  const cap = Math.min(Math.max(1, maxAhead), budget.wantedRanges ?? RANGES_AHEAD_UNMEASURED);
-  return held < Math.max(1, cap) && budget.announcedBytes < budget.budgetBytes;
+  const cap = Math.max(1, Math.min(maxAhead, budget.wantedRanges ?? RANGES_AHEAD_UNMEASURED));
+  return held < cap && budget.announcedBytes < budget.budgetBytes;
 }

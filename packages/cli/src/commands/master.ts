@@ -52,8 +52,8 @@ Server and workers:
   --num-ps N (0)        parameter-server shards (edl ps processes) for the rows of distributed
                         embedding tables, with the job's --optimizer and --seed; their addresses
                         go to every worker (EDL_PS_ADDRESSES) and are printed; they hold the dense
-                        variables too (EDL_DENSE_ON=shards, printed; a worker's --dense-on master
-                        keeps them in this master) (evaluation, prediction: default as many as
+                        variables too (EDL_DENSE_ON=shards, printed, unless this command's
+                        EDL_DENSE_ON is master; a worker's --dense-on master keeps them here) (evaluation, prediction: default as many as
                         wrote the checkpoint of --model-checkpoint, or else of --checkpoint-dir's
                         newest, each restored from it before any worker pulls; N re-shards)
   --worker-command CMD  the worker to run (default: this edl's 'worker' command); {workerId} and
@@ -212,6 +212,15 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       await open(v['validation-data']),
       await open(v['prediction-data']),
     ];
+    // The placement this master's workers take (EDL_DENSE_ON, by default shards; the workers it
+    // starts inherit this environment): its checkpoints record it, resuming one written with the
+    // other is refused, and it is printed for workers started by hand.
+    const denseOn =
+      parameterServers === undefined
+        ? undefined
+        : process.env.EDL_DENSE_ON === 'master'
+          ? ('master' as const)
+          : ('shards' as const);
     const handle = await startMaster({
       ...masterOptions,
       ...optional('trainingReader', trainingReader),
@@ -220,11 +229,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
       ...optional('host', v.host),
       ...optional('port', v.port),
       ...optional('token', token),
-      // The placement this master's own workers take (EDL_DENSE_ON, by default shards): its
-      // checkpoints record it, and resuming one written with the other placement is refused.
-      ...(parameterServers === undefined
-        ? {}
-        : { denseOn: process.env.EDL_DENSE_ON === 'master' ? ('master' as const) : ('shards' as const) }),
+      ...optional('denseOn', denseOn),
       logger,
       jobId,
       ...(numWorkers > 0 || parameterServers !== undefined
@@ -246,7 +251,7 @@ async function runMaster(argv: string[], io: CommandIO): Promise<number> {
     });
     logShardsRestored(logger, evaluated);
     io.stdout.write(
-      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\nEDL_DENSE_ON=shards\n`}`,
+      `EDL_MASTER_ADDR=${handle.address}\nEDL_JOB_TOKEN=${handle.token}\nEDL_MASTER_HTTP=${handle.liveView?.origin ?? ''}\n${parameterServers === undefined ? '' : `EDL_PS_ADDRESSES=${parameterServers.addresses.join(',')}\nEDL_DENSE_ON=${denseOn}\n`}`,
     );
     if (!v.quiet) io.stderr.write(`live view: ${handle.liveView?.url}\n`);
     let onSignal = () => {};

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { wantsAnotherRangeAhead } from '../../src/read-ahead.js';
-import { INITIAL_RANGES_WANTED, MAX_RANGES_WANTED, RangePace } from '../../src/readers/remote/range-pace.js';
+import { RANGES_AHEAD_UNMEASURED, wantsAnotherRangeAhead } from '../../src/read-ahead.js';
+import { MAX_RANGES_WANTED, RangePace } from '../../src/readers/remote/range-pace.js';
 
 // The pace of a remote reader (how many ranges it wants announced ahead, by Little's law), driven
 // with a clock the test sets, and the policy consumers apply to it.
@@ -22,12 +22,12 @@ function pacedReader() {
 describe('RangePace', () => {
   it('wants the initial count until a fetch and two reads are measured', () => {
     const { pace, read } = pacedReader();
-    expect(pace.wanted).toBe(INITIAL_RANGES_WANTED);
+    expect(pace.wanted).toBe(RANGES_AHEAD_UNMEASURED);
     read(0.001);
     pace.fetched(0.06);
-    expect(pace.wanted).toBe(INITIAL_RANGES_WANTED);
+    expect(pace.wanted).toBe(RANGES_AHEAD_UNMEASURED);
     read(0.001);
-    expect(pace.wanted).not.toBe(INITIAL_RANGES_WANTED);
+    expect(pace.wanted).not.toBe(RANGES_AHEAD_UNMEASURED);
   });
 
   it('wants fetch / interval ranges with headroom: many for a fast consumer of slow fetches, few for a training job', () => {

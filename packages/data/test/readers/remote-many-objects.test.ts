@@ -148,6 +148,28 @@ function wholeShardTasks(shards: readonly Shard[]): RecordRange[] {
   }));
 }
 
+/**
+ * The local read's records per file, and the tasks (one per file) a master's reader of the
+ * directory cuts through `source` with its index cache in `indexCacheDir`.
+ */
+async function localRecordsAndMasterTasks(
+  source: ByteSource,
+  indexCacheDir: string,
+): Promise<{ expected: Buffer[][]; tasks: RecordRange[] }> {
+  const local = await TFRecordDataReader.open({ dataDir: localDir });
+  const expected = await readTaskRecords(local, wholeShardTasks(await local.createShards()));
+  await local.close();
+  registerByteSource('s3', () => source);
+  const master = await createDataReader(`s3://${BUCKET}/dir/`, {
+    type: 'tfrecord',
+    remote: { indexCacheDir },
+  });
+  const tasks = wholeShardTasks(await master.createShards());
+  await master.close?.();
+  expect(tasks).toHaveLength(FILES);
+  return { expected, tasks };
+}
+
 /** What a worker-like reader read of every task, announced ahead, with the local read's records. */
 interface WorkerRead {
   readonly tasks: readonly RecordRange[];
@@ -167,19 +189,10 @@ async function readAsWorker(
   slowFirstIndex: boolean,
   read: (worker: TFRecordDataReader, tasks: readonly RecordRange[]) => Promise<Buffer[][]> = readTaskRecords,
 ): Promise<WorkerRead> {
-  const local = await TFRecordDataReader.open({ dataDir: localDir });
-  const localTasks = wholeShardTasks(await local.createShards());
-  const expected = await readTaskRecords(local, localTasks);
-  await local.close();
-
-  registerByteSource('s3', () => counting);
-  const master = await createDataReader(`s3://${BUCKET}/dir/`, {
-    type: 'tfrecord',
-    remote: { indexCacheDir: await mkdtemp(join(scratch, 'master-cache-')) },
-  });
-  const tasks = wholeShardTasks(await master.createShards());
-  await master.close?.();
-  expect(tasks).toHaveLength(FILES);
+  const { expected, tasks } = await localRecordsAndMasterTasks(
+    counting,
+    await mkdtemp(join(scratch, 'master-cache-')),
+  );
 
   const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
     type: 'tfrecord',
@@ -278,17 +291,8 @@ describe('a worker reading many small objects behind a 50 ms proxy', () => {
   async function readPaced(
     trainMs: number,
   ): Promise<{ records: Buffer[][]; expected: Buffer[][]; heldAtRead: number[] }> {
-    const local = await TFRecordDataReader.open({ dataDir: localDir });
-    const expected = await readTaskRecords(local, wholeShardTasks(await local.createShards()));
-    await local.close();
-    registerByteSource('s3', () => s3Source);
     const cacheDir = await mkdtemp(join(scratch, 'paced-cache-'));
-    const master = await createDataReader(`s3://${BUCKET}/dir/`, {
-      type: 'tfrecord',
-      remote: { indexCacheDir: cacheDir },
-    });
-    const tasks = wholeShardTasks(await master.createShards());
-    await master.close?.();
+    const { expected, tasks } = await localRecordsAndMasterTasks(s3Source, cacheDir);
     // The worker shares the master's index cache (as a worker pod is handed the indexes).
     const worker = (await createDataReader(`s3://${BUCKET}/dir/`, {
       type: 'tfrecord',

@@ -1,5 +1,5 @@
-/** Ranges wanted ahead before a fetch and two reads are measured (as many as a reader that says nothing). */
-export const INITIAL_RANGES_WANTED = 16;
+import { RANGES_AHEAD_UNMEASURED } from '../../read-ahead.js';
+
 /** The most ranges a reader asks to have announced ahead (a consumer's own cap may be lower). */
 export const MAX_RANGES_WANTED = 64;
 /**
@@ -20,7 +20,7 @@ const HEADROOM = 1.5;
  * per range (waits for bytes left out). A fast consumer of small objects behind a slow
  * link wants many (64 files of 1 MiB at 50 ms want about 30); a training job that takes a second
  * per task wants one or two, so it does not lease the tail of an epoch that other workers could
- * train. Before a fetch and two reads are measured it wants {@link INITIAL_RANGES_WANTED}.
+ * train. Before a fetch and two reads are measured it wants {@link RANGES_AHEAD_UNMEASURED}.
  *
  * The same reasoning sizes tf.data's AUTOTUNE prefetch buffers (`core/framework/model.h`): the
  * buffer that hides a producer's latency at the consumer's rate.
@@ -66,12 +66,13 @@ export class RangePace {
 
   /** Ranges wanted ahead now: between 1 and {@link MAX_RANGES_WANTED}. */
   get wanted(): number {
-    if (this.#fetchSeconds === undefined || this.#intervalSeconds === undefined) return INITIAL_RANGES_WANTED;
+    if (this.#fetchSeconds === undefined || this.#intervalSeconds === undefined)
+      return RANGES_AHEAD_UNMEASURED;
     const needed = Math.ceil((HEADROOM * this.#fetchSeconds) / Math.max(this.#intervalSeconds, 1e-6));
     return Math.min(MAX_RANGES_WANTED, Math.max(1, needed + 1));
   }
 
-  /** The averages behind {@link wanted}, for stats. */
+  /** The averages behind {@link wanted} (what its tests check). */
   get measured(): { readonly fetchSeconds?: number; readonly intervalSeconds?: number } {
     return {
       ...(this.#fetchSeconds === undefined ? {} : { fetchSeconds: this.#fetchSeconds }),
